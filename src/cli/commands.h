@@ -1,0 +1,12 @@
+// The subcommands of the devplace program. Each Add* registers one on the
+// app, with its flags and the function that runs it.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace devplace {
+
+void AddSimulateCommand(CLI::App& app);
+void AddInfoCommands(CLI::App& app);  // clusters, models, info
+
+}  // namespace devplace

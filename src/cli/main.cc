@@ -1,0 +1,36 @@
+// devplace: learns where each op of a training step should run.
+#include <cstdio>
+#include <exception>
+
+#include "cli/commands.h"
+#include "util/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "devplace: decides which device runs each op of a neural network's training step, so that the step is as fast as "
+      "possible and no device runs out of memory.\n\nGraphs are devplace graph files (docs/graph-format.md) or built-in "
+      "models (devplace models); clusters are presets (devplace clusters) or cluster files (docs/cluster-format.md)."};
+  app.name("devplace");
+  app.require_subcommand(1);
+  app.fallthrough(false);
+  devplace::AddSimulateCommand(app);
+  devplace::AddInfoCommands(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // One line, as every devplace error: what is wrong and where to look.
+    std::fprintf(stderr, "devplace: error: %s (see devplace --help)\n", e.what());
+    return 2;
+  } catch (const devplace::Error& e) {
+    std::fprintf(stderr, "devplace: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "devplace: internal error: %s\n", e.what());
+    return 3;
+  }
+  return 0;
+}

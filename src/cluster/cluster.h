@@ -1,0 +1,87 @@
+// The machine a step runs on: devices with their speed and memory, the links
+// between them, and which links share one bus. Routes between every pair of
+// devices are computed once, so the simulator only looks them up.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace devplace {
+
+struct Device {
+  std::string name;  // "cpu:0", "gpu:1", ...
+  DeviceKind kind = DeviceKind::kGpu;
+  double peak_flops_per_s = 0;
+  double memory_bandwidth_bytes_per_s = 0;
+  int64_t memory_bytes = 0;
+  double launch_overhead_us = 0;  // fixed cost added to every op
+  int32_t parallel_ops = 1;       // ops it runs at once, each at full speed
+};
+
+// A full-duplex link between devices a and b: each direction carries one
+// transfer at a time. Links on the same bus share it: all their a->b
+// transfers queue on one channel and all their b->a transfers on another, so
+// give links on one bus the same orientation (a on the host side).
+struct Link {
+  int32_t a = 0;
+  int32_t b = 0;
+  double bandwidth_bytes_per_s = 0;
+  double latency_us = 0;
+  int32_t bus = -1;  // index into Cluster::buses, or -1
+};
+
+// One leg of a route: a link, in one direction, and the serial channel that
+// direction occupies.
+struct Hop {
+  int32_t link = 0;
+  int32_t from = 0;
+  int32_t to = 0;
+  int32_t channel = 0;
+};
+
+class Cluster {
+ public:
+  std::string name;
+  std::vector<Device> devices;
+  std::vector<Link> links;
+  std::vector<std::string> buses;
+
+  // Validates and computes routes: fewest hops, then widest bottleneck.
+  // Devices without a direct link talk through intermediate devices (a GPU
+  // with no peer link stages through host memory). Throws Error naming
+  // `source` on a bad cluster.
+  void Finalize(const std::string& source = "cluster");
+
+  int32_t num_devices() const { return static_cast<int32_t>(devices.size()); }
+  int32_t FindDevice(std::string_view name) const;  // -1 if absent
+
+  // The hops a tensor takes from `src` to `dst` (empty when equal).
+  std::span<const Hop> Route(int32_t src, int32_t dst) const {
+    const auto& r = route_offsets_[src * num_devices() + dst];
+    return {hops_.data() + r.first, hops_.data() + r.second};
+  }
+
+  // Serial channels: two per bus-less link, two per bus.
+  int32_t num_channels() const { return static_cast<int32_t>(2 * links.size() + 2 * buses.size()); }
+  std::string ChannelName(int32_t channel) const;
+
+  // Time of one transfer of `bytes` over one hop.
+  double HopTimeUs(const Hop& hop, int64_t bytes) const {
+    const Link& link = links[hop.link];
+    return link.latency_us + static_cast<double>(bytes) / link.bandwidth_bytes_per_s * 1e6;
+  }
+
+  // Device kinds present, as a mask.
+  DeviceKindMask kinds_present() const;
+
+ private:
+  std::vector<Hop> hops_;
+  std::vector<std::pair<int32_t, int32_t>> route_offsets_;
+};
+
+}  // namespace devplace

@@ -1,0 +1,386 @@
+#include "sim/simulator.h"
+
+#include <algorithm>
+#include <bit>
+#include <cassert>
+#include <cmath>
+#include <unordered_map>
+
+namespace devplace {
+
+namespace {
+
+enum class EventKind : uint8_t { kOpDone, kHopDone };
+
+struct Event {
+  double time_us;
+  uint64_t sequence;  // ties resolve first-scheduled-first, for determinism
+  EventKind kind;
+  int32_t id;         // op index or transfer index
+
+  // std::priority_queue is a max-heap; invert for earliest-first.
+  bool operator<(const Event& other) const {
+    if (time_us != other.time_us) return time_us > other.time_us;
+    return sequence > other.sequence;
+  }
+};
+
+// One tensor on its way to one destination device.
+struct Transfer {
+  int32_t tensor;
+  int32_t src_op;
+  int32_t dst_device;
+  int32_t next_hop;             // index into the route
+  int32_t consumers_remaining;  // consumer edges on dst_device still to run
+  std::span<const Hop> route;
+};
+
+// A FIFO queue of indices that reuses its storage across runs.
+class Fifo {
+ public:
+  void Clear() {
+    items_.clear();
+    head_ = 0;
+  }
+  bool empty() const { return head_ == items_.size(); }
+  void Push(int32_t v) { items_.push_back(v); }
+  int32_t Pop() { return items_[head_++]; }
+
+ private:
+  std::vector<int32_t> items_;
+  size_t head_ = 0;
+};
+
+}  // namespace
+
+struct Simulator::Scratch {
+  std::vector<int32_t> pending;       // per op
+  std::vector<int32_t> refcount;      // per tensor, on its producer's device
+  std::vector<int32_t> copy_of;       // [tensor * devices + device] -> transfer
+  std::vector<Transfer> transfers;
+  std::vector<Fifo> ready;            // per device
+  std::vector<int32_t> running;       // per device
+  std::vector<int64_t> memory_in_use; // per device
+  std::vector<Fifo> channel_queue;    // per channel: transfers waiting
+  std::vector<char> channel_busy;
+  std::vector<int32_t> count_on_device;  // per device, scratch for one tensor
+  std::vector<Event> heap;
+};
+
+Simulator::Simulator(const Graph& graph, const Cluster& cluster, const CostModel& cost)
+    : graph_(&graph), cluster_(&cluster), num_devices_(cluster.num_devices()), scratch_(std::make_unique<Scratch>()) {
+  assert(graph.finalized());
+  const int32_t n = graph.num_ops();
+  op_time_us_.resize(static_cast<size_t>(n) * num_devices_);
+  for (int32_t op = 0; op < n; ++op) {
+    for (int32_t d = 0; d < num_devices_; ++d) op_time_us_[op * num_devices_ + d] = cost.OpTimeUs(graph.op(op), d);
+  }
+
+  pending_inputs_.assign(n, 0);
+  for (const DataEdge& e : graph.data_edges()) ++pending_inputs_[e.dst];
+  for (const ControlEdge& e : graph.control_edges()) ++pending_inputs_[e.dst];
+
+  tensor_begin_.assign(n + 1, 0);
+  for (int32_t op = 0; op < n; ++op) tensor_begin_[op + 1] = tensor_begin_[op] + static_cast<int32_t>(graph.op(op).outputs.size());
+  const int32_t num_tensors = tensor_begin_[n];
+  tensor_bytes_.resize(num_tensors);
+  tensor_producer_.resize(num_tensors);
+  for (int32_t op = 0; op < n; ++op) {
+    for (size_t k = 0; k < graph.op(op).outputs.size(); ++k) {
+      tensor_bytes_[tensor_begin_[op] + k] = graph.op(op).outputs[k].bytes;
+      tensor_producer_[tensor_begin_[op] + k] = op;
+    }
+  }
+
+  // Consumers per tensor: out-edges are sorted by output, so one sweep fills them.
+  consumer_begin_.assign(num_tensors + 1, 0);
+  for (const DataEdge& e : graph.data_edges()) ++consumer_begin_[tensor_begin_[e.src] + e.src_output + 1];
+  for (int32_t t = 0; t < num_tensors; ++t) consumer_begin_[t + 1] += consumer_begin_[t];
+  consumers_.resize(graph.data_edges().size());
+  {
+    std::vector<int32_t> cursor(consumer_begin_.begin(), consumer_begin_.end() - 1);
+    for (int32_t op = 0; op < n; ++op) {
+      for (int32_t e : graph.out_data_edges(op)) {
+        const DataEdge& edge = graph.data_edges()[e];
+        consumers_[cursor[tensor_begin_[op] + edge.src_output]++] = edge.dst;
+      }
+    }
+  }
+  input_begin_.assign(n + 1, 0);
+  inputs_.clear();
+  inputs_.reserve(graph.data_edges().size());
+  for (int32_t op = 0; op < n; ++op) {
+    for (int32_t e : graph.in_data_edges(op)) {
+      const DataEdge& edge = graph.data_edges()[e];
+      inputs_.push_back(tensor_begin_[edge.src] + edge.src_output);
+    }
+    input_begin_[op + 1] = static_cast<int32_t>(inputs_.size());
+  }
+
+  colocation_leader_.resize(n);
+  std::unordered_map<std::string, int32_t> leader_of_group;
+  for (int32_t op = 0; op < n; ++op) {
+    const std::string& group = graph.op(op).colocation_group;
+    colocation_leader_[op] = group.empty() ? op : leader_of_group.emplace(group, op).first->second;
+  }
+}
+
+Simulator::~Simulator() = default;
+Simulator::Simulator(Simulator&&) noexcept = default;
+
+double Simulator::PlainPassUs(const Placement& placement) const {
+  std::vector<double> finish_us(graph_->num_ops(), 0);
+  double end_us = 0;
+  for (int32_t op : graph_->topological_order()) {
+    double start_us = 0;
+    for (int32_t slot = input_begin_[op]; slot < input_begin_[op + 1]; ++slot) {
+      start_us = std::max(start_us, finish_us[tensor_producer_[inputs_[slot]]]);
+    }
+    for (int32_t src : graph_->control_predecessors(op)) start_us = std::max(start_us, finish_us[src]);
+    finish_us[op] = start_us + op_time_us_[op * num_devices_ + placement[op]];
+    end_us = std::max(end_us, finish_us[op]);
+  }
+  return end_us;
+}
+
+SimResult Simulator::Run(const Placement& placement, const SimOptions& options) {
+  const Graph& graph = *graph_;
+  const Cluster& cluster = *cluster_;
+  const int32_t n = graph.num_ops();
+  const int32_t D = num_devices_;
+  SimResult result;
+  result.devices.assign(D, DeviceStats{});
+
+  // Placements that cannot run at all.
+  if (static_cast<int32_t>(placement.size()) != n) {
+    result.invalid = true;
+    result.reason = "the placement has " + std::to_string(placement.size()) + " entries for " + std::to_string(n) + " ops";
+    return result;
+  }
+  for (int32_t op = 0; op < n; ++op) {
+    int32_t d = placement[op];
+    if (d < 0 || d >= D) {
+      result.invalid = true;
+      result.reason = "op '" + graph.op(op).name + "' is on no device of the cluster";
+      return result;
+    }
+    if (op_time_us_[op * D + d] == kCannotRun) {
+      result.invalid = true;
+      result.reason = "op '" + graph.op(op).name + "' (" + graph.op(op).type + ") cannot run on " + cluster.devices[d].name;
+      return result;
+    }
+    if (placement[colocation_leader_[op]] != d) {
+      result.invalid = true;
+      result.reason = "co-location group '" + graph.op(op).colocation_group + "' is split across " +
+                      cluster.devices[placement[colocation_leader_[op]]].name + " and " + cluster.devices[d].name;
+      return result;
+    }
+  }
+
+  Random random(options.seed);
+  const bool noisy = options.noise.enabled();
+  if (noisy && options.noise.failure_probability > 0 && random.Uniform() < options.noise.failure_probability) {
+    result.failed = true;
+    result.reason = "sporadic failure (noise model)";
+  }
+  const double jitter = options.noise.jitter;
+  auto perturb = [&](double time_us) {
+    if (jitter <= 0) return time_us;
+    return time_us * std::exp(jitter * random.Normal() - 0.5 * jitter * jitter);
+  };
+
+  Scratch& s = *scratch_;
+  s.pending.assign(pending_inputs_.begin(), pending_inputs_.end());
+  s.refcount.resize(tensor_bytes_.size());
+  s.copy_of.resize(tensor_bytes_.size() * D);  // entries are written before they are read
+  s.transfers.clear();
+  s.ready.resize(D);
+  for (Fifo& f : s.ready) f.Clear();
+  s.running.assign(D, 0);
+  s.memory_in_use.assign(D, 0);
+  s.channel_queue.resize(cluster.num_channels());
+  for (Fifo& f : s.channel_queue) f.Clear();
+  s.channel_busy.assign(cluster.num_channels(), 0);
+  s.count_on_device.assign(D, 0);
+  s.heap.clear();
+
+  uint64_t sequence = 0;
+  double now_us = 0;
+  bool stop = false;
+  auto schedule = [&](double time_us, EventKind kind, int32_t id) {
+    s.heap.push_back({time_us, sequence++, kind, id});
+    std::push_heap(s.heap.begin(), s.heap.end());
+  };
+  auto change_memory = [&](int32_t d, int64_t delta) {
+    int64_t& in_use = s.memory_in_use[d];
+    in_use += delta;
+    DeviceStats& stats = result.devices[d];
+    if (in_use > stats.peak_memory_bytes) {
+      stats.peak_memory_bytes = in_use;
+      if (in_use > cluster.devices[d].memory_bytes && !stats.oom) {
+        stats.oom = true;
+        result.oom = true;
+        if (options.stop_at_oom) stop = true;
+      }
+    }
+    if (options.record_events) result.memory_events.push_back({d, now_us, in_use});
+  };
+
+  // Persistent memory is held from the start.
+  for (int32_t op = 0; op < n; ++op) {
+    result.devices[placement[op]].persistent_bytes += graph.op(op).persistent_bytes;
+    ++result.devices[placement[op]].num_ops;
+  }
+  for (int32_t d = 0; d < D; ++d) {
+    if (result.devices[d].persistent_bytes > 0) change_memory(d, result.devices[d].persistent_bytes);
+  }
+  if (result.oom) {
+    result.reason = "out of memory: parameters alone exceed a device's capacity";
+    if (stop) return result;
+  }
+
+  auto start_ready_ops = [&](int32_t d) {
+    const int32_t slots = cluster.devices[d].parallel_ops;
+    while (s.running[d] < slots && !s.ready[d].empty()) {
+      int32_t op = s.ready[d].Pop();
+      ++s.running[d];
+      const Op& o = graph.op(op);
+      int64_t allocate = o.temporary_bytes;
+      for (int32_t t = tensor_begin_[op]; t < tensor_begin_[op + 1]; ++t) allocate += tensor_bytes_[t];
+      if (allocate > 0) change_memory(d, allocate);
+      double duration_us = perturb(op_time_us_[op * D + d]);
+      result.devices[d].compute_us[static_cast<int>(o.phase)] += duration_us;
+      if (options.record_events) result.op_events.push_back({op, d, now_us, now_us + duration_us});
+      schedule(now_us + duration_us, EventKind::kOpDone, op);
+    }
+  };
+  auto make_ready = [&](int32_t op) { s.ready[placement[op]].Push(op); };
+  auto release_tensor = [&](int32_t tensor, int32_t d) {
+    if (--s.refcount[tensor] == 0 && tensor_bytes_[tensor] > 0) change_memory(d, -tensor_bytes_[tensor]);
+  };
+  auto start_hop = [&](int32_t channel) {
+    if (s.channel_busy[channel] || s.channel_queue[channel].empty()) return;
+    int32_t id = s.channel_queue[channel].Pop();
+    Transfer& tr = s.transfers[id];
+    const Hop& hop = tr.route[tr.next_hop];
+    const int64_t bytes = tensor_bytes_[tr.tensor];
+    // The destination's buffer is allocated when the last hop starts.
+    if (tr.next_hop + 1 == static_cast<int32_t>(tr.route.size()) && bytes > 0) change_memory(tr.dst_device, bytes);
+    double duration_us = perturb(cluster.HopTimeUs(hop, bytes));
+    s.channel_busy[channel] = 1;
+    result.devices[hop.from].copy_out_us += duration_us;
+    result.devices[hop.from].bytes_out += bytes;
+    result.devices[hop.to].copy_in_us += duration_us;
+    result.devices[hop.to].bytes_in += bytes;
+    if (options.record_events) {
+      result.transfer_events.push_back({tr.src_op, tr.tensor - tensor_begin_[tr.src_op], hop.from, hop.to, channel,
+                                        now_us, now_us + duration_us, bytes});
+    }
+    schedule(now_us + duration_us, EventKind::kHopDone, id);
+  };
+  auto enqueue_hop = [&](int32_t id) {
+    const Transfer& tr = s.transfers[id];
+    int32_t channel = tr.route[tr.next_hop].channel;
+    s.channel_queue[channel].Push(id);
+    start_hop(channel);
+  };
+
+  auto finish_op = [&](int32_t op) {
+    const int32_t d = placement[op];
+    --s.running[d];
+    const Op& o = graph.op(op);
+    if (o.temporary_bytes > 0) change_memory(d, -o.temporary_bytes);
+
+    // Outputs: wake local consumers, send once to each remote device.
+    for (int32_t t = tensor_begin_[op]; t < tensor_begin_[op + 1]; ++t) {
+      int32_t local = 0;
+      uint64_t remote_devices = 0;
+      for (int32_t slot = consumer_begin_[t]; slot < consumer_begin_[t + 1]; ++slot) {
+        int32_t consumer = consumers_[slot];
+        int32_t cd = placement[consumer];
+        if (cd == d) {
+          ++local;
+          if (--s.pending[consumer] == 0) make_ready(consumer);
+        } else {
+          remote_devices |= uint64_t{1} << cd;
+          ++s.count_on_device[cd];
+        }
+      }
+      s.refcount[t] = local + std::popcount(remote_devices);
+      for (int32_t rd = 0; remote_devices != 0; ++rd, remote_devices >>= 1) {
+        if (!(remote_devices & 1)) continue;
+        int32_t id = static_cast<int32_t>(s.transfers.size());
+        s.transfers.push_back({t, op, rd, 0, s.count_on_device[rd], cluster.Route(d, rd)});
+        s.count_on_device[rd] = 0;
+        s.copy_of[static_cast<size_t>(t) * D + rd] = id;
+        enqueue_hop(id);
+      }
+      if (s.refcount[t] == 0 && tensor_bytes_[t] > 0) change_memory(d, -tensor_bytes_[t]);  // nobody reads it
+    }
+
+    // Inputs this op was the last local reader of are freed.
+    for (int32_t slot = input_begin_[op]; slot < input_begin_[op + 1]; ++slot) {
+      int32_t t = inputs_[slot];
+      if (placement[tensor_producer_[t]] == d) {
+        release_tensor(t, d);
+      } else {
+        Transfer& tr = s.transfers[s.copy_of[static_cast<size_t>(t) * D + d]];
+        if (--tr.consumers_remaining == 0 && tensor_bytes_[t] > 0) change_memory(d, -tensor_bytes_[t]);
+      }
+    }
+    for (int32_t next : graph.control_successors(op)) {
+      if (--s.pending[next] == 0) make_ready(next);
+    }
+  };
+
+  auto finish_hop = [&](int32_t id) {
+    Transfer& tr = s.transfers[id];
+    int32_t channel = tr.route[tr.next_hop].channel;
+    s.channel_busy[channel] = 0;
+    ++tr.next_hop;
+    if (tr.next_hop < static_cast<int32_t>(tr.route.size())) {
+      enqueue_hop(id);
+    } else {
+      // Arrived: the sender's copy may go, the receivers may run.
+      const int32_t t = tr.tensor;
+      release_tensor(t, placement[tr.src_op]);
+      for (int32_t slot = consumer_begin_[t]; slot < consumer_begin_[t + 1]; ++slot) {
+        int32_t consumer = consumers_[slot];
+        if (placement[consumer] == tr.dst_device && --s.pending[consumer] == 0) make_ready(consumer);
+      }
+    }
+    start_hop(channel);
+  };
+
+  for (int32_t op = 0; op < n; ++op) {
+    if (s.pending[op] == 0) make_ready(op);
+  }
+  for (int32_t d = 0; d < D; ++d) start_ready_ops(d);
+
+  while (!s.heap.empty() && !stop) {
+    std::pop_heap(s.heap.begin(), s.heap.end());
+    Event event = s.heap.back();
+    s.heap.pop_back();
+    now_us = event.time_us;
+    if (event.kind == EventKind::kOpDone) {
+      finish_op(event.id);
+    } else {
+      finish_hop(event.id);
+    }
+    // Any device may have new ready ops (local wake-ups, arrivals, control
+    // edges); with a handful of devices, checking them all is cheapest.
+    for (int32_t d = 0; d < D; ++d) start_ready_ops(d);
+  }
+  result.step_time_us = now_us;
+  if (result.oom && result.reason.empty()) {
+    for (int32_t d = 0; d < D; ++d) {
+      if (result.devices[d].oom) {
+        result.reason = "out of memory on " + cluster.devices[d].name;
+        break;
+      }
+    }
+  }
+  return result;
+}
+
+}  // namespace devplace

@@ -1,0 +1,131 @@
+// Event-driven simulation of one training step under a placement: each
+// device runs its ready ops in the order they became ready, each tensor that
+// crosses devices is sent once per destination and queues on its link's
+// channel, and memory is allocated and freed as the step goes. The result is
+// the step time and why.
+//
+// A Simulator keeps scratch buffers between runs to stay fast; use one per
+// thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cluster/cluster.h"
+#include "cost/cost_model.h"
+#include "graph/graph.h"
+#include "sim/placement.h"
+#include "util/random.h"
+
+namespace devplace {
+
+struct NoiseOptions {
+  double jitter = 0;               // std dev of log op/transfer time: x exp(N(0, j^2) - j^2/2)
+  double failure_probability = 0;  // chance a step fails for no reason of its own
+  bool enabled() const { return jitter > 0 || failure_probability > 0; }
+};
+
+struct SimOptions {
+  bool record_events = false;  // fill SimResult's event lists
+  bool stop_at_oom = false;    // end the run as soon as a device is out of memory
+  NoiseOptions noise;
+  uint64_t seed = 0;           // the noise's seed; ignored without noise
+};
+
+struct DeviceStats {
+  double compute_us[kNumPhases] = {0, 0, 0, 0};  // busy time, by phase
+  double copy_in_us = 0;   // time of transfer hops arriving here
+  double copy_out_us = 0;  // time of transfer hops leaving here
+  int64_t bytes_in = 0;
+  int64_t bytes_out = 0;
+  int64_t persistent_bytes = 0;
+  int64_t peak_memory_bytes = 0;
+  int32_t num_ops = 0;
+  bool oom = false;
+
+  double compute_total_us() const { return compute_us[0] + compute_us[1] + compute_us[2] + compute_us[3]; }
+};
+
+struct OpEvent {
+  int32_t op;
+  int32_t device;
+  double start_us;
+  double end_us;
+};
+
+// One hop of one tensor's trip to another device.
+struct TransferEvent {
+  int32_t src_op;
+  int32_t src_output;
+  int32_t from_device;
+  int32_t to_device;
+  int32_t channel;
+  double start_us;
+  double end_us;
+  int64_t bytes;
+};
+
+struct MemoryEvent {
+  int32_t device;
+  double time_us;
+  int64_t bytes_in_use;
+};
+
+struct SimResult {
+  double step_time_us = 0;
+  bool invalid = false;  // the placement cannot run at all; see reason
+  bool oom = false;      // some device ran out of memory
+  bool failed = false;   // a sporadic failure from the noise model
+  std::string reason;
+  std::vector<DeviceStats> devices;
+  std::vector<OpEvent> op_events;
+  std::vector<TransferEvent> transfer_events;
+  std::vector<MemoryEvent> memory_events;
+
+  bool ok() const { return !invalid && !oom && !failed; }
+  double step_time_s() const { return step_time_us * 1e-6; }
+};
+
+class Simulator {
+ public:
+  // `graph`, `cluster` and `cost` must outlive the simulator. Op times are
+  // computed here, once.
+  Simulator(const Graph& graph, const Cluster& cluster, const CostModel& cost);
+  ~Simulator();
+  Simulator(Simulator&&) noexcept;
+
+  SimResult Run(const Placement& placement, const SimOptions& options = {});
+
+  // One plain topological pass: each op starts when its inputs are done,
+  // with no queues, links or memory. The benchmark's yardstick.
+  double PlainPassUs(const Placement& placement) const;
+
+  const Graph& graph() const { return *graph_; }
+  const Cluster& cluster() const { return *cluster_; }
+  double op_time_us(int32_t op, int32_t device) const { return op_time_us_[op * num_devices_ + device]; }
+
+ private:
+  struct Scratch;  // per-run state, reused between runs
+
+  const Graph* graph_;
+  const Cluster* cluster_;
+  int32_t num_devices_;
+
+  // Flattened, run-independent facts about the graph.
+  std::vector<double> op_time_us_;         // [op * devices + device]
+  std::vector<int32_t> pending_inputs_;    // data + control in-edges per op
+  std::vector<int32_t> tensor_begin_;      // op -> first tensor id; size ops+1
+  std::vector<int64_t> tensor_bytes_;      // tensor -> bytes
+  std::vector<int32_t> tensor_producer_;   // tensor -> op
+  std::vector<int32_t> consumer_begin_;    // tensor -> first consumer slot; size tensors+1
+  std::vector<int32_t> consumers_;         // consumer op per slot (one per data edge)
+  std::vector<int32_t> input_begin_;       // op -> first input slot; size ops+1
+  std::vector<int32_t> inputs_;            // input tensor per slot (one per data edge)
+  std::vector<int32_t> colocation_leader_; // op -> first op of its co-location group, or itself
+  std::unique_ptr<Scratch> scratch_;
+};
+
+}  // namespace devplace
