@@ -136,6 +136,10 @@ void Graph::Finalize(const std::string& source) {
       }
     }
     if ((op.device_kinds & kAllDeviceKinds) == 0) throw Error(where + Describe(i) + ": no device kind can run it");
+    if (expert_stages > 0 && (op.expert_stage < kExpertHost || op.expert_stage >= expert_stages)) {
+      throw Error(where + Describe(i) + ": expert_stage " + std::to_string(op.expert_stage) + " is outside 0.." +
+                  std::to_string(expert_stages - 1) + " (or -1 for the host)");
+    }
   }
 
   // Edges point at real ops and outputs.

@@ -53,7 +53,13 @@ struct Op {
   int64_t temporary_bytes = 0;   // scratch held only while the op runs
   DeviceKindMask device_kinds = kAllDeviceKinds;
   std::string colocation_group;  // ops sharing a non-empty group share a device
+  // The human expert's choice, as a model's generator knows it: the stage
+  // (0 .. Graph::expert_stages - 1) of a layer-wise split, or kExpertHost
+  // for ops the expert keeps on the CPU. See ExpertPlacement.
+  int32_t expert_stage = 0;
 };
+
+inline constexpr int32_t kExpertHost = -1;
 
 // Output `src_output` of op `src` feeds op `dst`. Indices are positions in
 // Graph::ops(), not file ids.
@@ -72,6 +78,8 @@ struct ControlEdge {
 class Graph {
  public:
   std::string name;
+  // How many stages the expert split has; 0 when the graph has none.
+  int32_t expert_stages = 0;
 
   // Building. Indices returned by AddOp are dense and stable.
   int32_t AddOp(Op op);

@@ -99,6 +99,8 @@ Graph GraphFromJson(const json& document, const std::string& source) {
 
   Graph graph;
   graph.name = top.String("name", "graph");
+  graph.expert_stages = static_cast<int32_t>(top.Integer("expert_stages", 0));
+  if (graph.expert_stages < 0) top.Fail("negative 'expert_stages'");
 
   // First pass: the ops themselves, so that edges may point forward.
   std::unordered_map<int64_t, int32_t> index_of_id;
@@ -126,6 +128,7 @@ Graph GraphFromJson(const json& document, const std::string& source) {
     op.persistent_bytes = r.Integer("persistent_bytes", 0);
     op.temporary_bytes = r.Integer("temporary_bytes", 0);
     op.colocation_group = r.String("colocation_group", "");
+    op.expert_stage = static_cast<int32_t>(r.Integer("expert_stage", 0));
     const json& outputs = r.Array("outputs");
     for (size_t k = 0; k < outputs.size(); ++k) op.outputs.push_back(ReadTensor(outputs[k], r, k));
     if (r.Has("devices")) {
@@ -207,11 +210,15 @@ json GraphToJson(const Graph& graph) {
       node["devices"] = std::move(kinds);
     }
     if (!op.colocation_group.empty()) node["colocation_group"] = op.colocation_group;
+    if (graph.expert_stages > 0) node["expert_stage"] = op.expert_stage;
     if (!inputs[i].empty()) node["inputs"] = std::move(inputs[i]);
     if (!control_inputs[i].empty()) node["control_inputs"] = std::move(control_inputs[i]);
     ops.push_back(std::move(node));
   }
-  return {{"format", "devplace-graph"}, {"version", kGraphFormatVersion}, {"name", graph.name}, {"ops", std::move(ops)}};
+  json document = {{"format", "devplace-graph"}, {"version", kGraphFormatVersion}, {"name", graph.name}};
+  if (graph.expert_stages > 0) document["expert_stages"] = graph.expert_stages;
+  document["ops"] = std::move(ops);
+  return document;
 }
 
 void SaveGraphFile(const Graph& graph, const std::string& path) {

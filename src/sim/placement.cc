@@ -22,6 +22,33 @@ Placement SingleDevicePlacement(const Graph& graph, const Cluster& cluster, int3
   return placement;
 }
 
+Placement ExpertPlacement(const Graph& graph, const Cluster& cluster) {
+  if (graph.expert_stages <= 0) throw Error("graph " + graph.name + " has no expert placement (no expert_stages)");
+  std::vector<int32_t> gpus, cpus;
+  for (int32_t d = 0; d < cluster.num_devices(); ++d) {
+    (cluster.devices[d].kind == DeviceKind::kGpu ? gpus : cpus).push_back(d);
+  }
+  const int32_t host = cpus.empty() ? gpus.front() : cpus.front();
+  Placement placement(graph.num_ops(), host);
+  for (int32_t op = 0; op < graph.num_ops(); ++op) {
+    const Op& o = graph.op(op);
+    int32_t d = host;
+    if (o.expert_stage != kExpertHost && !gpus.empty()) {
+      d = gpus[static_cast<size_t>(o.expert_stage) * gpus.size() / graph.expert_stages];
+    }
+    if (!(o.device_kinds & MaskOf(cluster.devices[d].kind))) {
+      for (int32_t other = 0; other < cluster.num_devices(); ++other) {
+        if (o.device_kinds & MaskOf(cluster.devices[other].kind)) {
+          d = other;
+          break;
+        }
+      }
+    }
+    placement[op] = d;
+  }
+  return placement;
+}
+
 Placement ExpandGroupPlacement(const Grouping& grouping, const std::vector<int32_t>& device_of_group) {
   Placement placement(grouping.group_of_op.size());
   for (size_t op = 0; op < placement.size(); ++op) placement[op] = device_of_group[grouping.group_of_op[op]];

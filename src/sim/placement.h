@@ -19,6 +19,12 @@ using Placement = std::vector<int32_t>;
 // first device that can (as TensorFlow's soft placement does).
 Placement SingleDevicePlacement(const Graph& graph, const Cluster& cluster, int32_t device);
 
+// The human expert's placement recorded in the graph (Op::expert_stage):
+// stage s of S goes to GPU floor(s * G / S), host ops to the CPU, and ops a
+// device cannot run to the first device that can. Throws Error if the graph
+// has no expert stages.
+Placement ExpertPlacement(const Graph& graph, const Cluster& cluster);
+
 // Expands a device per group to a device per op.
 Placement ExpandGroupPlacement(const Grouping& grouping, const std::vector<int32_t>& device_of_group);
 
