@@ -1,1 +1,181 @@
+// End-to-end tests of the devplace program: exit codes, messages, files.
 #include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+
+#include "test_util.h"
+
+namespace devplace {
+namespace {
+
+using testing::TempDir;
+
+struct Outcome {
+  int exit_code;
+  std::string out;  // stdout and stderr together
+};
+
+Outcome Devplace(const std::string& args) {
+  std::string command = std::string(DEVPLACE_BINARY) + " " + args + " 2>&1";
+  Outcome outcome{-1, ""};
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (!pipe) return outcome;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) outcome.out.append(buffer.data(), n);
+  int status = ::pclose(pipe);
+  outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return outcome;
+}
+
+// A bad input must give one line naming the problem and a non-zero exit.
+void ExpectCleanError(const Outcome& o, const std::string& must_mention) {
+  EXPECT_NE(o.exit_code, 0) << o.out;
+  EXPECT_EQ(o.out.rfind("devplace: error: ", 0), 0u) << o.out;
+  EXPECT_EQ(std::count(o.out.begin(), o.out.end(), '\n'), 1) << "not one line: " << o.out;
+  EXPECT_NE(o.out.find(must_mention), std::string::npos) << o.out;
+}
+
+TEST(CliTest, HelpListsEverySubcommand) {
+  Outcome o = Devplace("--help");
+  EXPECT_EQ(o.exit_code, 0);
+  for (const char* sub : {"simulate", "clusters", "models", "info"}) EXPECT_NE(o.out.find(sub), std::string::npos) << sub;
+  Outcome sim = Devplace("simulate --help");
+  EXPECT_EQ(sim.exit_code, 0);
+  for (const char* flag : {"--graph", "--cluster", "--placement", "--trace", "--json", "--op-times", "--jitter",
+                           "--failure-probability", "--seed", "--steps"}) {
+    EXPECT_NE(sim.out.find(flag), std::string::npos) << flag;
+  }
+}
+
+TEST(CliTest, SimulatePrintsStepTimeAndDeviceTable) {
+  Outcome o = Devplace("simulate --graph tiny --cluster k80x2 --placement single:gpu:0");
+  ASSERT_EQ(o.exit_code, 0) << o.out;
+  EXPECT_NE(o.out.find("step time:"), std::string::npos);
+  for (const char* device : {"cpu:0", "gpu:0", "gpu:1"}) EXPECT_NE(o.out.find(device), std::string::npos);
+  EXPECT_NE(o.out.find("peak_memory"), std::string::npos);
+}
+
+TEST(CliTest, SimulateJsonHasTheDocumentedFields) {
+  Outcome o = Devplace("simulate --graph tiny --cluster k80x4 --placement single:gpu:1 --json");
+  ASSERT_EQ(o.exit_code, 0) << o.out;
+  nlohmann::json j = nlohmann::json::parse(o.out);
+  EXPECT_GT(j["step_time_s"].get<double>(), 0);
+  EXPECT_FALSE(j["oom"].get<bool>());
+  EXPECT_FALSE(j["invalid"].get<bool>());
+  ASSERT_EQ(j["devices"].size(), 5u);
+  for (const auto& d : j["devices"]) {
+    for (const char* key : {"name", "compute_s", "copy_s", "peak_memory_bytes", "memory_capacity_bytes"}) {
+      EXPECT_TRUE(d.contains(key)) << key;
+    }
+  }
+  EXPECT_GT(j["devices"][2]["compute_s"].get<double>(), 0);  // gpu:1 did the work
+}
+
+TEST(CliTest, InvalidPlacementIsReportedInJson) {
+  TempDir dir;
+  std::string graph = dir.Write("g.json", R"({"version": 1, "ops": [
+      {"id": 1, "name": "input", "type": "IteratorGetNext", "devices": ["cpu"], "outputs": [{"shape": [8]}]},
+      {"id": 2, "name": "mm", "type": "MatMul", "flops": 1e6, "outputs": [{"shape": [8]}], "inputs": [1]}]})");
+  std::string placement = dir.Write("p.json", R"({"placement": {"input": "gpu:0", "mm": "gpu:0"}})");
+  Outcome o = Devplace("simulate --cluster k80x2 --json --graph " + graph + " --placement " + placement);
+  ASSERT_EQ(o.exit_code, 0) << o.out;
+  nlohmann::json j = nlohmann::json::parse(o.out);
+  EXPECT_TRUE(j["invalid"].get<bool>());
+  EXPECT_TRUE(j["step_time_s"].is_null());
+  EXPECT_NE(j["reason"].get<std::string>().find("'input'"), std::string::npos);
+  EXPECT_NE(j["reason"].get<std::string>().find("cannot run on gpu:0"), std::string::npos);
+}
+
+TEST(CliTest, TraceIsChromeTraceJsonWithDeviceAndLinkLanes) {
+  TempDir dir;
+  std::string trace = dir.File("trace.json");
+  Outcome o = Devplace("simulate --graph tiny --cluster k80x2 --placement single:gpu:0 --trace " + trace);
+  ASSERT_EQ(o.exit_code, 0) << o.out;
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(trace));
+  int ops = 0, transfers = 0, counters = 0, process_names = 0;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "X") (e["cat"] == "transfer" ? transfers : ops)++;
+    if (e["ph"] == "C") ++counters;
+    if (e["ph"] == "M" && e["name"] == "process_name") ++process_names;
+  }
+  EXPECT_EQ(ops, 50);
+  EXPECT_GT(transfers, 0);  // the CPU-only input goes to gpu:0
+  EXPECT_GT(counters, 0);
+  EXPECT_EQ(process_names, 4);  // three devices and the links
+}
+
+TEST(CliTest, OutOfMemoryIsFlagged) {
+  TempDir dir;
+  std::string cluster = dir.Write("small.json", R"({"version": 1, "devices": [
+      {"name": "gpu:0", "kind": "gpu", "peak_tflops": 1, "memory_bandwidth_gb_per_s": 100, "memory_bytes": 1000},
+      {"name": "cpu:0", "kind": "cpu", "peak_tflops": 1, "memory_bandwidth_gb_per_s": 100, "memory_bytes": 1000000000000}],
+      "links": [{"between": ["cpu:0", "gpu:0"], "bandwidth_gb_per_s": 10}]})");
+  Outcome o = Devplace("simulate --graph tiny --placement single:gpu:0 --json --cluster " + cluster);
+  ASSERT_EQ(o.exit_code, 0) << o.out;
+  nlohmann::json j = nlohmann::json::parse(o.out);
+  EXPECT_TRUE(j["oom"].get<bool>());
+  EXPECT_TRUE(j["devices"][0]["oom"].get<bool>());
+}
+
+TEST(CliTest, NoisyRunsRepeatWithTheSameSeed) {
+  std::string args = "simulate --graph tiny --cluster k80x2 --placement single:gpu:0 --json --jitter 0.1 --steps 5 --seed 9";
+  Outcome a = Devplace(args);
+  Outcome b = Devplace(args);
+  ASSERT_EQ(a.exit_code, 0) << a.out;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_TRUE(nlohmann::json::parse(a.out).contains("mean_step_time_s"));
+}
+
+TEST(CliTest, BadInputsGiveOneLineErrors) {
+  TempDir dir;
+  ExpectCleanError(Devplace("simulate --graph /no/such.json --cluster k80x2 --placement single:gpu:0"), "/no/such.json");
+  ExpectCleanError(Devplace("simulate --graph tiny --cluster k80x9 --placement single:gpu:0"), "k80x9");
+  ExpectCleanError(Devplace("simulate --graph tiny --cluster k80x2 --placement single:gpu:7"), "gpu:7");
+  std::string cyclic = dir.Write("cyclic.json", R"({"version": 1, "ops": [
+      {"id": 1, "name": "a", "type": "Add", "outputs": [{"shape": [1]}], "inputs": [2]},
+      {"id": 2, "name": "b", "type": "Add", "outputs": [{"shape": [1]}], "inputs": [1]}]})");
+  ExpectCleanError(Devplace("simulate --graph " + cyclic + " --cluster k80x2 --placement single:gpu:0"), "cycle");
+  std::string malformed = dir.Write("bad.json", "{\"version\": 1, \"ops\": [");
+  ExpectCleanError(Devplace("simulate --graph " + malformed + " --cluster k80x2 --placement single:gpu:0"), "bad.json");
+  ExpectCleanError(Devplace("simulate --graph tiny --cluster k80x2 --placement " + malformed), "bad.json");
+  ExpectCleanError(Devplace("simulate --graph tiny --cluster k80x2 --placement single:gpu:0 --op-times " + malformed),
+                   "bad.json");
+  ExpectCleanError(Devplace("simulate --graph tiny --cluster k80x2"), "--placement");
+  ExpectCleanError(Devplace("simulate --graph tiny --cluster k80x2 --placement single:gpu:0 --bogus"), "--bogus");
+  ExpectCleanError(Devplace("simulate --graph tiny --cluster k80x2 --placement single:gpu:0 --jitter -1"), "jitter");
+  ExpectCleanError(Devplace("frobnicate"), "frobnicate");
+}
+
+TEST(CliTest, FailedRunLeavesNoTraceBehind) {
+  TempDir dir;
+  std::string trace = dir.File("trace.json");
+  Outcome o = Devplace("simulate --graph tiny --cluster k80x2 --placement single:gpu:9 --trace " + trace);
+  EXPECT_NE(o.exit_code, 0);
+  EXPECT_FALSE(std::filesystem::exists(trace));
+  for (const auto& entry : std::filesystem::directory_iterator(dir.File(""))) {
+    ADD_FAILURE() << "left behind: " << entry.path();
+  }
+}
+
+TEST(CliTest, ClustersAndModelsAreListed) {
+  Outcome clusters = Devplace("clusters");
+  ASSERT_EQ(clusters.exit_code, 0);
+  for (const char* name : {"k80x2", "k80x4", "p100x2", "p100x4", "p100x8", "h100x8"}) {
+    EXPECT_NE(clusters.out.find(name), std::string::npos) << name;
+  }
+  Outcome show = Devplace("clusters --show k80x2");
+  ASSERT_EQ(show.exit_code, 0);
+  EXPECT_EQ(nlohmann::json::parse(show.out)["devices"].size(), 3u);
+  Outcome models = Devplace("models");
+  ASSERT_EQ(models.exit_code, 0);
+  EXPECT_NE(models.out.find("tiny"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace devplace

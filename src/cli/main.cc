@@ -11,12 +11,18 @@ int main(int argc, char** argv) {
       "possible and no device runs out of memory.\n\nGraphs are devplace graph files (docs/graph-format.md) or built-in "
       "models (devplace models); clusters are presets (devplace clusters) or cluster files (docs/cluster-format.md)."};
   app.name("devplace");
-  app.require_subcommand(1);
+  // At most one; none is reported after parsing, so that an unknown word is
+  // named as such rather than as a missing subcommand.
+  app.require_subcommand(0, 1);
   app.fallthrough(false);
   devplace::AddSimulateCommand(app);
   devplace::AddInfoCommands(app);
   try {
     app.parse(argc, argv);
+    if (app.get_subcommands().empty()) {
+      std::fprintf(stderr, "devplace: error: no subcommand given (see devplace --help)\n");
+      return 2;
+    }
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
