@@ -54,6 +54,7 @@ class Fifo {
 }  // namespace
 
 struct Simulator::Scratch {
+  std::vector<int32_t> device;        // per slot: the placement, in slot order
   std::vector<int32_t> pending;       // per op
   std::vector<int32_t> refcount;      // per tensor, on its producer's device
   std::vector<int32_t> copy_of;       // [tensor * devices + device] -> transfer
@@ -71,52 +72,78 @@ Simulator::Simulator(const Graph& graph, const Cluster& cluster, const CostModel
     : graph_(&graph), cluster_(&cluster), num_devices_(cluster.num_devices()), scratch_(std::make_unique<Scratch>()) {
   assert(graph.finalized());
   const int32_t n = graph.num_ops();
+  // Ops are renumbered in topological order ("slots"), so that a run sweeps
+  // its arrays mostly front to back instead of hopping around memory.
+  order_ = graph.topological_order();
+  std::vector<int32_t> slot_of(n);
+  for (int32_t i = 0; i < n; ++i) slot_of[order_[i]] = i;
+
   op_time_us_.resize(static_cast<size_t>(n) * num_devices_);
-  for (int32_t op = 0; op < n; ++op) {
-    for (int32_t d = 0; d < num_devices_; ++d) op_time_us_[op * num_devices_ + d] = cost.OpTimeUs(graph.op(op), d);
+  for (int32_t i = 0; i < n; ++i) {
+    for (int32_t d = 0; d < num_devices_; ++d) op_time_us_[i * num_devices_ + d] = cost.OpTimeUs(graph.op(order_[i]), d);
   }
 
   pending_inputs_.assign(n, 0);
-  for (const DataEdge& e : graph.data_edges()) ++pending_inputs_[e.dst];
-  for (const ControlEdge& e : graph.control_edges()) ++pending_inputs_[e.dst];
+  for (const DataEdge& e : graph.data_edges()) ++pending_inputs_[slot_of[e.dst]];
+  for (const ControlEdge& e : graph.control_edges()) ++pending_inputs_[slot_of[e.dst]];
 
   tensor_begin_.assign(n + 1, 0);
-  for (int32_t op = 0; op < n; ++op) tensor_begin_[op + 1] = tensor_begin_[op] + static_cast<int32_t>(graph.op(op).outputs.size());
+  for (int32_t i = 0; i < n; ++i) {
+    tensor_begin_[i + 1] = tensor_begin_[i] + static_cast<int32_t>(graph.op(order_[i]).outputs.size());
+  }
   const int32_t num_tensors = tensor_begin_[n];
   tensor_bytes_.resize(num_tensors);
   tensor_producer_.resize(num_tensors);
-  for (int32_t op = 0; op < n; ++op) {
-    for (size_t k = 0; k < graph.op(op).outputs.size(); ++k) {
-      tensor_bytes_[tensor_begin_[op] + k] = graph.op(op).outputs[k].bytes;
-      tensor_producer_[tensor_begin_[op] + k] = op;
+  for (int32_t i = 0; i < n; ++i) {
+    const Op& op = graph.op(order_[i]);
+    for (size_t k = 0; k < op.outputs.size(); ++k) {
+      tensor_bytes_[tensor_begin_[i] + k] = op.outputs[k].bytes;
+      tensor_producer_[tensor_begin_[i] + k] = i;
     }
   }
 
-  // Consumers per tensor: out-edges are sorted by output, so one sweep fills them.
+  // Consumers per tensor, in the graph's (output, consumer) edge order.
   consumer_begin_.assign(num_tensors + 1, 0);
-  for (const DataEdge& e : graph.data_edges()) ++consumer_begin_[tensor_begin_[e.src] + e.src_output + 1];
+  for (const DataEdge& e : graph.data_edges()) ++consumer_begin_[tensor_begin_[slot_of[e.src]] + e.src_output + 1];
   for (int32_t t = 0; t < num_tensors; ++t) consumer_begin_[t + 1] += consumer_begin_[t];
   consumers_.resize(graph.data_edges().size());
   {
     std::vector<int32_t> cursor(consumer_begin_.begin(), consumer_begin_.end() - 1);
-    for (int32_t op = 0; op < n; ++op) {
-      for (int32_t e : graph.out_data_edges(op)) {
+    for (int32_t i = 0; i < n; ++i) {
+      for (int32_t e : graph.out_data_edges(order_[i])) {
         const DataEdge& edge = graph.data_edges()[e];
-        consumers_[cursor[tensor_begin_[op] + edge.src_output]++] = edge.dst;
+        consumers_[cursor[tensor_begin_[i] + edge.src_output]++] = slot_of[edge.dst];
       }
     }
   }
   input_begin_.assign(n + 1, 0);
   inputs_.clear();
   inputs_.reserve(graph.data_edges().size());
-  for (int32_t op = 0; op < n; ++op) {
-    for (int32_t e : graph.in_data_edges(op)) {
+  control_begin_.assign(n + 1, 0);
+  control_successors_.clear();
+  for (int32_t i = 0; i < n; ++i) {
+    for (int32_t e : graph.in_data_edges(order_[i])) {
       const DataEdge& edge = graph.data_edges()[e];
-      inputs_.push_back(tensor_begin_[edge.src] + edge.src_output);
+      inputs_.push_back(tensor_begin_[slot_of[edge.src]] + edge.src_output);
     }
-    input_begin_[op + 1] = static_cast<int32_t>(inputs_.size());
+    input_begin_[i + 1] = static_cast<int32_t>(inputs_.size());
+    for (int32_t next : graph.control_successors(order_[i])) control_successors_.push_back(slot_of[next]);
+    control_begin_[i + 1] = static_cast<int32_t>(control_successors_.size());
   }
 
+  op_phase_.resize(n);
+  op_start_bytes_.resize(n);
+  op_temporary_bytes_.resize(n);
+  for (int32_t i = 0; i < n; ++i) {
+    const Op& op = graph.op(order_[i]);
+    op_phase_[i] = static_cast<uint8_t>(op.phase);
+    op_temporary_bytes_[i] = op.temporary_bytes;
+    op_start_bytes_[i] = op.temporary_bytes;
+    for (int32_t t = tensor_begin_[i]; t < tensor_begin_[i + 1]; ++t) op_start_bytes_[i] += tensor_bytes_[t];
+  }
+  for (const Device& d : cluster.devices) parallel_ops_.push_back(d.parallel_ops);
+
+  // Co-location is checked by op index, against the group's first op.
   colocation_leader_.resize(n);
   std::unordered_map<std::string, int32_t> leader_of_group;
   for (int32_t op = 0; op < n; ++op) {
@@ -129,16 +156,20 @@ Simulator::~Simulator() = default;
 Simulator::Simulator(Simulator&&) noexcept = default;
 
 double Simulator::PlainPassUs(const Placement& placement) const {
-  std::vector<double> finish_us(graph_->num_ops(), 0);
+  const int32_t n = graph_->num_ops();
+  std::vector<double> finish_us(n, 0);
+  std::vector<double> control_ready_us(n, 0);
   double end_us = 0;
-  for (int32_t op : graph_->topological_order()) {
-    double start_us = 0;
-    for (int32_t slot = input_begin_[op]; slot < input_begin_[op + 1]; ++slot) {
+  for (int32_t i = 0; i < n; ++i) {  // slots are in topological order
+    double start_us = control_ready_us[i];
+    for (int32_t slot = input_begin_[i]; slot < input_begin_[i + 1]; ++slot) {
       start_us = std::max(start_us, finish_us[tensor_producer_[inputs_[slot]]]);
     }
-    for (int32_t src : graph_->control_predecessors(op)) start_us = std::max(start_us, finish_us[src]);
-    finish_us[op] = start_us + op_time_us_[op * num_devices_ + placement[op]];
-    end_us = std::max(end_us, finish_us[op]);
+    finish_us[i] = start_us + op_time_us_[i * num_devices_ + placement[order_[i]]];
+    for (int32_t slot = control_begin_[i]; slot < control_begin_[i + 1]; ++slot) {
+      control_ready_us[control_successors_[slot]] = std::max(control_ready_us[control_successors_[slot]], finish_us[i]);
+    }
+    end_us = std::max(end_us, finish_us[i]);
   }
   return end_us;
 }
@@ -157,22 +188,27 @@ SimResult Simulator::Run(const Placement& placement, const SimOptions& options) 
     result.reason = "the placement has " + std::to_string(placement.size()) + " entries for " + std::to_string(n) + " ops";
     return result;
   }
-  for (int32_t op = 0; op < n; ++op) {
-    int32_t d = placement[op];
+  Scratch& s = *scratch_;
+  s.device.resize(n);
+  for (int32_t i = 0; i < n; ++i) {
+    const int32_t op = order_[i];
+    const int32_t d = placement[op];
+    s.device[i] = d;
     if (d < 0 || d >= D) {
       result.invalid = true;
       result.reason = "op '" + graph.op(op).name + "' is on no device of the cluster";
       return result;
     }
-    if (op_time_us_[op * D + d] == kCannotRun) {
+    if (op_time_us_[i * D + d] == kCannotRun) {
       result.invalid = true;
       result.reason = "op '" + graph.op(op).name + "' (" + graph.op(op).type + ") cannot run on " + cluster.devices[d].name;
       return result;
     }
-    if (placement[colocation_leader_[op]] != d) {
+    const int32_t leader_device = placement[colocation_leader_[op]];
+    if (leader_device != d && leader_device >= 0 && leader_device < D) {
       result.invalid = true;
       result.reason = "co-location group '" + graph.op(op).colocation_group + "' is split across " +
-                      cluster.devices[placement[colocation_leader_[op]]].name + " and " + cluster.devices[d].name;
+                      cluster.devices[leader_device].name + " and " + cluster.devices[d].name;
       return result;
     }
   }
@@ -189,7 +225,6 @@ SimResult Simulator::Run(const Placement& placement, const SimOptions& options) 
     return time_us * std::exp(jitter * random.Normal() - 0.5 * jitter * jitter);
   };
 
-  Scratch& s = *scratch_;
   s.pending.assign(pending_inputs_.begin(), pending_inputs_.end());
   s.refcount.resize(tensor_bytes_.size());
   s.copy_of.resize(tensor_bytes_.size() * D);  // entries are written before they are read
@@ -240,21 +275,23 @@ SimResult Simulator::Run(const Placement& placement, const SimOptions& options) 
   }
 
   auto start_ready_ops = [&](int32_t d) {
-    const int32_t slots = cluster.devices[d].parallel_ops;
+    const int32_t slots = parallel_ops_[d];
     while (s.running[d] < slots && !s.ready[d].empty()) {
       int32_t op = s.ready[d].Pop();
       ++s.running[d];
-      const Op& o = graph.op(op);
-      int64_t allocate = o.temporary_bytes;
-      for (int32_t t = tensor_begin_[op]; t < tensor_begin_[op + 1]; ++t) allocate += tensor_bytes_[t];
-      if (allocate > 0) change_memory(d, allocate);
+      if (op_start_bytes_[op] > 0) change_memory(d, op_start_bytes_[op]);
       double duration_us = perturb(op_time_us_[op * D + d]);
-      result.devices[d].compute_us[static_cast<int>(o.phase)] += duration_us;
-      if (options.record_events) result.op_events.push_back({op, d, now_us, now_us + duration_us});
+      result.devices[d].compute_us[op_phase_[op]] += duration_us;
+      if (options.record_events) result.op_events.push_back({order_[op], d, now_us, now_us + duration_us});
       schedule(now_us + duration_us, EventKind::kOpDone, op);
     }
   };
-  auto make_ready = [&](int32_t op) { s.ready[placement[op]].Push(op); };
+  // Devices that may be able to start an op after the current event.
+  uint64_t dirty_devices = 0;
+  auto make_ready = [&](int32_t op) {
+    s.ready[s.device[op]].Push(op);
+    dirty_devices |= uint64_t{1} << s.device[op];
+  };
   auto release_tensor = [&](int32_t tensor, int32_t d) {
     if (--s.refcount[tensor] == 0 && tensor_bytes_[tensor] > 0) change_memory(d, -tensor_bytes_[tensor]);
   };
@@ -273,7 +310,7 @@ SimResult Simulator::Run(const Placement& placement, const SimOptions& options) 
     result.devices[hop.to].copy_in_us += duration_us;
     result.devices[hop.to].bytes_in += bytes;
     if (options.record_events) {
-      result.transfer_events.push_back({tr.src_op, tr.tensor - tensor_begin_[tr.src_op], hop.from, hop.to, channel,
+      result.transfer_events.push_back({order_[tr.src_op], tr.tensor - tensor_begin_[tr.src_op], hop.from, hop.to, channel,
                                         now_us, now_us + duration_us, bytes});
     }
     schedule(now_us + duration_us, EventKind::kHopDone, id);
@@ -286,27 +323,30 @@ SimResult Simulator::Run(const Placement& placement, const SimOptions& options) 
   };
 
   auto finish_op = [&](int32_t op) {
-    const int32_t d = placement[op];
+    const int32_t d = s.device[op];
     --s.running[d];
-    const Op& o = graph.op(op);
-    if (o.temporary_bytes > 0) change_memory(d, -o.temporary_bytes);
+    dirty_devices |= uint64_t{1} << d;
+    if (op_temporary_bytes_[op] > 0) change_memory(d, -op_temporary_bytes_[op]);
 
     // Outputs: wake local consumers, send once to each remote device.
     for (int32_t t = tensor_begin_[op]; t < tensor_begin_[op + 1]; ++t) {
       int32_t local = 0;
+      int32_t num_remote = 0;
       uint64_t remote_devices = 0;
       for (int32_t slot = consumer_begin_[t]; slot < consumer_begin_[t + 1]; ++slot) {
         int32_t consumer = consumers_[slot];
-        int32_t cd = placement[consumer];
+        int32_t cd = s.device[consumer];
         if (cd == d) {
           ++local;
           if (--s.pending[consumer] == 0) make_ready(consumer);
         } else {
-          remote_devices |= uint64_t{1} << cd;
+          const uint64_t bit = uint64_t{1} << cd;
+          num_remote += (remote_devices & bit) == 0;
+          remote_devices |= bit;
           ++s.count_on_device[cd];
         }
       }
-      s.refcount[t] = local + std::popcount(remote_devices);
+      s.refcount[t] = local + num_remote;
       for (int32_t rd = 0; remote_devices != 0; ++rd, remote_devices >>= 1) {
         if (!(remote_devices & 1)) continue;
         int32_t id = static_cast<int32_t>(s.transfers.size());
@@ -321,14 +361,15 @@ SimResult Simulator::Run(const Placement& placement, const SimOptions& options) 
     // Inputs this op was the last local reader of are freed.
     for (int32_t slot = input_begin_[op]; slot < input_begin_[op + 1]; ++slot) {
       int32_t t = inputs_[slot];
-      if (placement[tensor_producer_[t]] == d) {
+      if (s.device[tensor_producer_[t]] == d) {
         release_tensor(t, d);
       } else {
         Transfer& tr = s.transfers[s.copy_of[static_cast<size_t>(t) * D + d]];
         if (--tr.consumers_remaining == 0 && tensor_bytes_[t] > 0) change_memory(d, -tensor_bytes_[t]);
       }
     }
-    for (int32_t next : graph.control_successors(op)) {
+    for (int32_t slot = control_begin_[op]; slot < control_begin_[op + 1]; ++slot) {
+      const int32_t next = control_successors_[slot];
       if (--s.pending[next] == 0) make_ready(next);
     }
   };
@@ -343,10 +384,10 @@ SimResult Simulator::Run(const Placement& placement, const SimOptions& options) 
     } else {
       // Arrived: the sender's copy may go, the receivers may run.
       const int32_t t = tr.tensor;
-      release_tensor(t, placement[tr.src_op]);
+      release_tensor(t, s.device[tr.src_op]);
       for (int32_t slot = consumer_begin_[t]; slot < consumer_begin_[t + 1]; ++slot) {
         int32_t consumer = consumers_[slot];
-        if (placement[consumer] == tr.dst_device && --s.pending[consumer] == 0) make_ready(consumer);
+        if (s.device[consumer] == tr.dst_device && --s.pending[consumer] == 0) make_ready(consumer);
       }
     }
     start_hop(channel);
@@ -367,9 +408,11 @@ SimResult Simulator::Run(const Placement& placement, const SimOptions& options) 
     } else {
       finish_hop(event.id);
     }
-    // Any device may have new ready ops (local wake-ups, arrivals, control
-    // edges); with a handful of devices, checking them all is cheapest.
-    for (int32_t d = 0; d < D; ++d) start_ready_ops(d);
+    while (dirty_devices != 0) {
+      int32_t d = std::countr_zero(dirty_devices);
+      dirty_devices &= dirty_devices - 1;
+      start_ready_ops(d);
+    }
   }
   result.step_time_us = now_us;
   if (result.oom && result.reason.empty()) {

@@ -105,7 +105,6 @@ class Simulator {
 
   const Graph& graph() const { return *graph_; }
   const Cluster& cluster() const { return *cluster_; }
-  double op_time_us(int32_t op, int32_t device) const { return op_time_us_[op * num_devices_ + device]; }
 
  private:
   struct Scratch;  // per-run state, reused between runs
@@ -114,7 +113,9 @@ class Simulator {
   const Cluster* cluster_;
   int32_t num_devices_;
 
-  // Flattened, run-independent facts about the graph.
+  // Flattened, run-independent facts about the graph, indexed by slot: the
+  // op's position in topological order.
+  std::vector<int32_t> order_;             // slot -> op index
   std::vector<double> op_time_us_;         // [op * devices + device]
   std::vector<int32_t> pending_inputs_;    // data + control in-edges per op
   std::vector<int32_t> tensor_begin_;      // op -> first tensor id; size ops+1
@@ -124,7 +125,13 @@ class Simulator {
   std::vector<int32_t> consumers_;         // consumer op per slot (one per data edge)
   std::vector<int32_t> input_begin_;       // op -> first input slot; size ops+1
   std::vector<int32_t> inputs_;            // input tensor per slot (one per data edge)
-  std::vector<int32_t> colocation_leader_; // op -> first op of its co-location group, or itself
+  std::vector<int32_t> control_begin_;     // slot -> first control successor; size ops+1
+  std::vector<int32_t> control_successors_;
+  std::vector<int32_t> colocation_leader_; // op (not slot) -> first op of its co-location group, or itself
+  std::vector<uint8_t> op_phase_;          // op -> Phase
+  std::vector<int64_t> op_start_bytes_;    // op -> outputs + scratch, allocated when it starts
+  std::vector<int64_t> op_temporary_bytes_;
+  std::vector<int32_t> parallel_ops_;      // device -> ops it runs at once
   std::unique_ptr<Scratch> scratch_;
 };
 
