@@ -44,6 +44,7 @@ TEST(PlacementTest, ExpertPlacementSplitsStagesOverTheGpus) {
   Graph g = ThreeOps();
   Cluster c = MakeTestCluster();
   EXPECT_EQ(ExpertPlacement(g, c), (Placement{0, 1, 2}));
+  EXPECT_EQ(ResolvePlacement("expert", g, c), (Placement{0, 1, 2}));
   Graph none = ThreeOps();
   none.expert_stages = 0;
   EXPECT_THROW(ExpertPlacement(none, c), Error);

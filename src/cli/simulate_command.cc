@@ -89,8 +89,8 @@ void AddSimulateCommand(CLI::App& app) {
   cmd->add_option("--cluster", flags->cluster, "Cluster preset (k80x2, k80x4, p100x2, p100x4, p100x8, h100x8) or cluster file")
       ->required();
   cmd->add_option("--placement", flags->placement,
-                  "Placement file, or single:DEVICE to put every op on DEVICE (ops it cannot run go to the first device "
-                  "that can)")
+                  "Placement file; single:DEVICE to put every op on DEVICE (ops it cannot run go to the first device "
+                  "that can); or expert for the model's human-expert placement")
       ->required();
   cmd->add_option("--trace", flags->trace, "Also write the step's events as Chrome trace JSON (open in Perfetto)");
   cmd->add_flag("--json", flags->json, "Print one JSON object instead of the table");

@@ -80,6 +80,7 @@ std::optional<std::string> CheckPlacement(const Graph& graph, const Cluster& clu
 }
 
 Placement ResolvePlacement(const std::string& spec, const Graph& graph, const Cluster& cluster) {
+  if (spec == "expert") return ExpertPlacement(graph, cluster);
   const std::string kSingle = "single:";
   if (spec.rfind(kSingle, 0) == 0) {
     std::string device = spec.substr(kSingle.size());

@@ -32,7 +32,7 @@ Placement ExpandGroupPlacement(const Grouping& grouping, const std::vector<int32
 // device that cannot run it, or a co-location group split across devices.
 std::optional<std::string> CheckPlacement(const Graph& graph, const Cluster& cluster, const Placement& placement);
 
-// "single:DEVICE" or a placement file (docs/placement-format.md).
+// "single:DEVICE", "expert" or a placement file (docs/placement-format.md).
 Placement ResolvePlacement(const std::string& spec, const Graph& graph, const Cluster& cluster);
 
 Placement LoadPlacementFile(const std::string& path, const Graph& graph, const Cluster& cluster);

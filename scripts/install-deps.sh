@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages devplace needs to build and test, skipping
+# those already installed. Safe to run again and again.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++        # the build
+  nlohmann-json3-dev           # graph, cluster and placement files
+  libcli11-dev                 # the command line
+  libgtest-dev                 # tests
+  libbenchmark-dev             # benchmarks under bench/
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
