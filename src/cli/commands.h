@@ -7,6 +7,7 @@
 namespace devplace {
 
 void AddSimulateCommand(CLI::App& app);
+void AddCompareCommand(CLI::App& app);
 void AddInfoCommands(CLI::App& app);  // clusters, models, info
 
 }  // namespace devplace

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   app.fallthrough(false);
   devplace::AddSimulateCommand(app);
+  devplace::AddCompareCommand(app);
   devplace::AddInfoCommands(app);
   try {
     app.parse(argc, argv);

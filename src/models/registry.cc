@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "models/benchmark_models.h"
 #include "models/synthetic.h"
 #include "util/error.h"
 
@@ -17,6 +18,34 @@ struct ModelEntry {
 int64_t Param(const ModelParams& params, const char* name, int64_t fallback) {
   auto it = params.find(name);
   return it == params.end() ? fallback : it->second;
+}
+
+ModelEntry Rnnlm(std::string name, std::string description, int64_t layers, int64_t hidden, int64_t batch) {
+  return {{name, std::move(description), {"layers", "hidden", "steps", "batch", "vocab"}},
+          [=](const ModelParams& p) {
+            RnnlmConfig c;
+            c.name = name;
+            c.layers = Param(p, "layers", layers);
+            c.hidden = Param(p, "hidden", hidden);
+            c.steps = Param(p, "steps", c.steps);
+            c.batch = Param(p, "batch", batch);
+            c.vocab = Param(p, "vocab", c.vocab);
+            return MakeRnnlm(c);
+          }};
+}
+
+ModelEntry Nmt(std::string name, std::string description, int64_t layers, int64_t hidden, int64_t batch) {
+  return {{name, std::move(description), {"layers", "hidden", "length", "batch", "vocab"}},
+          [=](const ModelParams& p) {
+            NmtConfig c;
+            c.name = name;
+            c.layers = Param(p, "layers", layers);
+            c.hidden = Param(p, "hidden", hidden);
+            c.length = Param(p, "length", c.length);
+            c.batch = Param(p, "batch", batch);
+            c.vocab = Param(p, "vocab", c.vocab);
+            return MakeNmt(c);
+          }};
 }
 
 const std::vector<ModelEntry>& Entries() {
@@ -41,6 +70,14 @@ const std::vector<ModelEntry>& Entries() {
          o.seed = static_cast<uint64_t>(Param(p, "seed", 1));
          return MakeSyntheticGraph(o);
        }},
+      Rnnlm("rnnlm", "2017 paper RNNLM: 2-layer LSTM, hidden 2048, 40 steps, batch 64, Adam", 2, 2048, 64),
+      Rnnlm("rnnlm_large", "2017 paper large RNNLM: 2-layer LSTM, hidden 4096, 40 steps, batch 256", 2, 4096, 256),
+      Rnnlm("rnnlm4", "GDP 4-layer RNNLM: hidden 2048, 40 steps, batch 64", 4, 2048, 64),
+      Nmt("nmt", "2017 paper NMT: 2+2-layer LSTM with attention, hidden 1024, length 40, batch 64, 32k vocab", 2, 1024, 64),
+      Nmt("nmt_large", "2017 paper large NMT: 2+2-layer LSTM with attention, hidden 2048, batch 256", 2, 2048, 256),
+      Nmt("gnmt2", "GDP GNMT, 2 encoder + 2 decoder layers (hidden 1024, batch 64)", 2, 1024, 64),
+      Nmt("gnmt4", "GDP GNMT, 4 encoder + 4 decoder layers (hidden 1024, batch 64)", 4, 1024, 64),
+      Nmt("gnmt8", "GDP GNMT, 8 encoder + 8 decoder layers (hidden 1024, batch 64)", 8, 1024, 64),
   };
   return entries;
 }

@@ -1,0 +1,44 @@
+// Layers several models share, op for op as TensorFlow 1.x builds them: the
+// BasicLSTMCell, a dense layer, the non-fused batch norm of TF-slim, layer
+// norm, and the input pipeline's per-step slices.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "models/tf_ops.h"
+
+namespace devplace::layers {
+
+using tf::B;
+using tf::Shape;
+
+struct LstmState {
+  Tensor c;
+  Tensor h;
+};
+
+// tf.nn.rnn_cell.BasicLSTMCell: one MatMul over [x, h] into the four gates
+// (i, j, f, o), then the elementwise update:
+//   c' = c * sigmoid(f + forget_bias) + sigmoid(i) * tanh(j)
+//   h' = tanh(c') * sigmoid(o)
+LstmState LstmCell(B& b, const std::string& name, Tensor x, LstmState state, Tensor kernel, Tensor bias);
+
+// The zero state an RNN starts from.
+LstmState ZeroState(B& b, const std::string& name, int64_t batch, int64_t hidden);
+
+// x @ kernel + bias, with its variables made here ("kernel", "bias").
+Tensor Dense(B& b, const std::string& name, Tensor x, int64_t units, bool use_bias = true);
+
+// TF-slim batch_norm as Inception-V3 trains it in TF 1.x: not fused, no
+// scale (gamma), epsilon 0.001; tf.nn.moments over all but the channel
+// axis, and the moving mean and variance updated in the step.
+Tensor BatchNorm(B& b, const std::string& name, Tensor x);
+
+// tf.contrib.layers.layer_norm over the last axis.
+Tensor LayerNorm(B& b, const std::string& name, Tensor x);
+
+// One column of a [batch, time] id matrix: the ids of step t.
+Tensor StepIds(B& b, const std::string& name, Tensor ids);
+
+}  // namespace devplace::layers

@@ -1,0 +1,342 @@
+// Baechi's memory-constrained list schedulers (Jeon et al., SoCC 2020):
+// m-TOPO, m-ETF and m-SCT. They place ops one by one, keeping a running
+// estimate of each device's memory, and never put an op where it would not
+// fit while another device has room.
+//
+// Variables and other source ops bound by co-location to ops further on
+// (a variable and its update) are "deferred": placed at the end with their
+// unit, so that they do not pin their unit to a device before the scheduler
+// knows where the real work goes.
+//
+// The memory estimate: a co-location unit's parameters are reserved when its
+// first op is placed; an op's outputs are added when it is placed and freed
+// once every consumer of theirs has been placed. The simulator checks the
+// result, and RepairMemory fixes what the estimate missed.
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+#include "placers/memory_repair.h"
+#include "placers/methods.h"
+
+namespace devplace {
+namespace {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+class ListScheduleState {
+ public:
+  explicit ListScheduleState(const PlacementProblem& problem)
+      : problem_(problem),
+        graph_(problem.graph),
+        cluster_(problem.cluster),
+        units_(ConstraintGroups(problem.graph)),
+        device_of_op_(graph_.num_ops(), -1),
+        device_of_unit_(units_.num_groups(), -1),
+        memory_bytes_(cluster_.num_devices(), 0),
+        consumers_left_(graph_.num_ops(), 0),
+        deferred_(graph_.num_ops(), 0) {
+    for (const DataEdge& e : graph_.data_edges()) ++consumers_left_[e.src];
+    auto is_source = [&](int32_t op) {
+      return graph_.in_data_edges(op).empty() && graph_.control_predecessors(op).empty();
+    };
+    for (const Group& unit : units_.groups) {
+      bool has_non_source = std::any_of(unit.ops.begin(), unit.ops.end(), [&](int32_t op) { return !is_source(op); });
+      if (!has_non_source) continue;
+      for (int32_t op : unit.ops) deferred_[op] = is_source(op);
+    }
+  }
+
+  bool deferred(int32_t op) const { return deferred_[op]; }
+
+  // Places the deferred ops with their unit, or, if nothing else in the
+  // unit was placed, beside their first consumer.
+  void PlaceDeferred(const std::vector<int32_t>& pool) {
+    for (int32_t op = 0; op < graph_.num_ops(); ++op) {
+      if (!deferred_[op] || device_of_op_[op] >= 0) continue;
+      int32_t d = unit_device(op);
+      if (d < 0) {
+        for (int32_t e : graph_.out_data_edges(op)) {
+          int32_t consumer_device = device_of_op_[graph_.data_edges()[e].dst];
+          if (consumer_device >= 0 && CanRun(op, consumer_device)) {
+            d = consumer_device;
+            break;
+          }
+        }
+      }
+      if (d < 0) d = *Candidates(op, pool).begin();
+      Place(op, d);
+    }
+  }
+
+  const Grouping& units() const { return units_; }
+  int32_t unit_device(int32_t op) const { return device_of_unit_[units_.group_of_op[op]]; }
+  int32_t device_of(int32_t op) const { return device_of_op_[op]; }
+
+  bool CanRun(int32_t op, int32_t d) const {
+    return (graph_.op(op).device_kinds & MaskOf(cluster_.devices[d].kind)) != 0;
+  }
+
+  // Bytes placing `op` on `d` adds to d's estimate.
+  int64_t AddedBytes(int32_t op, int32_t d) const {
+    int64_t bytes = 0;
+    for (const TensorSpec& t : graph_.op(op).outputs) bytes += t.bytes;
+    if (unit_device(op) != d) bytes += units_.groups[units_.group_of_op[op]].persistent_bytes;
+    return bytes;
+  }
+
+  bool Fits(int32_t op, int32_t d) const {
+    return memory_bytes_[d] + AddedBytes(op, d) <= cluster_.devices[d].memory_bytes;
+  }
+
+  // A short list of devices without heap allocation (clusters have at most
+  // 64 devices), since the schedulers ask for one per op per step.
+  struct DeviceList {
+    int32_t devices[64];
+    int32_t size = 0;
+    void Add(int32_t d) { devices[size++] = d; }
+    const int32_t* begin() const { return devices; }
+    const int32_t* end() const { return devices + size; }
+    bool Contains(int32_t d) const { return std::find(begin(), end(), d) != end(); }
+  };
+
+  // Devices `op` may go to: its unit's device if bound, else the devices of
+  // `pool` (or, if none can run it, of the cluster) that can run it, keeping
+  // those where it fits in memory if any does, else the one with most room.
+  DeviceList Candidates(int32_t op, const std::vector<int32_t>& pool) const {
+    DeviceList out;
+    if (unit_device(op) >= 0) {
+      out.Add(unit_device(op));
+      return out;
+    }
+    DeviceList runnable;
+    for (int32_t d : pool) {
+      if (CanRun(op, d)) runnable.Add(d);
+    }
+    if (runnable.size == 0) {
+      for (int32_t d = 0; d < cluster_.num_devices(); ++d) {
+        if (CanRun(op, d)) runnable.Add(d);
+      }
+    }
+    for (int32_t d : runnable) {
+      if (Fits(op, d)) out.Add(d);
+    }
+    if (out.size > 0) return out;
+    if (runnable.size == 0) {
+      out.Add(0);  // nothing can run it; the simulator will say so
+      return out;
+    }
+    out.Add(*std::max_element(runnable.begin(), runnable.end(), [&](int32_t a, int32_t b) {
+      return cluster_.devices[a].memory_bytes - memory_bytes_[a] < cluster_.devices[b].memory_bytes - memory_bytes_[b];
+    }));
+    return out;
+  }
+
+  void Place(int32_t op, int32_t d) {
+    memory_bytes_[d] += AddedBytes(op, d);
+    device_of_op_[op] = d;
+    device_of_unit_[units_.group_of_op[op]] = d;
+    // Outputs count until all their consumers are placed: inputs whose last
+    // consumer this is stop counting (if their producer is placed yet), and
+    // a deferred op placed after its consumers counts for nothing.
+    auto release_outputs = [&](int32_t producer) {
+      for (const TensorSpec& t : graph_.op(producer).outputs) memory_bytes_[device_of_op_[producer]] -= t.bytes;
+    };
+    for (int32_t e : graph_.in_data_edges(op)) {
+      int32_t src = graph_.data_edges()[e].src;
+      if (--consumers_left_[src] == 0 && device_of_op_[src] >= 0) release_outputs(src);
+    }
+    if (consumers_left_[op] == 0) release_outputs(op);
+  }
+
+  PlacerOutput Finish() {
+    PlacerOutput out;
+    out.placement = RepairMemory(problem_, units_, device_of_unit_, out.note);
+    return out;
+  }
+
+ private:
+  const PlacementProblem& problem_;
+  const Graph& graph_;
+  const Cluster& cluster_;
+  Grouping units_;
+  std::vector<int32_t> device_of_op_;
+  std::vector<int32_t> device_of_unit_;
+  std::vector<int64_t> memory_bytes_;
+  std::vector<int32_t> consumers_left_;
+  std::vector<char> deferred_;
+};
+
+// The devices list schedulers spread work over: the GPUs when there are
+// any (the CPU only takes what nothing else can run), else the CPUs.
+std::vector<int32_t> WorkDevices(const Cluster& cluster) {
+  std::vector<int32_t> gpus = DevicesOfKind(cluster, DeviceKind::kGpu);
+  if (!gpus.empty()) return gpus;
+  std::vector<int32_t> all(cluster.num_devices());
+  std::iota(all.begin(), all.end(), 0);
+  return all;
+}
+
+// ETF-style list scheduling; with `favourite_child`, an op that is its
+// parent's favourite child stays on the parent's device when it can (SCT).
+PlacerOutput EarliestTaskFirst(const PlacementProblem& problem, const std::vector<int32_t>& favourite_parent) {
+  const Graph& graph = problem.graph;
+  const Cluster& cluster = problem.cluster;
+  const int32_t n = graph.num_ops();
+  const int32_t D = cluster.num_devices();
+  ListScheduleState state(problem);
+  std::vector<int32_t> pool = WorkDevices(cluster);
+
+  std::vector<double> finish_us(n, 0);
+  std::vector<double> device_free_us(D, 0);
+  std::vector<int32_t> pending(n, 0);
+  for (const DataEdge& e : graph.data_edges()) pending[e.dst] += !state.deferred(e.src);
+  for (const ControlEdge& e : graph.control_edges()) ++pending[e.dst];
+  // When `op`'s inputs can be on `d`: producers' finish plus the copy.
+  // Fixed once all its producers are placed, so computed once, when ready.
+  auto data_ready_us = [&](int32_t op, int32_t d) {
+    double t = 0;
+    for (int32_t e : graph.in_data_edges(op)) {
+      const DataEdge& edge = graph.data_edges()[e];
+      if (state.deferred(edge.src)) continue;  // it will sit beside its unit
+      int32_t from = state.device_of(edge.src);
+      double arrival = finish_us[edge.src];
+      if (from != d) arrival += problem.cost.TransferTimeUs(from, d, graph.op(edge.src).outputs[edge.src_output].bytes);
+      t = std::max(t, arrival);
+    }
+    for (int32_t src : graph.control_predecessors(op)) t = std::max(t, finish_us[src]);
+    return t;
+  };
+  std::vector<double> ready_at_us(static_cast<size_t>(n) * D, 0);
+  std::vector<int32_t> ready;
+  auto make_ready = [&](int32_t op) {
+    ready.push_back(op);
+    for (int32_t d = 0; d < D; ++d) ready_at_us[static_cast<size_t>(op) * D + d] = data_ready_us(op, d);
+  };
+  for (int32_t op = 0; op < n; ++op) {
+    if (pending[op] == 0 && !state.deferred(op)) make_ready(op);
+  }
+
+  while (!ready.empty()) {
+    // For each ready op its earliest-finishing device; then the op that can
+    // start first. (On identical devices this is plain ETF; picking the
+    // device by finish keeps slow devices from winning on start alone.)
+    size_t best_index = 0;
+    int32_t best_device = -1;
+    double best_start = kInfinity, best_finish = kInfinity;
+    for (size_t i = 0; i < ready.size(); ++i) {
+      int32_t op = ready[i];
+      auto candidates = state.Candidates(op, pool);
+      int32_t parent = favourite_parent.empty() ? -1 : favourite_parent[op];
+      if (parent >= 0 && candidates.Contains(state.device_of(parent))) {
+        candidates.size = 0;
+        candidates.Add(state.device_of(parent));
+      }
+      int32_t op_device = -1;
+      double op_start = kInfinity, op_finish = kInfinity;
+      for (int32_t d : candidates) {
+        double start = std::max(device_free_us[d], ready_at_us[static_cast<size_t>(op) * D + d]);
+        double finish = start + problem.cost.OpTimeUs(graph.op(op), d);
+        if (finish < op_finish) {
+          op_device = d;
+          op_start = start;
+          op_finish = finish;
+        }
+      }
+      if (op_start < best_start || (op_start == best_start && op_finish < best_finish)) {
+        best_index = i;
+        best_device = op_device;
+        best_start = op_start;
+        best_finish = op_finish;
+      }
+    }
+    int32_t op = ready[best_index];
+    ready[best_index] = ready.back();
+    ready.pop_back();
+    state.Place(op, best_device);
+    finish_us[op] = best_finish;
+    device_free_us[best_device] = best_finish;
+    auto release = [&](int32_t next) {
+      if (--pending[next] == 0) make_ready(next);
+    };
+    for (int32_t e : graph.out_data_edges(op)) release(graph.data_edges()[e].dst);
+    for (int32_t next : graph.control_successors(op)) release(next);
+  }
+  state.PlaceDeferred(pool);
+  return state.Finish();
+}
+
+}  // namespace
+
+PlacerOutput PlaceMTopo(const PlacementProblem& problem) {
+  const Graph& graph = problem.graph;
+  const Cluster& cluster = problem.cluster;
+  ListScheduleState state(problem);
+  std::vector<int32_t> pool = WorkDevices(cluster);
+
+  // Each device's share of the total work, by speed.
+  double total_work_us = 0;
+  for (int32_t op = 0; op < graph.num_ops(); ++op) total_work_us += FastestOpTimeUs(problem, op);
+  double total_speed = 0;
+  for (int32_t d : pool) total_speed += cluster.devices[d].peak_flops_per_s;
+  std::vector<double> load_us(cluster.num_devices(), 0);
+
+  // A unit's whole work counts where its first op goes, since the rest of
+  // it (its backward and update ops) must follow.
+  const Grouping& units = state.units();
+  std::vector<double> unit_work_us(units.num_groups(), 0);
+  for (int32_t op = 0; op < graph.num_ops(); ++op) unit_work_us[units.group_of_op[op]] += FastestOpTimeUs(problem, op);
+
+  size_t current = 0;
+  for (int32_t op : graph.topological_order()) {
+    if (state.deferred(op)) continue;
+    if (state.unit_device(op) >= 0) {
+      state.Place(op, state.unit_device(op));
+      continue;
+    }
+    // Fill the current device to its share, then move on; skip devices
+    // where the op does not fit.
+    double share = total_work_us * cluster.devices[pool[current]].peak_flops_per_s / total_speed;
+    if (load_us[pool[current]] >= share && current + 1 < pool.size()) ++current;
+    auto candidates = state.Candidates(op, pool);
+    int32_t d = *candidates.begin();
+    for (size_t i = current; i < pool.size(); ++i) {
+      if (candidates.Contains(pool[i])) {
+        d = pool[i];
+        break;
+      }
+    }
+    load_us[d] += unit_work_us[units.group_of_op[op]];
+    state.Place(op, d);
+  }
+  state.PlaceDeferred(pool);
+  return state.Finish();
+}
+
+PlacerOutput PlaceMEtf(const PlacementProblem& problem) { return EarliestTaskFirst(problem, {}); }
+
+PlacerOutput PlaceMSct(const PlacementProblem& problem) {
+  // Favourite children (the SCT rule of Hanen and Munier): each op keeps
+  // the consumer it sends the most bytes to on its own device, each child
+  // the favourite of at most one parent. Baechi derives them from an LP
+  // relaxation; the greedy choice by bytes gives the same pairs on the
+  // chain-like training graphs devplace places.
+  const Graph& graph = problem.graph;
+  std::vector<int32_t> favourite_parent(graph.num_ops(), -1);
+  for (int32_t op : graph.topological_order()) {
+    int32_t best_child = -1;
+    int64_t best_bytes = -1;
+    for (int32_t e : graph.out_data_edges(op)) {
+      const DataEdge& edge = graph.data_edges()[e];
+      int64_t bytes = graph.op(op).outputs[edge.src_output].bytes;
+      if (favourite_parent[edge.dst] < 0 && bytes > best_bytes) {
+        best_child = edge.dst;
+        best_bytes = bytes;
+      }
+    }
+    if (best_child >= 0) favourite_parent[best_child] = op;
+  }
+  return EarliestTaskFirst(problem, favourite_parent);
+}
+
+}  // namespace devplace

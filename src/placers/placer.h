@@ -1,0 +1,57 @@
+// Placers: anything that turns a graph and a cluster into a placement. This
+// header holds what they share: the problem they solve, what they return, and
+// the registry that finds them by name (`devplace compare --methods`).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cluster/cluster.h"
+#include "cost/cost_model.h"
+#include "graph/graph.h"
+#include "graph/grouping.h"
+#include "sim/placement.h"
+#include "sim/simulator.h"
+
+namespace devplace {
+
+struct PlacementProblem {
+  const Graph& graph;
+  const Cluster& cluster;
+  const CostModel& cost;
+  Simulator& simulator;  // for placers that check their result (memory repair)
+  uint64_t seed = 0;
+};
+
+struct PlacerOutput {
+  Placement placement;
+  // What the placer could not honour, in words ("no placement fits in
+  // memory: ..."); empty when all is well.
+  std::string note;
+};
+
+struct PlacerInfo {
+  std::string name;
+  std::string description;
+  std::function<PlacerOutput(const PlacementProblem&)> place;
+};
+
+// Every placer devplace knows, in the order `compare` runs them.
+const std::vector<PlacerInfo>& ListPlacers();
+// The placer called `name`; throws Error listing the known ones.
+const PlacerInfo& FindPlacer(const std::string& name);
+
+// Units of placement for the partitioners: the co-location groups alone,
+// without the single-consumer merge, so partitioners see the graph's real
+// structure but cannot split what must stay together.
+Grouping ConstraintGroups(const Graph& graph);
+
+// Devices of a kind, in cluster order.
+std::vector<int32_t> DevicesOfKind(const Cluster& cluster, DeviceKind kind);
+
+// Time of `op` on the fastest device that can run it, in microseconds.
+double FastestOpTimeUs(const PlacementProblem& problem, int32_t op);
+
+}  // namespace devplace

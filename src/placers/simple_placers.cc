@@ -1,0 +1,48 @@
+// The simple baselines: single devices, the expert, and random.
+#include "placers/methods.h"
+#include "util/random.h"
+
+namespace devplace {
+
+PlacerOutput PlaceSingleCpu(const PlacementProblem& problem) {
+  std::vector<int32_t> cpus = DevicesOfKind(problem.cluster, DeviceKind::kCpu);
+  PlacerOutput out;
+  out.placement = SingleDevicePlacement(problem.graph, problem.cluster, cpus.empty() ? 0 : cpus.front());
+  if (cpus.empty()) out.note = "the cluster has no CPU; used " + problem.cluster.devices[0].name;
+  return out;
+}
+
+PlacerOutput PlaceSingleGpu(const PlacementProblem& problem) {
+  std::vector<int32_t> gpus = DevicesOfKind(problem.cluster, DeviceKind::kGpu);
+  PlacerOutput out;
+  out.placement = SingleDevicePlacement(problem.graph, problem.cluster, gpus.empty() ? 0 : gpus.front());
+  if (gpus.empty()) out.note = "the cluster has no GPU; used " + problem.cluster.devices[0].name;
+  return out;
+}
+
+PlacerOutput PlaceExpert(const PlacementProblem& problem) {
+  PlacerOutput out;
+  if (problem.graph.expert_stages <= 0) {
+    out = PlaceSingleGpu(problem);
+    out.note = "the graph carries no expert placement; this is single_gpu";
+    return out;
+  }
+  out.placement = ExpertPlacement(problem.graph, problem.cluster);
+  return out;
+}
+
+PlacerOutput PlaceRandom(const PlacementProblem& problem) {
+  Grouping groups = ConstraintGroups(problem.graph);
+  Random random(problem.seed);
+  std::vector<int32_t> device_of_group(groups.num_groups());
+  for (int32_t g = 0; g < groups.num_groups(); ++g) {
+    std::vector<int32_t> allowed;
+    for (int32_t d = 0; d < problem.cluster.num_devices(); ++d) {
+      if (groups.groups[g].device_kinds & MaskOf(problem.cluster.devices[d].kind)) allowed.push_back(d);
+    }
+    device_of_group[g] = allowed[random.Below(allowed.size())];
+  }
+  return {ExpandGroupPlacement(groups, device_of_group), ""};
+}
+
+}  // namespace devplace

@@ -1,0 +1,102 @@
+#include "report/compare_table.h"
+
+#include <cstdio>
+
+#include "report/sim_report.h"
+
+namespace devplace {
+
+double Comparison::single_gpu_us() const {
+  for (const MethodResult& m : methods) {
+    if (m.method == "single_gpu" && m.sim.ok()) return m.sim.step_time_us;
+  }
+  return 0;
+}
+
+namespace {
+
+std::string Cell(const char* format, double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, format, value);
+  return buffer;
+}
+
+}  // namespace
+
+std::string FormatComparisonText(const Cluster& cluster, const Comparison& c) {
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof line, "graph %s (%d ops) on cluster %s\n", c.graph_name.c_str(), c.num_ops,
+                c.cluster_name.c_str());
+  out += line;
+  std::snprintf(line, sizeof line,
+                "step-time lower bound: %.6f s (critical path %.6f s, work over %d devices %.6f s)\n\n",
+                c.bound.step_time_us() * 1e-6, c.bound.critical_path_us * 1e-6, cluster.num_devices(),
+                c.bound.work_us * 1e-6);
+  out += line;
+  std::snprintf(line, sizeof line, "%-11s %12s %9s %9s %10s  %s\n", "method", "step_time_s", "vs_1gpu", "vs_bound",
+                "placer_s", "peak memory per device (* = out of memory)");
+  out += line;
+  const double single_gpu = c.single_gpu_us();
+  for (const MethodResult& m : c.methods) {
+    std::string step = "-", speedup = "-", ratio = "-";
+    if (m.sim.invalid) {
+      step = "invalid";
+    } else if (m.sim.oom) {
+      step = "OOM";
+    } else if (m.sim.failed) {
+      step = "failed";
+    } else {
+      step = Cell("%.6f", m.sim.step_time_s());
+      if (single_gpu > 0) speedup = Cell("%.2fx", single_gpu / m.sim.step_time_us);
+      if (c.bound.step_time_us() > 0) ratio = Cell("%.2fx", m.sim.step_time_us / c.bound.step_time_us());
+    }
+    std::string memory;
+    if (!m.sim.invalid) {
+      for (int32_t d = 0; d < cluster.num_devices(); ++d) {
+        const DeviceStats& s = m.sim.devices[d];
+        if (s.num_ops == 0) continue;
+        if (!memory.empty()) memory += "  ";
+        memory += cluster.devices[d].name + " " + FormatBytes(s.peak_memory_bytes) + (s.oom ? "*" : "");
+      }
+    }
+    std::snprintf(line, sizeof line, "%-11s %12s %9s %9s %10.3f  %s\n", m.method.c_str(), step.c_str(),
+                  speedup.c_str(), ratio.c_str(), m.placer_seconds, memory.c_str());
+    out += line;
+  }
+  bool any_note = false;
+  for (const MethodResult& m : c.methods) {
+    if (m.note.empty() && !m.sim.invalid) continue;
+    if (!any_note) out += "\nnotes:\n";
+    any_note = true;
+    out += "  " + m.method + ": " + (m.note.empty() ? m.sim.reason : m.note) + "\n";
+  }
+  return out;
+}
+
+nlohmann::json ComparisonToJson(const Cluster& cluster, const Comparison& c) {
+  using nlohmann::json;
+  json rows = json::array();
+  const double single_gpu = c.single_gpu_us();
+  for (const MethodResult& m : c.methods) {
+    bool ran = m.sim.ok();
+    json peak = json::object();
+    for (int32_t d = 0; d < cluster.num_devices() && !m.sim.invalid; ++d) {
+      peak[cluster.devices[d].name] = m.sim.devices[d].peak_memory_bytes;
+    }
+    json row = {{"method", m.method},
+                {"step_time_s", m.sim.invalid ? json(nullptr) : json(m.sim.step_time_s())},
+                {"oom", m.sim.oom},
+                {"invalid", m.sim.invalid},
+                {"placer_seconds", m.placer_seconds},
+                {"lower_bound_s", c.bound.step_time_us() * 1e-6},
+                {"speedup_over_single_gpu", ran && single_gpu > 0 ? json(single_gpu / m.sim.step_time_us) : json(nullptr)},
+                {"peak_memory_bytes", std::move(peak)}};
+    std::string note = m.note.empty() ? m.sim.reason : m.note;
+    if (!note.empty()) row["note"] = note;
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+}  // namespace devplace
