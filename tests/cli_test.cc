@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
@@ -161,6 +162,37 @@ TEST(CliTest, FailedRunLeavesNoTraceBehind) {
   for (const auto& entry : std::filesystem::directory_iterator(dir.File(""))) {
     ADD_FAILURE() << "left behind: " << entry.path();
   }
+}
+
+TEST(CliTest, CompareJsonHasARowPerMethodWithTheDocumentedFields) {
+  Outcome o = Devplace("compare --graph tiny --cluster k80x2 --json");
+  ASSERT_EQ(o.exit_code, 0) << o.out;
+  nlohmann::json rows = nlohmann::json::parse(o.out);
+  ASSERT_EQ(rows.size(), 10u);
+  std::set<std::string> methods;
+  for (const auto& row : rows) {
+    for (const char* key : {"method", "step_time_s", "oom", "invalid", "placer_seconds", "lower_bound_s"}) {
+      EXPECT_TRUE(row.contains(key)) << key;
+    }
+    methods.insert(row["method"].get<std::string>());
+    if (!row["invalid"].get<bool>() && !row["oom"].get<bool>()) {
+      EXPECT_GE(row["step_time_s"].get<double>(), row["lower_bound_s"].get<double>() * 0.999) << row.dump();
+    }
+  }
+  for (const char* m : {"single_cpu", "single_gpu", "expert", "scotch", "mincut", "metis", "m_topo", "m_etf", "m_sct",
+                        "random"}) {
+    EXPECT_TRUE(methods.count(m)) << m;
+  }
+}
+
+TEST(CliTest, CompareTableShowsBoundSpeedupsAndChosenMethods) {
+  Outcome o = Devplace("compare --graph tiny --cluster k80x4 --methods single_gpu,m_etf");
+  ASSERT_EQ(o.exit_code, 0) << o.out;
+  EXPECT_NE(o.out.find("lower bound"), std::string::npos);
+  EXPECT_NE(o.out.find("1.00x"), std::string::npos);  // single_gpu against itself
+  EXPECT_NE(o.out.find("m_etf"), std::string::npos);
+  EXPECT_EQ(o.out.find("scotch"), std::string::npos);
+  ExpectCleanError(Devplace("compare --graph tiny --cluster k80x4 --methods m_etf,magic"), "magic");
 }
 
 TEST(CliTest, ClustersAndModelsAreListed) {

@@ -177,6 +177,39 @@ std::vector<int32_t> WorkDevices(const Cluster& cluster) {
   return all;
 }
 
+// A topological order that follows each chain as far as it goes before
+// starting the next (Kahn's algorithm with a stack instead of a queue), so
+// that filling devices in this order keeps chains of ops together.
+std::vector<int32_t> DepthFirstTopologicalOrder(const Graph& graph) {
+  const int32_t n = graph.num_ops();
+  std::vector<int32_t> pending(n, 0);
+  for (const DataEdge& e : graph.data_edges()) ++pending[e.dst];
+  for (const ControlEdge& e : graph.control_edges()) ++pending[e.dst];
+  std::vector<int32_t> stack;
+  for (int32_t op = n - 1; op >= 0; --op) {
+    if (pending[op] == 0) stack.push_back(op);
+  }
+  std::vector<int32_t> order;
+  order.reserve(n);
+  std::vector<int32_t> released;
+  while (!stack.empty()) {
+    int32_t op = stack.back();
+    stack.pop_back();
+    order.push_back(op);
+    released.clear();
+    for (int32_t e : graph.out_data_edges(op)) {
+      int32_t next = graph.data_edges()[e].dst;
+      if (--pending[next] == 0) released.push_back(next);
+    }
+    for (int32_t next : graph.control_successors(op)) {
+      if (--pending[next] == 0) released.push_back(next);
+    }
+    // Lowest index on top, so that ties keep the graph's own order.
+    stack.insert(stack.end(), released.rbegin(), released.rend());
+  }
+  return order;
+}
+
 // ETF-style list scheduling; with `favourite_child`, an op that is its
 // parent's favourite child stays on the parent's device when it can (SCT).
 PlacerOutput EarliestTaskFirst(const PlacementProblem& problem, const std::vector<int32_t>& favourite_parent) {
@@ -288,7 +321,7 @@ PlacerOutput PlaceMTopo(const PlacementProblem& problem) {
   for (int32_t op = 0; op < graph.num_ops(); ++op) unit_work_us[units.group_of_op[op]] += FastestOpTimeUs(problem, op);
 
   size_t current = 0;
-  for (int32_t op : graph.topological_order()) {
+  for (int32_t op : DepthFirstTopologicalOrder(graph)) {
     if (state.deferred(op)) continue;
     if (state.unit_device(op) >= 0) {
       state.Place(op, state.unit_device(op));
