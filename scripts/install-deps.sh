@@ -9,6 +9,8 @@ packages=(
   libcli11-dev                 # the command line
   libgtest-dev                 # tests
   libbenchmark-dev             # benchmarks under bench/
+  libscotch-dev                # Scotch static mapping: the 2017 paper's baseline
+  libmetis-dev                 # METIS k-way partitioning: GDP's baseline
 )
 
 missing=()
