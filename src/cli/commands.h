@@ -8,6 +8,8 @@ namespace devplace {
 
 void AddSimulateCommand(CLI::App& app);
 void AddCompareCommand(CLI::App& app);
+void AddPlaceCommand(CLI::App& app);
+void AddGenerateCommand(CLI::App& app);
 void AddInfoCommands(CLI::App& app);  // clusters, models, info
 
 }  // namespace devplace

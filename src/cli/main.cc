@@ -17,6 +17,8 @@ int main(int argc, char** argv) {
   app.fallthrough(false);
   devplace::AddSimulateCommand(app);
   devplace::AddCompareCommand(app);
+  devplace::AddPlaceCommand(app);
+  devplace::AddGenerateCommand(app);
   devplace::AddInfoCommands(app);
   try {
     app.parse(argc, argv);

@@ -1,8 +1,28 @@
 #include "models/layers.h"
 
+#include <tuple>
+
 namespace devplace::layers {
 
 using namespace tf;
+
+namespace {
+
+// The moving averages move in the training step (UPDATE_OPS):
+// stat -= (stat - batch_stat) * (1 - decay).
+void UpdateMovingAverages(B& b, Tensor mean, Tensor batch_mean, Tensor variance, Tensor batch_variance) {
+  auto update = b.UpdateScope();
+  const int64_t channels = b.shape(mean)[0];
+  for (auto [stat, batch_stat, label] : {std::tuple{mean, batch_mean, "moving_mean"},
+                                         std::tuple{variance, batch_variance, "moving_variance"}}) {
+    const std::string prefix = std::string("AssignMovingAvg_") + label;
+    Tensor delta = Plain(b, prefix + "/sub", "Sub", {stat, batch_stat}, {channels}, double(channels));
+    Tensor step = Plain(b, prefix + "/mul", "Mul", {delta}, {channels}, double(channels));
+    b.Emit({prefix, "AssignSub", {stat, step}, {}, double(channels)});
+  }
+}
+
+}  // namespace
 
 LstmState LstmCell(B& b, const std::string& name, Tensor x, LstmState state, Tensor kernel, Tensor bias) {
   auto scope = b.NameScope(name);
@@ -56,16 +76,20 @@ Tensor BatchNorm(B& b, const std::string& name, Tensor x) {
   Tensor shift = Sub(b, "batchnorm/sub", beta, Mul(b, "batchnorm/mul_1", mean_c, inverse));
   Tensor y = Add(b, "batchnorm/add_1", scaled, shift);
 
-  // The moving averages move in the training step (UPDATE_OPS).
-  auto update = b.UpdateScope();
-  for (auto [stat, batch_stat, label] : {std::tuple{moving_mean, mean_c, "moving_mean"},
-                                         std::tuple{moving_variance, variance_c, "moving_variance"}}) {
-    const std::string prefix = std::string("AssignMovingAvg_") + label;
-    Tensor delta = Plain(b, prefix + "/sub", "Sub", {stat, batch_stat}, {channels}, double(channels));
-    Tensor step = Plain(b, prefix + "/mul", "Mul", {delta}, {channels}, double(channels));
-    b.Emit({prefix, "AssignSub", {stat, step}, {}, double(channels)});
-  }
+  UpdateMovingAverages(b, moving_mean, mean_c, moving_variance, variance_c);
   return y;
+}
+
+Tensor FusedBatchNorm(B& b, const std::string& name, Tensor x) {
+  auto scope = b.NameScope(name);
+  const int64_t channels = b.shape(x).back();
+  Tensor gamma = b.Variable("gamma", {channels});
+  Tensor beta = b.Variable("beta", {channels});
+  Tensor moving_mean = b.Variable("moving_mean", {channels}, {.trainable = false});
+  Tensor moving_variance = b.Variable("moving_variance", {channels}, {.trainable = false});
+  tf::FusedBatchNormResult r = tf::FusedBatchNorm(b, "FusedBatchNorm", x, gamma, beta);
+  UpdateMovingAverages(b, moving_mean, r.mean, moving_variance, r.variance);
+  return r.y;
 }
 
 Tensor LayerNorm(B& b, const std::string& name, Tensor x) {

@@ -35,6 +35,10 @@ Tensor Dense(B& b, const std::string& name, Tensor x, int64_t units, bool use_bi
 // axis, and the moving mean and variance updated in the step.
 Tensor BatchNorm(B& b, const std::string& name, Tensor x);
 
+// tf.layers.batch_normalization(fused=True) in training: gamma and beta,
+// and the moving averages updated in the step.
+Tensor FusedBatchNorm(B& b, const std::string& name, Tensor x);
+
 // tf.contrib.layers.layer_norm over the last axis.
 Tensor LayerNorm(B& b, const std::string& name, Tensor x);
 

@@ -184,7 +184,6 @@ Tensor Binary(B& b, const std::string& type, const std::string& name, Tensor x, 
         negate = i == 1;
       }
       g.input_grads[i].values = ReduceTo(bb, t, axes[i], i == 0 ? sx : sy, bb.shape(self), negate);
-      (void)other;
     }
   };
   return b.Emit(std::move(spec));
@@ -252,7 +251,7 @@ std::vector<Tensor> Split(B& b, const std::string& name, Tensor x, int axis, int
   assert(piece[axis] % parts == 0);
   piece[axis] /= parts;
   OpSpec spec{name, "Split", {x}, std::vector<TensorSpec>(parts, F32(piece)), 0};
-  spec.grad = [axis](GradContext& g) {
+  spec.grad = [](GradContext& g) {
     if (!g.needs(0)) return;
     B& bb = g.builder;
     // _SplitGrad: concatenate the pieces' gradients (zeros where none).
@@ -266,7 +265,6 @@ std::vector<Tensor> Split(B& b, const std::string& name, Tensor x, int axis, int
       pieces.push_back(d);
     }
     g.input_grads[0].values = Plain(bb, "concat", "ConcatV2", pieces, bb.shape(g.inputs[0]));
-    (void)axis;
   };
   return b.EmitAll(std::move(spec));
 }
@@ -554,6 +552,27 @@ Tensor Pool(B& b, const std::string& type, const std::string& name, Tensor x, in
     }
   };
   return b.Emit(std::move(spec));
+}
+
+FusedBatchNormResult FusedBatchNorm(B& b, const std::string& name, Tensor x, Tensor scale, Tensor offset) {
+  const Shape s = b.shape(x);
+  const Shape c{s.back()};
+  OpSpec spec{name, "FusedBatchNorm", {x, scale, offset}, {F32(s), F32(c), F32(c), F32(c), F32(c)},
+              5.0 * Elements(s)};
+  spec.grad = [](GradContext& g) {
+    B& bb = g.builder;
+    const Shape s = bb.shape(g.inputs[0]);
+    const Shape c{s.back()};
+    // Reads the input and the saved mean and inverse variance.
+    std::vector<Tensor> d = bb.EmitAll({"FusedBatchNormGrad", "FusedBatchNormGrad",
+                                        {g.dy(0), g.inputs[0], g.inputs[1], g.outputs[3], g.outputs[4]},
+                                        {F32(s), F32(c), F32(c)}, 10.0 * Elements(s)});
+    for (int i = 0; i < 3; ++i) {
+      if (g.needs(i)) g.input_grads[i].values = d[i];
+    }
+  };
+  std::vector<Tensor> out = b.EmitAll(std::move(spec));
+  return {out[0], out[1], out[2]};
 }
 
 Tensor Dropout(B& b, const std::string& name, Tensor x) {

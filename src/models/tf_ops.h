@@ -82,6 +82,14 @@ Tensor DepthwiseConv2D(B& b, const std::string& name, Tensor x, Tensor filter, i
 Tensor Pool(B& b, const std::string& type, const std::string& name, Tensor x, int kh, int kw, int stride,
             Padding padding);
 
+// tf.nn.fused_batch_norm in training mode over NHWC: returns the output
+// and the batch mean and variance ([C]); the backward pass is one
+// FusedBatchNormGrad.
+struct FusedBatchNormResult {
+  Tensor y, mean, variance;
+};
+FusedBatchNormResult FusedBatchNorm(B& b, const std::string& name, Tensor x, Tensor scale, Tensor offset);
+
 // tf.nn.dropout (TF 1.x): a random mask kept for the backward pass.
 Tensor Dropout(B& b, const std::string& name, Tensor x);
 

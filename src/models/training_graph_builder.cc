@@ -150,7 +150,6 @@ Tensor TrainingGraphBuilder::Variable(const std::string& name, std::vector<int64
   // model-specific group that is a group of its own.
   op.colocation_group = c.group.empty() ? op.name : c.group;
   op.expert_stage = c.stage;
-  if (options.trainable) trainable_parameters_ += Elements(op.outputs[0].shape);
   const int32_t index = graph_.AddOp(std::move(op));
   OpInfo info;
   info.requires_grad = options.trainable;
@@ -176,13 +175,16 @@ TrainingGraphBuilder::Context TrainingGraphBuilder::BackwardContext(int32_t forw
 
 Tensor TrainingGraphBuilder::Sum(const std::vector<Tensor>& terms, const std::string& name) {
   assert(!terms.empty());
-  if (terms.size() == 1) return terms.front();
-  // TensorFlow 1.x's default aggregation: one AddN that waits for every
-  // term, so all of them are alive at once (this is what makes per-step
-  // gradients of weights shared across time steps expensive).
-  const std::vector<int64_t>& shape = this->shape(terms.front());
-  OpSpec add{name, "AddN", terms, {TensorSpec::Make(shape)}, static_cast<double>(terms.size() - 1) * Elements(shape)};
-  return Emit(std::move(add));
+  // The terms are summed as they arrive, one Add per term (what
+  // TensorFlow's AccumulateNV2 and its while-loop gradient accumulators do),
+  // so a weight read at each of 40 time steps keeps a running sum, not 40
+  // gradients waiting for one AddN. Terms arrive in the order the backward
+  // pass makes them.
+  const std::vector<int64_t> shape = this->shape(terms.front());
+  const double n = static_cast<double>(Elements(shape));
+  Tensor sum = terms.front();
+  for (size_t i = 1; i < terms.size(); ++i) sum = Emit({name, "Add", {sum, terms[i]}, {TensorSpec::Make(shape)}, n});
+  return sum;
 }
 
 Tensor TrainingGraphBuilder::Densify(const Gradient& g, const std::vector<int64_t>& shape) {
@@ -213,28 +215,29 @@ Gradient TrainingGraphBuilder::Aggregate(std::vector<Gradient> terms, const std:
   }
   std::vector<Tensor> dense;
   for (const Gradient& g : terms) dense.push_back(Densify(g, shape));
-  return {Sum(dense, "AddN"), {}};
+  return {Sum(dense, "accumulate"), {}};
 }
 
 void TrainingGraphBuilder::ApplyUpdate(int32_t variable_op, const Gradient& grad) {
-  const Op& var = graph_.op(variable_op);
+  const Op& var = graph_.op(variable_op);  // valid until the first Emit
   Context c;
   c.prefix = "train/" + var.name + "/";
   c.group = var.colocation_group;
   c.stage = var.expert_stage;
   c.kinds = var.device_kinds;
   c.phase = Phase::kUpdate;
-  Scope scope = Push(c);
   const std::vector<int64_t> shape = var.outputs[0].shape;
   const int64_t n = Elements(shape);
   const int64_t value_bytes = var.outputs[0].bytes;
+  Scope scope = Push(c);
   const int32_t slots = OptimizerSlots(optimizer_);
 
   if (!grad.sparse()) {
     static const char* kTypes[] = {"ApplyAdam", "ApplyRMSProp", "ApplyMomentum"};
     static const double kFlopsPerElement[] = {11, 10, 3};
     const int o = static_cast<int>(optimizer_);
-    Op& update = graph_.mutable_op(Emit({kTypes[o], kTypes[o], {grad.values}, {}, kFlopsPerElement[o] * n}).op);
+    Emit({kTypes[o], kTypes[o], {grad.values}, {}, kFlopsPerElement[o] * n});
+    Op& update = graph_.mutable_op(last_op());
     // It reads the value, the slots and the gradient and writes the value
     // and the slots, in place.
     update.bytes_read = value_bytes * (2 + slots);
@@ -246,7 +249,8 @@ void TrainingGraphBuilder::ApplyUpdate(int32_t variable_op, const Gradient& grad
   const double rows_n = static_cast<double>(Elements(rows_shape));
   if (optimizer_ != Optimizer::kAdam) {
     const char* type = optimizer_ == Optimizer::kRmsProp ? "SparseApplyRMSProp" : "SparseApplyMomentum";
-    Op& update = graph_.mutable_op(Emit({type, type, {grad.values, grad.indices}, {}, 10 * rows_n}).op);
+    Emit({type, type, {grad.values, grad.indices}, {}, 10 * rows_n});
+    Op& update = graph_.mutable_op(last_op());
     update.bytes_read = this->spec(grad.values).bytes * (2 + slots);
     update.bytes_written = this->spec(grad.values).bytes * (1 + slots);
     return;
@@ -296,7 +300,7 @@ void TrainingGraphBuilder::Minimize(Tensor loss, MinimizeOptions options) {
     const int32_t num_outputs = static_cast<int32_t>(pending[op].size());
     std::vector<Gradient> output_grads(num_outputs);
     for (int32_t i = 0; i < num_outputs; ++i) {
-      if (!pending[op][i].empty()) output_grads[i] = Aggregate(std::move(pending[op][i]), graph_.op(op).outputs[i].shape);
+      if (!pending[op][i].empty()) output_grads[i] = Aggregate(std::move(pending[op][i]), shape({op, i}));
     }
     if (info_[op].trainable_variable) {
       variable_grads.emplace_back(op, output_grads[0]);
@@ -308,8 +312,7 @@ void TrainingGraphBuilder::Minimize(Tensor loss, MinimizeOptions options) {
     GradContext ctx{*this, inputs, {}, {}, {}, std::vector<Gradient>(inputs.size())};
     for (int32_t i = 0; i < num_outputs; ++i) {
       ctx.outputs.push_back({op, i});
-      ctx.output_grads.push_back(output_grads[i].valid() ? Densify(output_grads[i], graph_.op(op).outputs[i].shape)
-                                                         : Tensor{});
+      ctx.output_grads.push_back(output_grads[i].valid() ? Densify(output_grads[i], shape({op, i})) : Tensor{});
     }
     for (const Tensor& t : inputs) ctx.input_needs_grad.push_back(info_[t.op].requires_grad);
     rule(ctx);

@@ -7,14 +7,17 @@
 //
 // This module keeps the bookkeeping: names, co-location groups, expert
 // stages, device kinds, which ops lead back to a trainable variable, and how
-// the gradients of a tensor read in several places are summed. The op
-// helpers that know shapes, FLOPs and gradient rules are in models/tf_ops.h.
+// the gradients of a tensor read in several places are summed (one Add per
+// term as the terms arrive, so a weight read at every time step holds a
+// running sum rather than one gradient per step). The op helpers that know
+// shapes, FLOPs and gradient rules are in models/tf_ops.h.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "graph/graph.h"
@@ -122,6 +125,7 @@ class TrainingGraphBuilder {
   // returns its outputs.
   std::vector<Tensor> EmitAll(OpSpec spec);
   Tensor Emit(OpSpec spec);  // the first output (invalid if none)
+  int32_t last_op() const { return graph_.num_ops() - 1; }
 
   // A VariableV2: its value is its output; its persistent memory is the
   // value plus the optimizer's slots when trainable.
@@ -134,10 +138,8 @@ class TrainingGraphBuilder {
   Graph Finish(int32_t expert_stages);
 
   const TensorSpec& spec(Tensor t) const { return graph_.op(t.op).outputs[t.index]; }
-  const std::vector<int64_t>& shape(Tensor t) const { return spec(t).shape; }
-  const Op& op(int32_t index) const { return graph_.op(index); }
-  int64_t num_trainable_parameters() const { return trainable_parameters_; }
-  Optimizer optimizer() const { return optimizer_; }
+  // By value: emitting ops may move the graph's storage.
+  std::vector<int64_t> shape(Tensor t) const { return spec(t).shape; }
 
  private:
   struct Context {
@@ -171,7 +173,6 @@ class TrainingGraphBuilder {
   std::vector<OpInfo> info_;
   std::vector<Context> contexts_;
   std::unordered_map<std::string, int32_t> name_uses_;  // for TF-style "_1", "_2" suffixes
-  int64_t trainable_parameters_ = 0;
 };
 
 }  // namespace devplace

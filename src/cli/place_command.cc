@@ -1,0 +1,178 @@
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/inputs.h"
+#include "cluster/cluster_json.h"
+#include "placers/placer.h"
+#include "rl/rl_placer.h"
+#include "util/error.h"
+
+namespace devplace {
+namespace {
+
+struct PlaceFlags {
+  std::string graph;
+  std::string cluster;
+  std::string method = "rl";
+  std::string out_dir;
+  std::string op_times;
+  bool json = false;
+  RlOptions rl;
+};
+
+// Prints a progress line at most once a second, and the last one always.
+class ProgressPrinter {
+ public:
+  void operator()(const RlProgress& p) {
+    auto now = std::chrono::steady_clock::now();
+    if (printed_ && now - last_ < std::chrono::seconds(1)) {
+      pending_ = p;
+      has_pending_ = true;
+      return;
+    }
+    Print(p);
+    last_ = now;
+    printed_ = true;
+    has_pending_ = false;
+  }
+  void Flush() {
+    if (has_pending_) Print(pending_);
+  }
+
+ private:
+  static void Print(const RlProgress& p) {
+    char best[32] = "-", mean[32] = "-";
+    if (p.best_step_time_s > 0) std::snprintf(best, sizeof best, "%.4f s", p.best_step_time_s);
+    if (p.mean_step_time_s > 0) std::snprintf(mean, sizeof mean, "%.4f s", p.mean_step_time_s);
+    std::fprintf(stderr, "step %6lld  best %-10s  mean %-10s  failed %3.0f%%  %6.1f samples/s  (%.0f s)\n",
+                 static_cast<long long>(p.step), best, mean, 100 * p.failed_fraction, p.samples_per_second, p.seconds);
+  }
+  std::chrono::steady_clock::time_point last_;
+  bool printed_ = false;
+  bool has_pending_ = false;
+  RlProgress pending_;
+};
+
+void RunPlace(PlaceFlags flags) {
+  if (flags.method != "rl") FindPlacer(flags.method);  // fail early on a bad name
+  Graph graph = ResolveGraph(flags.graph);
+  Cluster cluster = ResolveCluster(flags.cluster);
+  OpTimeTable measured = flags.op_times.empty() ? OpTimeTable{} : OpTimeTable::Load(flags.op_times);
+  CostModel cost(cluster, std::move(measured));
+  Simulator simulator(graph, cluster, cost);
+  PlacementProblem problem{graph, cluster, cost, simulator, flags.rl.seed};
+  if (flags.out_dir.empty()) flags.out_dir = "runs/" + graph.name + "-" + cluster.name + "-" + flags.method;
+  std::filesystem::create_directories(flags.out_dir);
+
+  Placement placement;
+  double search_seconds = 0;
+  int64_t samples = 0;
+  std::string placement_file = (std::filesystem::path(flags.out_dir) / "best_placement.json").string();
+  if (flags.method == "rl") {
+    flags.rl.out_dir = flags.out_dir;
+    if (flags.rl.max_steps <= 0 && flags.rl.max_seconds <= 0 && flags.rl.max_samples <= 0) flags.rl.max_seconds = 120;
+    ProgressPrinter printer;
+    RlResult result = TrainRlPlacer(problem, flags.rl, [&](const RlProgress& p) {
+      if (!flags.json) printer(p);
+    });
+    if (!flags.json) printer.Flush();
+    placement = result.best_placement;
+    search_seconds = result.seconds;
+    samples = result.samples;
+  } else {
+    auto start = std::chrono::steady_clock::now();
+    PlacerOutput output = FindPlacer(flags.method).place(problem);
+    search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    placement = output.placement;
+    if (!output.note.empty() && !flags.json) std::fprintf(stderr, "note: %s\n", output.note.c_str());
+    SavePlacementFile(placement_file, graph, cluster, placement);
+  }
+
+  SimResult final_result;
+  if (!placement.empty()) final_result = simulator.Run(placement);
+  const bool ran = !placement.empty() && final_result.ok();
+  if (flags.json) {
+    nlohmann::json out = {{"method", flags.method},
+                          {"graph", graph.name},
+                          {"cluster", cluster.name},
+                          {"step_time_s", ran ? nlohmann::json(final_result.step_time_s()) : nlohmann::json(nullptr)},
+                          {"oom", placement.empty() || final_result.oom},
+                          {"search_seconds", search_seconds},
+                          {"samples", samples},
+                          {"placement_file", placement.empty() ? nlohmann::json(nullptr) : nlohmann::json(placement_file)}};
+    std::cout << out.dump(2) << "\n";
+  } else if (!ran) {
+    std::printf("%s found no placement that runs in %.1f s (%lld samples)\n", flags.method.c_str(), search_seconds,
+                static_cast<long long>(samples));
+  } else {
+    std::printf("%s: step time %.6f s after %.1f s of search (%lld samples); placement in %s\n", flags.method.c_str(),
+                final_result.step_time_s(), search_seconds, static_cast<long long>(samples), placement_file.c_str());
+  }
+}
+
+}  // namespace
+
+void AddPlaceCommand(CLI::App& app) {
+  auto flags = std::make_shared<PlaceFlags>();
+  RlOptions& rl = flags->rl;
+  CLI::App* cmd = app.add_subcommand("place", "Find a placement: train the 2017 paper's RL placer, or run a baseline");
+  cmd->add_option("--graph", flags->graph, "Graph file (JSON) or built-in model name")->required();
+  cmd->add_option("--cluster", flags->cluster, "Cluster preset or cluster file")->required();
+  cmd->add_option("--method", flags->method, "rl (default), or a baseline method of `devplace compare`");
+  cmd->add_option("--out", flags->out_dir,
+                  "Folder for best_placement.json, curve.csv and checkpoint.pt (default runs/GRAPH-CLUSTER-METHOD)");
+  cmd->add_option("--op-times", flags->op_times, "Table of measured op times that override the cost model (JSON)");
+  cmd->add_flag("--json", flags->json, "End by printing one JSON object (method, step_time_s, oom, search_seconds, samples, placement_file)");
+  cmd->add_option("--seed", rl.seed, "Seed of every random choice");
+
+  const std::string g = "RL search";
+  cmd->add_option("--max-steps", rl.max_steps, "Stop after this many policy updates")->group(g)->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-seconds", rl.max_seconds, "Stop after this many seconds (default 120 when no budget is given)")
+      ->group(g)->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-samples", rl.max_samples, "Stop after this many sampled placements")->group(g)->check(CLI::NonNegativeNumber);
+  cmd->add_option("--samples-per-step", rl.samples_per_step, "K: placements each controller samples per update")
+      ->group(g)->check(CLI::Range(1, 1024));
+  cmd->add_option("--controllers", rl.controllers, "Controllers sharing the parameters, updating asynchronously")
+      ->group(g)->check(CLI::Range(1, 64));
+  cmd->add_option("--workers", rl.worker_threads, "Threads measuring each controller's placements (0 = cores / controllers)")
+      ->group(g)->check(CLI::Range(0, 256));
+  cmd->add_option("--learning-rate", rl.learning_rate, "Adam's learning rate")->group(g)->check(CLI::PositiveNumber);
+  cmd->add_option("--lr-decay", rl.lr_decay, "Learning-rate decay factor")->group(g)->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--lr-decay-every", rl.lr_decay_every, "Steps between decays")->group(g)->check(CLI::NonNegativeNumber);
+  cmd->add_option("--lr-decay-start", rl.lr_decay_start, "Step at which decay begins")->group(g)->check(CLI::NonNegativeNumber);
+  cmd->add_option("--grad-clip", rl.grad_clip_norm, "Gradient norm clip")->group(g)->check(CLI::PositiveNumber);
+  cmd->add_option("--baseline-decay", rl.baseline_decay, "Decay of the moving-average baseline")->group(g)->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--failing-runtime", rl.failing_runtime_s, "Seconds a failing placement counts as (reward sqrt of it); 0 = twice the all-on-CPU time")
+      ->group(g)->check(CLI::NonNegativeNumber);
+  cmd->add_option("--cutover-step", rl.cutover_step, "After this step only placements that run update the policy")
+      ->group(g)->check(CLI::NonNegativeNumber);
+  cmd->add_option("--entropy-weight", rl.entropy_weight, "Weight of the entropy bonus")->group(g)->check(CLI::NonNegativeNumber);
+  cmd->add_option("--logit-noise", rl.logit_noise_std, "Std of Gaussian noise on the logits while sampling")
+      ->group(g)->check(CLI::NonNegativeNumber);
+  cmd->add_option("--logit-noise-steps", rl.logit_noise_steps, "Steps during which logit noise applies")
+      ->group(g)->check(CLI::NonNegativeNumber);
+  cmd->add_option("--tanh-constant", rl.tanh_constant, "Logits become C * tanh(logits / T): C")->group(g)->check(CLI::PositiveNumber);
+  cmd->add_option("--temperature", rl.temperature, "Logits become C * tanh(logits / T): T")->group(g)->check(CLI::PositiveNumber);
+  cmd->add_option("--encoder-hidden", rl.encoder_hidden, "LSTM units per encoder direction")->group(g)->check(CLI::Range(1, 4096));
+  cmd->add_option("--decoder-hidden", rl.decoder_hidden, "LSTM units in the decoder")->group(g)->check(CLI::Range(1, 4096));
+  cmd->add_option("--jitter", rl.jitter, "Noisy environment: std of the log of op and transfer times")
+      ->group(g)->check(CLI::Range(0.0, 10.0));
+  cmd->add_option("--failure-probability", rl.failure_probability, "Noisy environment: chance a measurement fails")
+      ->group(g)->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--measure-steps", rl.measure_steps, "Steps per measurement; the first is dropped (the paper uses 10)")
+      ->group(g)->check(CLI::Range(1, 1000));
+  cmd->add_option("--checkpoint-every", rl.checkpoint_every, "Steps between checkpoints (0 = none)")
+      ->group(g)->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--resume", rl.resume, "Continue the run in --out from its checkpoint")->group(g);
+  cmd->add_option("--warm-start", rl.warm_start, "Imitate this baseline method or placement file before RL")->group(g);
+  cmd->add_option("--warm-start-steps", rl.warm_start_steps, "Supervised steps of the warm start")
+      ->group(g)->check(CLI::NonNegativeNumber);
+  cmd->callback([flags] { RunPlace(*flags); });
+}
+
+}  // namespace devplace

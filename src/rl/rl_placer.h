@@ -1,0 +1,94 @@
+// The learned placer of the 2017 paper, trained with REINFORCE on step time
+// (§3.1, §3.4). This header has no torch in it, so the command line and the
+// tests that only drive it build fast; the work is in reinforce_trainer.cc.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "placers/placer.h"
+
+namespace devplace {
+
+struct RlOptions {
+  // Budget: stop after this many policy updates, or this many seconds, or
+  // this many sampled placements, whichever comes first (0 = no limit).
+  int64_t max_steps = 0;
+  double max_seconds = 0;
+  int64_t max_samples = 0;
+
+  int32_t samples_per_step = 4;  // K: placements sampled per controller per update (§3.1)
+  int32_t controllers = 1;       // §3.4: controllers sharing parameters, each with K workers
+  int32_t worker_threads = 0;    // threads evaluating placements; 0 = one per core
+
+  // Optimisation. The public implementation's Adam learning rate is 0.1;
+  // with Adam every weight moves by about the learning rate at each step, and
+  // at 0.1 (or even 0.01) the first update already collapses this policy onto
+  // whatever it sampled first (see docs/rl.md). 0.001 learns reliably.
+  double learning_rate = 0.001;
+  double lr_decay = 0.95;
+  int64_t lr_decay_every = 50;
+  int64_t lr_decay_start = 400;
+  double grad_clip_norm = 1.0;
+  double baseline_decay = 0.9;
+  // A failed placement counts as this slow (R = sqrt of it). The paper sets
+  // it by hand per graph; 0 picks it per graph: twice the all-on-CPU step
+  // time, or ten times the step-time lower bound if that does not run.
+  double failing_runtime_s = 0;
+  int64_t cutover_step = 5000;     // after it, only placements that run update anything (§3.1)
+  double entropy_weight = 0;
+  double logit_noise_std = 0;      // Gaussian noise on logits while sampling...
+  int64_t logit_noise_steps = 750; // ...for this many steps
+  double tanh_constant = 5.0;
+  double temperature = 1.0;
+  // Network sizes. The public implementation uses 256 per encoder direction
+  // and 512 in the decoder; on a 2-core machine half of each trains about
+  // three times faster (a recurrent weight's gradient is rewritten at every
+  // one of the hundreds of decoder steps), so these are the defaults.
+  int64_t encoder_hidden = 128;
+  int64_t decoder_hidden = 256;
+
+  // The environment: deterministic by default; with noise, each placement is
+  // measured the paper's way (run `measure_steps`, drop the first, average).
+  double jitter = 0;
+  double failure_probability = 0;
+  int32_t measure_steps = 1;
+
+  uint64_t seed = 1;
+
+  // Output: a folder for the best placement, the search curve, checkpoints.
+  std::string out_dir;            // empty: keep nothing on disk
+  int64_t checkpoint_every = 50;  // steps between checkpoints (0 = never)
+  bool resume = false;            // continue from out_dir's checkpoint
+  std::string warm_start;         // a baseline method or placement file to imitate first ("" = none)
+  int64_t warm_start_steps = 200;
+};
+
+struct RlProgress {
+  int64_t step = 0;
+  int64_t samples = 0;
+  double seconds = 0;
+  double best_step_time_s = 0;    // 0 until a placement ran
+  double mean_step_time_s = 0;    // of this step's placements that ran (0 if none)
+  double failed_fraction = 0;
+  double samples_per_second = 0;
+  int32_t samples_used = 0;       // placements that updated the policy this step
+};
+
+struct RlResult {
+  Placement best_placement;       // empty if no sampled placement ever ran
+  double best_step_time_s = 0;
+  int64_t steps = 0;
+  int64_t samples = 0;
+  double seconds = 0;
+  std::string placement_file;     // where the best placement was written, if anywhere
+};
+
+using RlProgressCallback = std::function<void(const RlProgress&)>;
+
+RlResult TrainRlPlacer(const PlacementProblem& problem, const RlOptions& options,
+                       const RlProgressCallback& on_step = nullptr);
+
+}  // namespace devplace
