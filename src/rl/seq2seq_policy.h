@@ -23,7 +23,7 @@ struct Seq2SeqOptions {
   int64_t encoder_hidden = 256;  // each direction
   int64_t decoder_hidden = 512;
   int64_t device_embedding = 32;
-  int64_t attention_hidden = 64;
+  int64_t attention_hidden = 32;  // cost grows with groups squared times this
   double temperature = 1.0;      // logits -> tanh_constant * tanh(logits / temperature)
   double tanh_constant = 5.0;
 };
