@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
-# Installs what devplace needs, builds it, and runs the main job on a
-# built-in example: simulate one training step under different placements
-# and write the best one's timeline to out/trace.json.
+# Installs what devplace needs, builds it, and runs the main job: the 2017
+# paper's learned placer on NMT with 1 CPU + 4 K80 under a short budget,
+# then the baselines on the same graph and cluster for comparison.
+#   GRAPH=rnnlm CLUSTER=k80x2 SECONDS_BUDGET=300 bash scripts/demo.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build.sh
-mkdir -p out
 devplace=build/devplace
-graph=${GRAPH:-tiny}
+graph=${GRAPH:-nmt}
 cluster=${CLUSTER:-k80x4}
-for placement in single:cpu:0 single:gpu:0; do
-  echo "== $graph on $cluster, placement $placement"
-  "$devplace" simulate --graph "$graph" --cluster "$cluster" --placement "$placement"
-  echo
-done
-"$devplace" simulate --graph "$graph" --cluster "$cluster" --placement single:gpu:0 --trace out/trace.json > /dev/null
-echo "timeline of the single-GPU step: out/trace.json (open it in https://ui.perfetto.dev)"
+budget=${SECONDS_BUDGET:-60}
+out=runs/$graph-$cluster-rl
+echo "== learned placer (REINFORCE, ${budget} s) on $graph, $cluster"
+"$devplace" place --graph "$graph" --cluster "$cluster" --max-seconds "$budget" --out "$out"
+echo
+echo "== the baselines"
+"$devplace" compare --graph "$graph" --cluster "$cluster" 2>/dev/null
+echo
+"$devplace" simulate --graph "$graph" --cluster "$cluster" --placement "$out/best_placement.json" --trace "$out/trace.json" > /dev/null
+echo "learned placement: $out/best_placement.json; its timeline: $out/trace.json (open in Perfetto); search curve: $out/curve.csv"

@@ -11,6 +11,8 @@ packages=(
   libbenchmark-dev             # benchmarks under bench/
   libscotch-dev                # Scotch static mapping: the 2017 paper's baseline
   libmetis-dev                 # METIS k-way partitioning: GDP's baseline
+  libtorch-dev                 # the learned placers' networks, autograd and Adam (src/rl only)
+  libopenblas0-serial          # a fast single-threaded BLAS for torch (the reference BLAS is 3x slower)
 )
 
 missing=()
