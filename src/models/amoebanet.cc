@@ -2,7 +2,7 @@
 // implementation (amoeba_net, on NASNet's cell code) builds it: a 3x3 stem
 // convolution, two reduction stem cells, then N normal cells, a reduction
 // cell, N normal cells, a reduction cell, N normal cells, and a pooled
-// softmax head. Cells combine pairs of operations (separable convolutions
+// softmax head, with weight decay. Cells combine pairs of operations (separable convolutions
 // applied twice, poolings, identity, 1x7-7x1 convolutions) over earlier
 // hidden states, as the evolved genotype says; batch norm is fused.
 // Trained with RMSProp. GDP places it on 4 GPUs.
@@ -52,7 +52,7 @@ class AmoebaBuilder {
 
   Tensor ReluConvBn(const std::string& name, Tensor x, int64_t filters, int kh, int kw, int stride) {
     auto scope = b_.NameScope(name);
-    Tensor w = b_.Variable("weights", {kh, kw, b_.shape(x)[3], filters});
+    Tensor w = Decayed(b_.Variable("weights", {kh, kw, b_.shape(x)[3], filters}));
     Tensor y = Conv2D(b_, "Conv2D", Unary(b_, "Relu", "Relu", x), w, stride, Padding::kSame);
     return layers::FusedBatchNorm(b_, "bn", y);
   }
@@ -62,8 +62,8 @@ class AmoebaBuilder {
     auto scope = b_.NameScope(name);
     for (int i = 0; i < 2; ++i) {
       auto inner = b_.NameScope("separable_" + std::to_string(i + 1));
-      Tensor depthwise = b_.Variable("depthwise_weights", {k, k, b_.shape(x)[3], 1});
-      Tensor pointwise = b_.Variable("pointwise_weights", {1, 1, b_.shape(x)[3], filters});
+      Tensor depthwise = Decayed(b_.Variable("depthwise_weights", {k, k, b_.shape(x)[3], 1}));
+      Tensor pointwise = Decayed(b_.Variable("pointwise_weights", {1, 1, b_.shape(x)[3], filters}));
       Tensor y = DepthwiseConv2D(b_, "depthwise", Unary(b_, "Relu", "Relu", x), depthwise, i == 0 ? stride : 1,
                                  Padding::kSame);
       y = Conv2D(b_, "pointwise", y, pointwise, 1, Padding::kSame);
@@ -86,7 +86,7 @@ class AmoebaBuilder {
       }
       Tensor pooled = Pool(b_, "AvgPool", "AvgPool", in, 1, 1, 2, Padding::kValid);
       const int64_t half = p == 0 ? filters / 2 : filters - filters / 2;
-      Tensor w = b_.Variable("weights", {1, 1, b_.shape(r)[3], half});
+      Tensor w = Decayed(b_.Variable("weights", {1, 1, b_.shape(r)[3], half}));
       paths.push_back(Conv2D(b_, "Conv2D", pooled, w, 1, Padding::kSame));
     }
     return layers::FusedBatchNorm(b_, "bn", Concat(b_, "concat", paths, 3));
@@ -145,8 +145,18 @@ class AmoebaBuilder {
   int32_t NextUnit() { return unit_++; }
   int32_t units() const { return unit_; }
 
+  // Weight decay (4e-5 on convolution weights, as the TPU implementation
+  // trains it): a term of the loss next to the weights.
+  Tensor Decayed(Tensor weights) {
+    auto scope = b_.NameScope("Regularizer");
+    decay_terms_.push_back(Mul(b_, "l2_regularizer", L2Loss(b_, "L2Loss", weights), Const(b_, "scale", {})));
+    return weights;
+  }
+  const std::vector<Tensor>& decay_terms() const { return decay_terms_; }
+
  private:
   B& b_;
+  std::vector<Tensor> decay_terms_;
   int32_t unit_ = 0;
 };
 
@@ -170,7 +180,7 @@ Graph MakeAmoebaNet(const AmoebaNetConfig& config) {
     auto stage = b.StageScope(net.NextUnit());
     auto name = b.NameScope("conv0");
     // The ImageNet stem: 3x3 stride 2 with 32 x stem_multiplier (3) filters.
-    Tensor w = b.Variable("weights", {3, 3, 3, 96});
+    Tensor w = net.Decayed(b.Variable("weights", {3, 3, 3, 96}));
     stem = layers::FusedBatchNorm(b, "conv0_bn", Conv2D(b, "Conv2D", input[0], w, 2, Padding::kValid));
   }
   // Two reduction stem cells with F/4 and F/2 filters.
@@ -204,7 +214,8 @@ Graph MakeAmoebaNet(const AmoebaNetConfig& config) {
     Tensor logits = layers::Dense(b, "logits", Dropout(b, "dropout", pooled), C);
     Tensor one_hot = Plain(b, "one_hot", "OneHot", {input[1]}, {N, C}, double(N * C));
     Tensor smoothed = Plain(b, "label_smoothing", "Add", {one_hot}, {N, C}, double(N * C));
-    loss = Reduce(b, "Mean", "Mean", SoftmaxCrossEntropy(b, "xent", logits, smoothed).loss, {0}, false);
+    Tensor xent = Reduce(b, "Mean", "Mean", SoftmaxCrossEntropy(b, "xent", logits, smoothed).loss, {0}, false);
+    loss = AddN(b, "total_loss", {xent, AddN(b, "regularization_loss", net.decay_terms())});
   }
   b.Minimize(loss);
   return b.Finish(net.units());

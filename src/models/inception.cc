@@ -2,7 +2,7 @@
 // training in TensorFlow 1.x: every block and branch, each convolution
 // followed by a non-fused batch norm (no scale) and a ReLU, the auxiliary
 // head off Mixed_6e, label-smoothed softmax losses (the auxiliary one
-// weighted 0.4), trained with RMSProp (2017 §4.1). The step is 299x299x3
+// weighted 0.4) and weight decay, trained with RMSProp (2017 §4.1). The step is 299x299x3
 // images, batch 32.
 //
 // Co-location groups are the paper's: each branch of each Inception block
@@ -34,6 +34,7 @@ class InceptionBuilder {
                 Padding padding = Padding::kSame) {
     auto scope = b_.NameScope(name);
     Tensor weights = b_.Variable("weights", {kh, kw, b_.shape(x)[3], depth});
+    Decay(weights);
     Tensor y = Conv2D(b_, "Conv2D", x, weights, stride, padding);
     ++convs_;
     return Unary(b_, "Relu", "Relu", layers::BatchNorm(b_, "BatchNorm", y));
@@ -70,8 +71,17 @@ class InceptionBuilder {
 
   int32_t convs() const { return convs_; }
 
+  // Weight decay (inception_v3_arg_scope: 0.00004 on the weights of every
+  // batch-normalized convolution): a term of the loss next to the weights.
+  void Decay(Tensor weights) {
+    auto scope = b_.NameScope("Regularizer");
+    decay_terms_.push_back(Mul(b_, "l2_regularizer", L2Loss(b_, "L2Loss", weights), Const(b_, "scale", {})));
+  }
+  const std::vector<Tensor>& decay_terms() const { return decay_terms_; }
+
  private:
   B& b_;
+  std::vector<Tensor> decay_terms_;
   int32_t convs_ = 0;
   int32_t stage_ = 0;
 };
@@ -235,7 +245,8 @@ Graph MakeInceptionV3(const InceptionConfig& config) {
     auto name = b.NameScope("losses");
     Tensor one_hot = Plain(b, "OneHotEncoding", "OneHot", {input[1]}, {N, C}, double(N * C));
     loss = AddN(b, "total_loss", {SmoothedLoss(b, "softmax_cross_entropy_loss", logits, one_hot),
-                                  SmoothedLoss(b, "aux_loss", aux_logits, one_hot)});
+                                  SmoothedLoss(b, "aux_loss", aux_logits, one_hot),
+                                  AddN(b, "regularization_loss", net.decay_terms())});
   }
   b.Minimize(loss);
   return b.Finish(net.convs() + 1);

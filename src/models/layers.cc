@@ -15,6 +15,7 @@ void UpdateMovingAverages(B& b, Tensor mean, Tensor batch_mean, Tensor variance,
   const int64_t channels = b.shape(mean)[0];
   for (auto [stat, batch_stat, label] : {std::tuple{mean, batch_mean, "moving_mean"},
                                          std::tuple{variance, batch_variance, "moving_variance"}}) {
+    auto beside = b.ColocateWith(stat);  // as assign_moving_average does
     const std::string prefix = std::string("AssignMovingAvg_") + label;
     Tensor delta = Plain(b, prefix + "/sub", "Sub", {stat, batch_stat}, {channels}, double(channels));
     Tensor step = Plain(b, prefix + "/mul", "Mul", {delta}, {channels}, double(channels));

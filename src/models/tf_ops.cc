@@ -200,6 +200,18 @@ Tensor AddN(B& b, const std::string& name, const std::vector<Tensor>& xs) {
   return b.Emit(std::move(spec));
 }
 
+Tensor L2Loss(B& b, const std::string& name, Tensor x) {
+  OpSpec spec{name, "L2Loss", {x}, {F32({})}, 2.0 * Elements(b.shape(x))};
+  spec.grad = [](GradContext& g) {
+    if (!g.needs(0)) return;
+    B& bb = g.builder;
+    // _L2LossGrad: x * dy.
+    g.input_grads[0].values = Plain(bb, "mul", "Mul", {g.inputs[0], g.dy()}, bb.shape(g.inputs[0]),
+                                    double(Elements(bb.shape(g.inputs[0]))));
+  };
+  return b.Emit(std::move(spec));
+}
+
 Tensor Unary(B& b, const std::string& type, const std::string& name, Tensor x) {
   const Shape out = b.shape(x);
   const double n = static_cast<double>(Elements(out));

@@ -40,6 +40,8 @@ inline Tensor Add(B& b, const std::string& name, Tensor x, Tensor y) { return Bi
 inline Tensor Sub(B& b, const std::string& name, Tensor x, Tensor y) { return Binary(b, "Sub", name, x, y); }
 inline Tensor Mul(B& b, const std::string& name, Tensor x, Tensor y) { return Binary(b, "Mul", name, x, y); }
 Tensor AddN(B& b, const std::string& name, const std::vector<Tensor>& xs);
+// sum(x^2) / 2, a scalar: weight decay's term.
+Tensor L2Loss(B& b, const std::string& name, Tensor x);
 
 // Unary elementwise ops: "Sigmoid", "Tanh", "Relu", "Rsqrt", "Sqrt", "Exp",
 // "Neg", "Square", "Identity", "StopGradient", "Floor", "Pow" (by a constant).

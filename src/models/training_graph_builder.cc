@@ -73,6 +73,14 @@ TrainingGraphBuilder::Scope TrainingGraphBuilder::HostScope() {
   return Push(std::move(c));
 }
 
+TrainingGraphBuilder::Scope TrainingGraphBuilder::ColocateWith(Tensor t) {
+  Context c = contexts_.back();
+  c.group = GroupOf(t.op);
+  c.stage = graph_.op(t.op).expert_stage;
+  c.kinds = graph_.op(t.op).device_kinds;
+  return Push(std::move(c));
+}
+
 TrainingGraphBuilder::Scope TrainingGraphBuilder::UpdateScope() {
   Context c = contexts_.back();
   c.phase = Phase::kUpdate;

@@ -140,6 +140,9 @@ class TrainingGraphBuilder {
   const TensorSpec& spec(Tensor t) const { return graph_.op(t.op).outputs[t.index]; }
   // By value: emitting ops may move the graph's storage.
   std::vector<int64_t> shape(Tensor t) const { return spec(t).shape; }
+  // Where new ops must go to sit with `t`'s producer (a variable's state
+  // updates): its co-location group and expert stage.
+  [[nodiscard]] Scope ColocateWith(Tensor t);
 
  private:
   struct Context {

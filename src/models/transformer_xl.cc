@@ -118,6 +118,7 @@ Graph MakeTransformerXl(const TransformerXlConfig& config) {
     Tensor memory = b.Variable("mems", {s.m * s.batch, s.d}, {.trainable = false});
     {
       auto update = b.UpdateScope();
+      auto beside = b.ColocateWith(memory);
       Tensor latest = Plain(b, "new_mems/strided_slice", "StridedSlice", {h}, {s.m * s.batch, s.d});
       b.Emit({"new_mems/Assign", "Assign", {latest}, {}, 0});
     }
