@@ -73,6 +73,16 @@ TEST(GraphJsonTest, RoundTripsThroughAFile) {
   EXPECT_EQ(h.op(0).device_kinds, MaskOf(DeviceKind::kCpu));
 }
 
+TEST(GraphJsonTest, OutputsMayAliasPersistentMemory) {
+  TempDir dir;
+  Graph g = LoadGraphFile(dir.Write("g.json", R"({"version": 1, "ops": [{"id": 1, "name": "w", "type": "VariableV2",
+      "persistent_bytes": 64, "outputs": [{"shape": [16], "aliases_persistent": true}]}]})"));
+  EXPECT_TRUE(g.op(0).outputs[0].aliases_persistent);
+  EXPECT_EQ(GraphToJson(g)["ops"][0]["outputs"][0]["aliases_persistent"], true);
+  EXPECT_NE(LoadError(R"({"version": 1, "ops": [{"id": 1, "name": "w", "type": "VariableV2",
+      "persistent_bytes": 8, "outputs": [{"shape": [16], "aliases_persistent": true}]}]})").find("aliases"), std::string::npos);
+}
+
 TEST(GraphJsonTest, MissingRequiredFieldNamesTheOpAndField) {
   std::string message = LoadError(R"({"version": 1, "ops": [{"id": 3, "type": "Add"}]})");
   EXPECT_NE(message.find("op 3"), std::string::npos) << message;

@@ -183,6 +183,25 @@ TEST(SimulatorTest, ReceivedCopiesCountOnTheReceiver) {
   EXPECT_EQ(r.devices[kGpu0].peak_memory_bytes, 2000);
 }
 
+TEST(SimulatorTest, AVariablesValueIsItsPersistentMemoryNotANewTensor) {
+  // w holds 1000 B of weights and hands them out as its 1000 B output; a
+  // reads them and writes 100 B; b on the other GPU reads them too.
+  Graph g;
+  Op w = MakeOp(0, "w", 0, 1000);
+  w.persistent_bytes = 1000;
+  w.outputs[0].aliases_persistent = true;
+  int32_t wi = g.AddOp(w);
+  int32_t a = g.AddOp(MakeOp(1, "a", 1e6, 100));
+  int32_t b = g.AddOp(MakeOp(2, "b", 1e6, 100));
+  g.AddDataEdge(wi, 0, a);
+  g.AddDataEdge(wi, 0, b);
+  Fixture f(std::move(g), MakeTestCluster());
+  SimResult r = f.Run({kGpu0, kGpu0, kGpu1});
+  EXPECT_EQ(r.devices[kGpu0].peak_memory_bytes, 1100);  // not 2100
+  EXPECT_EQ(r.devices[kGpu1].peak_memory_bytes, 1100);  // the received copy does count
+  EXPECT_EQ(r.devices[kGpu1].bytes_in, 1000);
+}
+
 TEST(SimulatorTest, OversizedGraphFailsWithOutOfMemory) {
   Graph g = Chain();
   g.mutable_op(0).persistent_bytes = 1000;

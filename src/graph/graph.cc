@@ -131,6 +131,9 @@ void Graph::Finalize(const std::string& source) {
     if (op.temporary_bytes < 0) negative("temporary_bytes");
     for (const TensorSpec& t : op.outputs) {
       if (t.bytes < 0) negative("output bytes");
+      if (t.aliases_persistent && t.bytes > op.persistent_bytes) {
+        throw Error(where + Describe(i) + ": an output aliases persistent memory larger than the op's persistent_bytes");
+      }
       for (int64_t d : t.shape) {
         if (d < 0) negative("output dimension");
       }

@@ -35,6 +35,9 @@ struct TensorSpec {
   std::vector<int64_t> shape;
   std::string dtype = "float32";
   int64_t bytes = 0;
+  // The tensor is a view of its op's persistent memory (a variable's value):
+  // producing it allocates nothing new; copies sent to other devices do.
+  bool aliases_persistent = false;
 
   // A tensor whose byte size follows from its shape and dtype.
   static TensorSpec Make(std::vector<int64_t> shape, std::string dtype = "float32");

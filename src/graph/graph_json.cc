@@ -81,6 +81,10 @@ TensorSpec ReadTensor(const json& node, const OpReader& op, size_t index) {
     if (element_bytes == 0) t.Fail("unknown dtype '" + tensor.dtype + "' and no 'bytes' given");
     tensor.bytes = TensorSpec::Make(tensor.shape, tensor.dtype).bytes;
   }
+  if (t.Has("aliases_persistent")) {
+    if (!node["aliases_persistent"].is_boolean()) t.Fail("'aliases_persistent' must be true or false");
+    tensor.aliases_persistent = node["aliases_persistent"].get<bool>();
+  }
   return tensor;
 }
 
@@ -198,7 +202,11 @@ json GraphToJson(const Graph& graph) {
     if (op.bytes_read != 0) node["bytes_read"] = op.bytes_read;
     if (op.bytes_written != 0) node["bytes_written"] = op.bytes_written;
     json outputs = json::array();
-    for (const TensorSpec& t : op.outputs) outputs.push_back({{"shape", t.shape}, {"dtype", t.dtype}, {"bytes", t.bytes}});
+    for (const TensorSpec& t : op.outputs) {
+      json tensor = {{"shape", t.shape}, {"dtype", t.dtype}, {"bytes", t.bytes}};
+      if (t.aliases_persistent) tensor["aliases_persistent"] = true;
+      outputs.push_back(std::move(tensor));
+    }
     node["outputs"] = std::move(outputs);
     if (op.persistent_bytes != 0) node["persistent_bytes"] = op.persistent_bytes;
     if (op.temporary_bytes != 0) node["temporary_bytes"] = op.temporary_bytes;

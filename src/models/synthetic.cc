@@ -51,6 +51,7 @@ Graph MakeSyntheticGraph(const SyntheticOptions& options) {
       int32_t var = add(prefix + "weights", "VariableV2", Phase::kForward, 0, {in, out});
       Op& var_op = g.mutable_op(var);
       var_op.persistent_bytes = 3 * in * out * 4;  // weights and two Adam slots
+      var_op.outputs[0].aliases_persistent = true;
       var_op.colocation_group = group;
       variables[l][b] = var;
       int32_t mm = add(prefix + "MatMul", "MatMul", Phase::kForward, 2.0 * batch * in * out, {batch, out});

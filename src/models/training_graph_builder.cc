@@ -150,6 +150,7 @@ Tensor TrainingGraphBuilder::Variable(const std::string& name, std::vector<int64
   op.type = "VariableV2";
   op.phase = Phase::kForward;
   op.outputs.push_back(TensorSpec::Make(std::move(shape)));
+  op.outputs[0].aliases_persistent = true;  // its value is its persistent memory
   const int64_t value_bytes = op.outputs[0].bytes;
   op.persistent_bytes = value_bytes * (1 + (options.trainable ? OptimizerSlots(optimizer_) : 0));
   op.bytes_read = 8;  // it hands out a reference

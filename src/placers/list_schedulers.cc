@@ -80,7 +80,7 @@ class ListScheduleState {
   // Bytes placing `op` on `d` adds to d's estimate.
   int64_t AddedBytes(int32_t op, int32_t d) const {
     int64_t bytes = 0;
-    for (const TensorSpec& t : graph_.op(op).outputs) bytes += t.bytes;
+    for (const TensorSpec& t : graph_.op(op).outputs) bytes += t.aliases_persistent ? 0 : t.bytes;
     if (unit_device(op) != d) bytes += units_.groups[units_.group_of_op[op]].persistent_bytes;
     return bytes;
   }
@@ -140,7 +140,9 @@ class ListScheduleState {
     // consumer this is stop counting (if their producer is placed yet), and
     // a deferred op placed after its consumers counts for nothing.
     auto release_outputs = [&](int32_t producer) {
-      for (const TensorSpec& t : graph_.op(producer).outputs) memory_bytes_[device_of_op_[producer]] -= t.bytes;
+      for (const TensorSpec& t : graph_.op(producer).outputs) {
+        if (!t.aliases_persistent) memory_bytes_[device_of_op_[producer]] -= t.bytes;
+      }
     };
     for (int32_t e : graph_.in_data_edges(op)) {
       int32_t src = graph_.data_edges()[e].src;

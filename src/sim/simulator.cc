@@ -94,10 +94,12 @@ Simulator::Simulator(const Graph& graph, const Cluster& cluster, const CostModel
   const int32_t num_tensors = tensor_begin_[n];
   tensor_bytes_.resize(num_tensors);
   tensor_producer_.resize(num_tensors);
+  tensor_local_bytes_.resize(num_tensors);
   for (int32_t i = 0; i < n; ++i) {
     const Op& op = graph.op(order_[i]);
     for (size_t k = 0; k < op.outputs.size(); ++k) {
       tensor_bytes_[tensor_begin_[i] + k] = op.outputs[k].bytes;
+      tensor_local_bytes_[tensor_begin_[i] + k] = op.outputs[k].aliases_persistent ? 0 : op.outputs[k].bytes;
       tensor_producer_[tensor_begin_[i] + k] = i;
     }
   }
@@ -139,7 +141,7 @@ Simulator::Simulator(const Graph& graph, const Cluster& cluster, const CostModel
     op_phase_[i] = static_cast<uint8_t>(op.phase);
     op_temporary_bytes_[i] = op.temporary_bytes;
     op_start_bytes_[i] = op.temporary_bytes;
-    for (int32_t t = tensor_begin_[i]; t < tensor_begin_[i + 1]; ++t) op_start_bytes_[i] += tensor_bytes_[t];
+    for (int32_t t = tensor_begin_[i]; t < tensor_begin_[i + 1]; ++t) op_start_bytes_[i] += tensor_local_bytes_[t];
   }
   for (const Device& d : cluster.devices) parallel_ops_.push_back(d.parallel_ops);
 
@@ -293,7 +295,7 @@ SimResult Simulator::Run(const Placement& placement, const SimOptions& options) 
     dirty_devices |= uint64_t{1} << s.device[op];
   };
   auto release_tensor = [&](int32_t tensor, int32_t d) {
-    if (--s.refcount[tensor] == 0 && tensor_bytes_[tensor] > 0) change_memory(d, -tensor_bytes_[tensor]);
+    if (--s.refcount[tensor] == 0 && tensor_local_bytes_[tensor] > 0) change_memory(d, -tensor_local_bytes_[tensor]);
   };
   auto start_hop = [&](int32_t channel) {
     if (s.channel_busy[channel] || s.channel_queue[channel].empty()) return;
@@ -355,7 +357,7 @@ SimResult Simulator::Run(const Placement& placement, const SimOptions& options) 
         s.copy_of[static_cast<size_t>(t) * D + rd] = id;
         enqueue_hop(id);
       }
-      if (s.refcount[t] == 0 && tensor_bytes_[t] > 0) change_memory(d, -tensor_bytes_[t]);  // nobody reads it
+      if (s.refcount[t] == 0 && tensor_local_bytes_[t] > 0) change_memory(d, -tensor_local_bytes_[t]);  // nobody reads it
     }
 
     // Inputs this op was the last local reader of are freed.

@@ -119,7 +119,8 @@ class Simulator {
   std::vector<double> op_time_us_;         // [op * devices + device]
   std::vector<int32_t> pending_inputs_;    // data + control in-edges per op
   std::vector<int32_t> tensor_begin_;      // op -> first tensor id; size ops+1
-  std::vector<int64_t> tensor_bytes_;      // tensor -> bytes
+  std::vector<int64_t> tensor_bytes_;      // tensor -> bytes, as sent to other devices
+  std::vector<int64_t> tensor_local_bytes_;  // tensor -> bytes it allocates where produced (0 for views)
   std::vector<int32_t> tensor_producer_;   // tensor -> op
   std::vector<int32_t> consumer_begin_;    // tensor -> first consumer slot; size tensors+1
   std::vector<int32_t> consumers_;         // consumer op per slot (one per data edge)
