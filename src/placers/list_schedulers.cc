@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
+#include <unordered_map>
 
 #include "placers/memory_repair.h"
 #include "placers/methods.h"
@@ -30,7 +31,7 @@ class ListScheduleState {
       : problem_(problem),
         graph_(problem.graph),
         cluster_(problem.cluster),
-        units_(ConstraintGroups(problem.graph)),
+        units_(BuildGrouping(problem.graph)),
         device_of_op_(graph_.num_ops(), -1),
         device_of_unit_(units_.num_groups(), -1),
         memory_bytes_(cluster_.num_devices(), 0),
@@ -227,27 +228,43 @@ PlacerOutput EarliestTaskFirst(const PlacementProblem& problem, const std::vecto
   std::vector<int32_t> pending(n, 0);
   for (const DataEdge& e : graph.data_edges()) pending[e.dst] += !state.deferred(e.src);
   for (const ControlEdge& e : graph.control_edges()) ++pending[e.dst];
-  // When `op`'s inputs can be on `d`: producers' finish plus the copy.
-  // Fixed once all its producers are placed, so computed once, when ready.
-  auto data_ready_us = [&](int32_t op, int32_t d) {
+  // Copies queue on link channels as in the simulator: each channel carries
+  // one transfer at a time, and a tensor goes to a device once. Without
+  // this, ETF spreads ops as if copies were free to overlap, and the
+  // simulator then finds the links jammed.
+  const Cluster& c = cluster;
+  std::vector<double> channel_free_us(c.num_channels(), 0);
+  std::unordered_map<int64_t, double> arrival_us;  // (tensor, device) -> when it is there
+  auto tensor_key = [&](const DataEdge& edge, int32_t d) {
+    return ((static_cast<int64_t>(edge.src) << 16 | edge.src_output) << 7) | d;
+  };
+  // When the input of `edge` can be on `d`; with `book`, reserves the copy.
+  auto input_arrival_us = [&](const DataEdge& edge, int32_t d, bool book) {
+    int32_t from = state.device_of(edge.src);
+    if (from == d) return finish_us[edge.src];
+    auto known = arrival_us.find(tensor_key(edge, d));
+    if (known != arrival_us.end()) return known->second;
+    const int64_t bytes = graph.op(edge.src).outputs[edge.src_output].bytes;
+    double t = finish_us[edge.src];
+    for (const Hop& hop : c.Route(from, d)) {
+      t = std::max(t, channel_free_us[hop.channel]) + c.HopTimeUs(hop, bytes);
+      if (book) channel_free_us[hop.channel] = t;
+    }
+    if (book) arrival_us[tensor_key(edge, d)] = t;
+    return t;
+  };
+  auto data_ready_us = [&](int32_t op, int32_t d, bool book) {
     double t = 0;
     for (int32_t e : graph.in_data_edges(op)) {
       const DataEdge& edge = graph.data_edges()[e];
       if (state.deferred(edge.src)) continue;  // it will sit beside its unit
-      int32_t from = state.device_of(edge.src);
-      double arrival = finish_us[edge.src];
-      if (from != d) arrival += problem.cost.TransferTimeUs(from, d, graph.op(edge.src).outputs[edge.src_output].bytes);
-      t = std::max(t, arrival);
+      t = std::max(t, input_arrival_us(edge, d, book));
     }
     for (int32_t src : graph.control_predecessors(op)) t = std::max(t, finish_us[src]);
     return t;
   };
-  std::vector<double> ready_at_us(static_cast<size_t>(n) * D, 0);
   std::vector<int32_t> ready;
-  auto make_ready = [&](int32_t op) {
-    ready.push_back(op);
-    for (int32_t d = 0; d < D; ++d) ready_at_us[static_cast<size_t>(op) * D + d] = data_ready_us(op, d);
-  };
+  auto make_ready = [&](int32_t op) { ready.push_back(op); };
   for (int32_t op = 0; op < n; ++op) {
     if (pending[op] == 0 && !state.deferred(op)) make_ready(op);
   }
@@ -270,7 +287,7 @@ PlacerOutput EarliestTaskFirst(const PlacementProblem& problem, const std::vecto
       int32_t op_device = -1;
       double op_start = kInfinity, op_finish = kInfinity;
       for (int32_t d : candidates) {
-        double start = std::max(device_free_us[d], ready_at_us[static_cast<size_t>(op) * D + d]);
+        double start = std::max(device_free_us[d], data_ready_us(op, d, /*book=*/false));
         double finish = start + problem.cost.OpTimeUs(graph.op(op), d);
         if (finish < op_finish) {
           op_device = d;
@@ -288,6 +305,7 @@ PlacerOutput EarliestTaskFirst(const PlacementProblem& problem, const std::vecto
     int32_t op = ready[best_index];
     ready[best_index] = ready.back();
     ready.pop_back();
+    data_ready_us(op, best_device, /*book=*/true);
     state.Place(op, best_device);
     finish_us[op] = best_finish;
     device_free_us[best_device] = best_finish;
