@@ -15,16 +15,6 @@ using testing::MakeDevice;
 using testing::MakeOp;
 
 // cpu:0 ten times slower than gpu:0 and gpu:1; PCIe-like links.
-Cluster SlowCpuCluster(int64_t gpu_memory_bytes = 1'000'000'000) {
-  Cluster c;
-  c.name = "slowcpu";
-  c.devices = {MakeDevice("cpu:0", DeviceKind::kCpu, 100'000'000'000), MakeDevice("gpu:0", DeviceKind::kGpu, gpu_memory_bytes),
-               MakeDevice("gpu:1", DeviceKind::kGpu, gpu_memory_bytes)};
-  c.devices[0].peak_flops_per_s = 1e11;
-  c.links = {{0, 1, 1e9, 10, -1}, {0, 2, 1e9, 10, -1}, {1, 2, 1e9, 10, -1}};
-  c.Finalize("slow cpu cluster");
-  return c;
-}
 
 // Runs a placer on a graph and cluster, with the perfect-efficiency cost model.
 struct Harness {
@@ -61,7 +51,7 @@ Graph TwoHeavyBranches() {
 class TwoBranchesTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(TwoBranchesTest, HeavyIndependentBranchesGoToTwoGpus) {
-  Harness h(TwoHeavyBranches(), SlowCpuCluster());
+  Harness h(TwoHeavyBranches(), testing::MakeSlowCpuCluster());
   PlacerOutput out = h.Place(GetParam());
   ASSERT_EQ(out.placement.size(), 6u);
   const Placement& p = out.placement;
@@ -95,7 +85,7 @@ Graph OversizedOp() {
 class OversizedTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(OversizedTest, OpTooBigForAnyGpuGoesToTheCpu) {
-  Harness h(OversizedOp(), SlowCpuCluster());
+  Harness h(OversizedOp(), testing::MakeSlowCpuCluster());
   PlacerOutput out = h.Place(GetParam());
   EXPECT_EQ(h.cluster.devices[out.placement[0]].kind, DeviceKind::kCpu) << GetParam();
   SimResult r = h.simulator.Run(out.placement);
@@ -107,7 +97,7 @@ INSTANTIATE_TEST_SUITE_P(Placers, OversizedTest,
                          ::testing::Values("scotch", "mincut", "metis", "m_topo", "m_etf", "m_sct"));
 
 TEST(PlacersTest, SingleDevicePlacersUseTheirDevice) {
-  Harness h(OversizedOp(), SlowCpuCluster());
+  Harness h(OversizedOp(), testing::MakeSlowCpuCluster());
   EXPECT_EQ(h.Place("single_cpu").placement, (Placement{0, 0, 0}));
   Placement gpu = h.Place("single_gpu").placement;
   EXPECT_EQ(gpu, (Placement{1, 1, 1}));
@@ -115,7 +105,7 @@ TEST(PlacersTest, SingleDevicePlacersUseTheirDevice) {
 }
 
 TEST(PlacersTest, WhenNothingFitsThePlacerSaysSo) {
-  Harness h(OversizedOp(), SlowCpuCluster());
+  Harness h(OversizedOp(), testing::MakeSlowCpuCluster());
   h.cluster.devices[0].memory_bytes = 1'000'000'000;  // the CPU is too small too
   Simulator simulator(h.graph, h.cluster, h.cost);
   PlacementProblem problem{h.graph, h.cluster, h.cost, simulator, 0};
@@ -191,7 +181,7 @@ TEST(PlacersTest, UnknownMethodIsAnErrorListingTheKnownOnes) {
 }
 
 TEST(LowerBoundTest, IsTheLargerOfCriticalPathAndWork) {
-  Harness h(TwoHeavyBranches(), SlowCpuCluster());
+  Harness h(TwoHeavyBranches(), testing::MakeSlowCpuCluster());
   LowerBound bound = StepTimeLowerBound(h.graph, h.cluster, h.cost);
   EXPECT_NEAR(bound.critical_path_us, 30'000, 1);  // one chain on a GPU
   EXPECT_NEAR(bound.work_us, 60'000.0 / 3, 1);      // six 10 ms ops over three devices

@@ -20,16 +20,6 @@ using testing::MakeOp;
 using testing::TempDir;
 
 // A slow CPU and two GPUs, all linked.
-Cluster TwoGpus(int64_t gpu_memory_bytes = 1'000'000'000) {
-  Cluster c;
-  c.name = "two_gpus";
-  c.devices = {MakeDevice("cpu:0", DeviceKind::kCpu, 100'000'000'000), MakeDevice("gpu:0", DeviceKind::kGpu, gpu_memory_bytes),
-               MakeDevice("gpu:1", DeviceKind::kGpu, gpu_memory_bytes)};
-  c.devices[0].peak_flops_per_s = 1e11;
-  c.links = {{0, 1, 1e9, 10, -1}, {0, 2, 1e9, 10, -1}, {1, 2, 1e9, 10, -1}};
-  c.Finalize("two gpus");
-  return c;
-}
 
 // `chains` independent chains of three 10 ms ops, each chain one group.
 Graph Chains(int chains) {
@@ -62,7 +52,7 @@ TEST(Seq2SeqPolicyTest, SampledLogProbabilitiesEqualRecomputedOnes) {
   options.num_ops = 120;
   options.width = 2;
   Graph graph = MakeSyntheticGraph(options);
-  Cluster cluster = TwoGpus();
+  Cluster cluster = testing::MakeSlowCpuCluster();
   Grouping grouping = BuildGrouping(graph);
   GroupFeatures features = BuildGroupFeatures(graph, grouping, cluster);
   torch::manual_seed(3);
@@ -89,7 +79,7 @@ TEST(Seq2SeqPolicyTest, SampledLogProbabilitiesEqualRecomputedOnes) {
 TEST(ReinforceTest, FindsTheClearlyBestPlacementOfATinyGraph) {
   // Four 30 ms chains: two per GPU is best (60 ms); anything on the slow
   // CPU or three chains on one GPU is much worse.
-  Problem p(Chains(4), TwoGpus());
+  Problem p(Chains(4), testing::MakeSlowCpuCluster());
   RlOptions options;
   options.max_steps = 150;
   options.seed = 7;
@@ -121,7 +111,7 @@ std::string CurveWithoutTimes(const std::string& path) {
 }
 
 TEST(ReinforceTest, ResumingFromACheckpointContinuesExactlyAsAnUninterruptedRun) {
-  Problem p(Chains(5), TwoGpus());
+  Problem p(Chains(5), testing::MakeSlowCpuCluster());
   TempDir dir;
   RlOptions options;
   options.seed = 11;
@@ -162,7 +152,7 @@ TEST(ReinforceTest, AfterTheCutoverFailingPlacementsNeverUpdateThePolicy) {
   Graph g = Chains(3);
   for (int32_t op = 0; op < g.num_ops(); ++op) g.mutable_op(op).persistent_bytes = 400;
   g.Finalize();
-  Problem p(std::move(g), TwoGpus(/*gpu_memory_bytes=*/3000));
+  Problem p(std::move(g), testing::MakeSlowCpuCluster(/*gpu_memory_bytes=*/3000));
   RlOptions options;
   options.max_steps = 30;
   options.cutover_step = 10;
@@ -188,7 +178,7 @@ TEST(ReinforceTest, WhenNothingEverRunsThereIsNoBestPlacement) {
   Graph g = Chains(2);
   g.mutable_op(0).persistent_bytes = 1'000'000'000'000;  // fits nowhere
   g.Finalize();
-  Problem p(std::move(g), TwoGpus());
+  Problem p(std::move(g), testing::MakeSlowCpuCluster());
   RlOptions options;
   options.max_steps = 5;
   options.cutover_step = 0;
@@ -201,7 +191,7 @@ TEST(ReinforceTest, WhenNothingEverRunsThereIsNoBestPlacement) {
 }
 
 TEST(ReinforceTest, WarmStartBeginsFromTheBaseline) {
-  Problem p(Chains(4), TwoGpus());
+  Problem p(Chains(4), testing::MakeSlowCpuCluster());
   RlOptions options;
   options.max_steps = 1;
   options.warm_start = "m_etf";
@@ -213,7 +203,7 @@ TEST(ReinforceTest, WarmStartBeginsFromTheBaseline) {
 }
 
 TEST(ReinforceTest, ResumeWithoutACheckpointIsAClearError) {
-  Problem p(Chains(2), TwoGpus());
+  Problem p(Chains(2), testing::MakeSlowCpuCluster());
   TempDir dir;
   RlOptions options;
   options.max_steps = 1;

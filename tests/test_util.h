@@ -82,6 +82,19 @@ inline Cluster MakeTestCluster(bool shared_bus = false, bool peer_link = true) {
   return c;
 }
 
+// A CPU ten times slower than its two GPUs (1e11 vs 1e12 FLOP/s), all
+// pairs linked at 1e9 B/s with 10 us latency.
+inline Cluster MakeSlowCpuCluster(int64_t gpu_memory_bytes = 1'000'000'000) {
+  Cluster c;
+  c.name = "slowcpu";
+  c.devices = {MakeDevice("cpu:0", DeviceKind::kCpu, 100'000'000'000), MakeDevice("gpu:0", DeviceKind::kGpu, gpu_memory_bytes),
+               MakeDevice("gpu:1", DeviceKind::kGpu, gpu_memory_bytes)};
+  c.devices[0].peak_flops_per_s = 1e11;
+  c.links = {{0, 1, 1e9, 10, -1}, {0, 2, 1e9, 10, -1}, {1, 2, 1e9, 10, -1}};
+  c.Finalize("slow cpu cluster");
+  return c;
+}
+
 // Every op at 100% of peak, so times are FLOPs / peak exactly.
 inline EfficiencyTable PerfectEfficiency() {
   EfficiencyTable table;

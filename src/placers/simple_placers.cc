@@ -4,21 +4,24 @@
 
 namespace devplace {
 
-PlacerOutput PlaceSingleCpu(const PlacementProblem& problem) {
-  std::vector<int32_t> cpus = DevicesOfKind(problem.cluster, DeviceKind::kCpu);
+namespace {
+
+// Everything on the first device of `kind` (or of the cluster, if it has
+// none of that kind, saying so).
+PlacerOutput PlaceOnFirstOfKind(const PlacementProblem& problem, DeviceKind kind) {
+  std::vector<int32_t> devices = DevicesOfKind(problem.cluster, kind);
   PlacerOutput out;
-  out.placement = SingleDevicePlacement(problem.graph, problem.cluster, cpus.empty() ? 0 : cpus.front());
-  if (cpus.empty()) out.note = "the cluster has no CPU; used " + problem.cluster.devices[0].name;
+  out.placement = SingleDevicePlacement(problem.graph, problem.cluster, devices.empty() ? 0 : devices.front());
+  if (devices.empty()) {
+    out.note = std::string("the cluster has no ") + DeviceKindName(kind) + "; used " + problem.cluster.devices[0].name;
+  }
   return out;
 }
 
-PlacerOutput PlaceSingleGpu(const PlacementProblem& problem) {
-  std::vector<int32_t> gpus = DevicesOfKind(problem.cluster, DeviceKind::kGpu);
-  PlacerOutput out;
-  out.placement = SingleDevicePlacement(problem.graph, problem.cluster, gpus.empty() ? 0 : gpus.front());
-  if (gpus.empty()) out.note = "the cluster has no GPU; used " + problem.cluster.devices[0].name;
-  return out;
-}
+}  // namespace
+
+PlacerOutput PlaceSingleCpu(const PlacementProblem& problem) { return PlaceOnFirstOfKind(problem, DeviceKind::kCpu); }
+PlacerOutput PlaceSingleGpu(const PlacementProblem& problem) { return PlaceOnFirstOfKind(problem, DeviceKind::kGpu); }
 
 PlacerOutput PlaceExpert(const PlacementProblem& problem) {
   PlacerOutput out;
