@@ -195,6 +195,44 @@ TEST(CliTest, CompareTableShowsBoundSpeedupsAndChosenMethods) {
   ExpectCleanError(Devplace("compare --graph tiny --cluster k80x4 --methods m_etf,magic"), "magic");
 }
 
+TEST(CliTest, PlaceWithRlWritesPlacementCurveAndCheckpointAndResumes) {
+  TempDir dir;
+  std::string out = dir.File("run");
+  Outcome o = Devplace("place --graph tiny --cluster k80x2 --max-steps 3 --json --out " + out);
+  ASSERT_EQ(o.exit_code, 0) << o.out;
+  nlohmann::json j = nlohmann::json::parse(o.out);
+  EXPECT_EQ(j["method"], "rl");
+  EXPECT_GT(j["step_time_s"].get<double>(), 0);
+  EXPECT_FALSE(j["oom"].get<bool>());
+  EXPECT_EQ(j["samples"].get<int64_t>(), 12);  // 3 steps of 4
+  EXPECT_GE(j["search_seconds"].get<double>(), 0);
+  std::string placement = j["placement_file"].get<std::string>();
+  EXPECT_TRUE(std::filesystem::exists(placement));
+  EXPECT_TRUE(std::filesystem::exists(out + "/curve.csv"));
+  EXPECT_TRUE(std::filesystem::exists(out + "/checkpoint.pt"));
+  // The placement file is one `simulate` accepts, and it gives the same time.
+  Outcome sim = Devplace("simulate --graph tiny --cluster k80x2 --json --placement " + placement);
+  ASSERT_EQ(sim.exit_code, 0) << sim.out;
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(sim.out)["step_time_s"].get<double>(), j["step_time_s"].get<double>());
+
+  Outcome resumed = Devplace("place --graph tiny --cluster k80x2 --max-steps 5 --json --resume --out " + out);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out;
+  EXPECT_EQ(nlohmann::json::parse(resumed.out)["samples"].get<int64_t>(), 20);  // continued from 12
+  ExpectCleanError(Devplace("place --graph tiny --cluster k80x4 --max-steps 1 --resume --out " + out), "another graph or cluster");
+}
+
+TEST(CliTest, PlaceRunsABaselineAndRejectsUnknownMethods) {
+  TempDir dir;
+  Outcome o = Devplace("place --graph tiny --cluster k80x2 --method m_etf --json --out " + dir.File("etf"));
+  ASSERT_EQ(o.exit_code, 0) << o.out;
+  nlohmann::json j = nlohmann::json::parse(o.out);
+  EXPECT_EQ(j["method"], "m_etf");
+  EXPECT_EQ(j["samples"].get<int64_t>(), 0);
+  EXPECT_TRUE(std::filesystem::exists(j["placement_file"].get<std::string>()));
+  ExpectCleanError(Devplace("place --graph tiny --cluster k80x2 --method alchemy"), "alchemy");
+  ExpectCleanError(Devplace("place --graph tiny --cluster k80x2 --samples-per-step 0"), "samples-per-step");
+}
+
 TEST(CliTest, ClustersAndModelsAreListed) {
   Outcome clusters = Devplace("clusters");
   ASSERT_EQ(clusters.exit_code, 0);
