@@ -229,11 +229,13 @@ class Trainer {
       std::lock_guard<std::mutex> lock(mutex_);
       step = step_;
     }
+    // One encoding serves both sampling (detached) and scoring.
+    Seq2SeqPolicyImpl::Encoded encoded = controller.policy->Encode();
     Seq2SeqPolicyImpl::Samples samples;
     {
       torch::NoGradGuard no_grad;
       double noise = step < options_.logit_noise_steps ? options_.logit_noise_std : 0.0;
-      samples = controller.policy->Sample(options_.samples_per_step, controller.generator, noise);
+      samples = controller.policy->Sample(encoded.detach(), options_.samples_per_step, controller.generator, noise);
     }
     std::vector<Evaluator::Outcome> outcomes = controller.evaluator->Measure(samples.devices, step, controller.id);
 
@@ -255,7 +257,7 @@ class Trainer {
     }
 
     if (!used_devices.empty()) {
-      Seq2SeqPolicyImpl::Samples scored = controller.policy->Score(used_devices);
+      Seq2SeqPolicyImpl::Samples scored = controller.policy->Score(encoded, used_devices);
       std::vector<float> advantages;
       for (double r : used_rewards) advantages.push_back(static_cast<float>(r - controller.baseline));
       torch::Tensor advantage = torch::tensor(advantages);

@@ -70,19 +70,29 @@ torch::Tensor Seq2SeqPolicyImpl::Logits(const Encoded& encoded, const torch::Ten
 
 Seq2SeqPolicyImpl::Samples Seq2SeqPolicyImpl::Sample(int64_t count, torch::Generator& generator, double logit_noise_std,
                                                      bool greedy) {
+  return Sample(Encode(), count, generator, logit_noise_std, greedy);
+}
+
+Seq2SeqPolicyImpl::Samples Seq2SeqPolicyImpl::Sample(const Encoded& encoded, int64_t count, torch::Generator& generator,
+                                                     double logit_noise_std, bool greedy) {
   const int64_t G = num_groups_;
-  Encoded encoded = Encode();
-  auto state = std::make_tuple(encoded.h0.expand({1, count, encoded.h0.size(2)}).contiguous(),
-                               encoded.c0.expand({1, count, encoded.c0.size(2)}).contiguous());
+  // Step by step with the decoder LSTM's own weights: the functional cell
+  // skips the module's per-call checks, and computes what it computes.
+  auto decoder_weights = decoder_->named_parameters();
+  torch::Tensor w_ih = decoder_weights["weight_ih_l0"];
+  torch::Tensor w_hh = decoder_weights["weight_hh_l0"];
+  torch::Tensor b_ih = decoder_weights["bias_ih_l0"];
+  torch::Tensor b_hh = decoder_weights["bias_hh_l0"];
+  torch::Tensor h = encoded.h0.squeeze(0).expand({count, encoded.h0.size(2)}).contiguous();
+  torch::Tensor c = encoded.c0.squeeze(0).expand({count, encoded.c0.size(2)}).contiguous();
   torch::Tensor previous = torch::full({count}, num_devices_, torch::kInt64);  // the start token
   torch::Tensor log_prob = torch::zeros({count});
   torch::Tensor entropy = torch::zeros({count});
   std::vector<torch::Tensor> choices;
   choices.reserve(G);
   for (int64_t g = 0; g < G; ++g) {
-    auto [output, next_state] = decoder_->forward(device_embedding_(previous).unsqueeze(1), state);
-    state = next_state;
-    torch::Tensor logits = Logits(encoded, output, g).squeeze(1);  // [K, D]
+    std::tie(h, c) = torch::lstm_cell(device_embedding_(previous), {h, c}, w_ih, w_hh, b_ih, b_hh);
+    torch::Tensor logits = Logits(encoded, h.unsqueeze(1), g).squeeze(1);  // [K, D]
     if (logit_noise_std > 0) {
       logits = logits + torch::randn(logits.sizes(), generator) * logit_noise_std;
       logits = logits.masked_fill(allowed_[g].logical_not().unsqueeze(0), -1e9);
@@ -108,6 +118,10 @@ Seq2SeqPolicyImpl::Samples Seq2SeqPolicyImpl::Sample(int64_t count, torch::Gener
 }
 
 Seq2SeqPolicyImpl::Samples Seq2SeqPolicyImpl::Score(const std::vector<std::vector<int32_t>>& devices) {
+  return Score(Encode(), devices);
+}
+
+Seq2SeqPolicyImpl::Samples Seq2SeqPolicyImpl::Score(const Encoded& encoded, const std::vector<std::vector<int32_t>>& devices) {
   const int64_t G = num_groups_;
   const int64_t K = static_cast<int64_t>(devices.size());
   std::vector<int64_t> flat;
@@ -116,8 +130,6 @@ Seq2SeqPolicyImpl::Samples Seq2SeqPolicyImpl::Score(const std::vector<std::vecto
   torch::Tensor chosen = torch::tensor(flat, torch::kInt64).view({K, G});
   // Teacher forcing: step g sees the device chosen at g - 1.
   torch::Tensor previous = torch::cat({torch::full({K, 1}, num_devices_, torch::kInt64), chosen.narrow(1, 0, G - 1)}, 1);
-
-  Encoded encoded = Encode();
   auto state = std::make_tuple(encoded.h0.expand({1, K, encoded.h0.size(2)}).contiguous(),
                                encoded.c0.expand({1, K, encoded.c0.size(2)}).contiguous());
   torch::Tensor outputs = std::get<0>(decoder_->forward(device_embedding_(previous), state));  // [K, G, decoder]

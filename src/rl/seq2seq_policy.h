@@ -43,6 +43,19 @@ class Seq2SeqPolicyImpl : public torch::nn::Module {
   // With `greedy`, takes the most likely device at each step instead.
   Samples Sample(int64_t count, torch::Generator& generator, double logit_noise_std = 0, bool greedy = false);
 
+  // The encoder's reading of the graph. A training step encodes once, samples
+  // from the detached encoding, and scores with the differentiable one.
+  struct Encoded {
+    torch::Tensor values;  // [1, G, 2H]: what attention returns
+    torch::Tensor keys;    // [1, G, A]: what attention compares against
+    torch::Tensor h0, c0;  // [1, 1, decoder]: the decoder's first state
+    Encoded detach() const { return {values.detach(), keys.detach(), h0.detach(), c0.detach()}; }
+  };
+  Encoded Encode();
+  Samples Sample(const Encoded& encoded, int64_t count, torch::Generator& generator, double logit_noise_std = 0,
+                 bool greedy = false);
+  Samples Score(const Encoded& encoded, const std::vector<std::vector<int32_t>>& devices);
+
   // The log-probability (and entropy) of given placements under the policy,
   // differentiable: what REINFORCE needs.
   Samples Score(const std::vector<std::vector<int32_t>>& devices);
@@ -51,12 +64,6 @@ class Seq2SeqPolicyImpl : public torch::nn::Module {
   int64_t num_devices() const { return num_devices_; }
 
  private:
-  struct Encoded {
-    torch::Tensor values;  // [1, G, 2H]: what attention returns
-    torch::Tensor keys;    // [1, G, A]: what attention compares against
-    torch::Tensor h0, c0;  // [1, 1, decoder]: the decoder's first state
-  };
-  Encoded Encode();
   // Device logits from decoder outputs `query` [K, T, decoder] and their
   // attention over the groups; masked for groups `first`..`first`+T-1.
   torch::Tensor Logits(const Encoded& encoded, const torch::Tensor& query, int64_t first);
