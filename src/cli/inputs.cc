@@ -1,8 +1,10 @@
 #include "cli/inputs.h"
 
+#include <cstdio>
 #include <filesystem>
 
 #include "graph/graph_json.h"
+#include "import/onnx_import.h"
 #include "models/registry.h"
 #include "util/error.h"
 
@@ -14,6 +16,16 @@ Graph ResolveGraph(const std::string& model_or_path) {
     std::string names;
     for (const auto& m : ListModels()) names += (names.empty() ? "" : ", ") + m.name;
     throw Error("graph '" + model_or_path + "' is neither a built-in model (" + names + ") nor a file");
+  }
+  if (IsOnnxPath(model_or_path)) {
+    // An ONNX model stands for its training step; its dynamic dimensions
+    // need `devplace import --dim` first.
+    OnnxImportOptions options;
+    options.training = true;
+    OnnxImportResult result = ImportOnnxFile(model_or_path, options);
+    const std::string warning = OnnxImportWarning(model_or_path, result);
+    if (!warning.empty()) std::fprintf(stderr, "%s\n", warning.c_str());
+    return std::move(result.graph);
   }
   return LoadGraphFile(model_or_path);
 }

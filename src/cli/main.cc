@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   devplace::AddCompareCommand(app);
   devplace::AddPlaceCommand(app);
   devplace::AddGenerateCommand(app);
+  devplace::AddImportCommand(app);
   devplace::AddInfoCommands(app);
   try {
     app.parse(argc, argv);

@@ -1,0 +1,164 @@
+#include "import/onnx_flops.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace devplace {
+namespace {
+
+int64_t Product(const std::vector<int64_t>& dims, size_t from = 0) {
+  int64_t p = 1;
+  for (size_t i = from; i < dims.size(); ++i) p *= std::max<int64_t>(dims[i], 0);
+  return p;
+}
+
+int64_t Elements(const OnnxTensorInfo* t) { return t ? t->elements() : 0; }
+
+std::vector<int64_t> IntsAttribute(const onnx::NodeProto& node, const std::string& name) {
+  for (const auto& a : node.attribute()) {
+    if (a.name() == name) return {a.ints().begin(), a.ints().end()};
+  }
+  return {};
+}
+
+int64_t IntAttribute(const onnx::NodeProto& node, const std::string& name, int64_t fallback) {
+  for (const auto& a : node.attribute()) {
+    if (a.name() == name) return a.i();
+  }
+  return fallback;
+}
+
+// Per-element cost of element-wise ops; transcendental functions count as
+// a few FLOPs, as profilers usually do.
+const std::map<std::string, double>& ElementwiseCosts() {
+  static const std::map<std::string, double> costs = {
+      {"Add", 1},       {"Sub", 1},        {"Mul", 1},      {"Div", 1},         {"Relu", 1},       {"LeakyRelu", 2},
+      {"PRelu", 2},     {"Elu", 3},        {"Selu", 3},     {"Sigmoid", 4},     {"HardSigmoid", 3}, {"HardSwish", 4},
+      {"Tanh", 4},      {"Exp", 4},        {"Log", 4},      {"Sqrt", 2},        {"Reciprocal", 1}, {"Pow", 4},
+      {"Erf", 4},       {"Gelu", 8},       {"Neg", 1},      {"Abs", 1},         {"Clip", 2},       {"Min", 1},
+      {"Max", 1},       {"Sum", 1},        {"Mean", 2},     {"Where", 1},       {"Equal", 1},      {"Less", 1},
+      {"Greater", 1},   {"LessOrEqual", 1}, {"GreaterOrEqual", 1}, {"Not", 1},   {"And", 1},        {"Or", 1},
+      {"Xor", 1},       {"Floor", 1},      {"Ceil", 1},     {"Round", 1},       {"Sign", 1},       {"Softplus", 4},
+      {"Softsign", 3},  {"Sin", 4},        {"Cos", 4},      {"Mish", 8},        {"IsNaN", 1},      {"Mod", 1},
+      {"ThresholdedRelu", 1}, {"Celu", 3}, {"BitShift", 1}};
+  return costs;
+}
+
+}  // namespace
+
+bool OnnxTensorInfo::fully_known() const {
+  if (!has_shape) return false;
+  return std::all_of(dims.begin(), dims.end(), [](int64_t d) { return d >= 0; });
+}
+
+int64_t OnnxTensorInfo::elements() const { return fully_known() ? Product(dims) : 0; }
+
+bool OnnxIsMatrixProduct(const std::string& t) {
+  return t == "Conv" || t == "ConvTranspose" || t == "Gemm" || t == "MatMul" || t == "LSTM" || t == "GRU" ||
+         t == "RNN" || t == "Einsum";
+}
+
+bool OnnxIsDataMovement(const std::string& t) {
+  static const std::set<std::string> ops = {
+      "Reshape",   "Flatten",  "Squeeze",         "Unsqueeze",   "Transpose",   "Concat",         "Split",
+      "Slice",     "Gather",   "GatherElements",  "GatherND",    "Identity",    "Shape",          "Size",
+      "Constant",  "ConstantOfShape", "Expand",   "Tile",        "Pad",         "Cast",           "CastLike",
+      "Dropout",   "Range",    "NonZero",         "ScatterND",   "ScatterElements", "DepthToSpace", "SpaceToDepth",
+      "OneHot",    "EyeLike",  "Trilu",           "SequenceConstruct", "SplitToSequence", "ConcatFromSequence",
+      "SequenceAt", "Optional", "OptionalGetElement", "OptionalHasElement"};
+  return ops.count(t) > 0;
+}
+
+std::string OnnxDtypeName(int32_t elem_type) {
+  switch (elem_type) {
+    case onnx::TensorProto::FLOAT: return "float32";
+    case onnx::TensorProto::FLOAT16: return "float16";
+    case onnx::TensorProto::BFLOAT16: return "bfloat16";
+    case onnx::TensorProto::DOUBLE: return "float64";
+    case onnx::TensorProto::INT64: return "int64";
+    case onnx::TensorProto::INT32: return "int32";
+    case onnx::TensorProto::INT16: return "int16";
+    case onnx::TensorProto::INT8: return "int8";
+    case onnx::TensorProto::UINT8: return "uint8";
+    case onnx::TensorProto::UINT16: return "uint16";
+    case onnx::TensorProto::UINT32: return "uint32";
+    case onnx::TensorProto::UINT64: return "uint64";
+    case onnx::TensorProto::BOOL: return "bool";
+    default: return "";
+  }
+}
+
+OnnxNodeCost EstimateOnnxNodeFlops(const onnx::NodeProto& node, const std::vector<const OnnxTensorInfo*>& in,
+                                   const std::vector<const OnnxTensorInfo*>& out) {
+  const std::string& t = node.op_type();
+  const OnnxTensorInfo* x = in.empty() ? nullptr : in[0];
+  const OnnxTensorInfo* w = in.size() > 1 ? in[1] : nullptr;
+  const OnnxTensorInfo* y = out.empty() ? nullptr : out[0];
+  const double out_elements = static_cast<double>(Elements(y));
+  const double in_elements = static_cast<double>(Elements(x));
+  OnnxNodeCost cost;
+
+  if (!node.domain().empty() && node.domain() != "ai.onnx") {
+    cost.known_type = false;
+  } else if (OnnxIsDataMovement(t)) {
+    cost.flops = 0;
+  } else if (t == "Conv") {
+    // Each output element is a dot product over (C_in / group) x kernel.
+    if (w && w->fully_known() && w->dims.size() >= 2) cost.flops = 2.0 * out_elements * Product(w->dims, 1);
+    if (in.size() > 2 && in[2]) cost.flops += out_elements;
+  } else if (t == "ConvTranspose") {
+    // Each input element scatters into (C_out / group) x kernel outputs.
+    if (w && w->fully_known() && w->dims.size() >= 2) cost.flops = 2.0 * in_elements * Product(w->dims, 1);
+    if (in.size() > 2 && in[2]) cost.flops += out_elements;
+  } else if (t == "Gemm") {
+    if (x && x->fully_known() && x->dims.size() == 2) {
+      const int64_t k = IntAttribute(node, "transA", 0) ? x->dims[0] : x->dims[1];
+      cost.flops = 2.0 * out_elements * k;
+    }
+    if (in.size() > 2 && in[2]) cost.flops += out_elements;
+  } else if (t == "MatMul" || t == "MatMulInteger") {
+    if (x && x->fully_known() && !x->dims.empty()) cost.flops = 2.0 * out_elements * x->dims.back();
+  } else if (t == "LSTM" || t == "GRU" || t == "RNN") {
+    // Costed whole: per time step, the input and recurrent products of every
+    // gate for the batch, plus the gates' element-wise work.
+    const OnnxTensorInfo* r = in.size() > 2 ? in[2] : nullptr;
+    if (x && x->fully_known() && x->dims.size() == 3 && w && w->fully_known() && r && r->fully_known()) {
+      const bool batch_first = IntAttribute(node, "layout", 0) == 1;
+      const double steps = batch_first ? x->dims[1] : x->dims[0];
+      const double batch = batch_first ? x->dims[0] : x->dims[1];
+      const double hidden_total = static_cast<double>(r->dims.size() == 3 ? r->dims[0] * r->dims[2] : 0);
+      const double gate_work = t == "LSTM" ? 12 : (t == "GRU" ? 10 : 2);
+      cost.flops = steps * batch * (2.0 * (Product(w->dims) + Product(r->dims)) + gate_work * hidden_total);
+    }
+  } else if (t == "BatchNormalization" || t == "InstanceNormalization") {
+    cost.flops = 2.0 * in_elements;  // a scale and a shift per element once the statistics are folded
+  } else if (t == "LayerNormalization" || t == "GroupNormalization") {
+    cost.flops = 8.0 * in_elements;  // mean, variance, normalize, scale, shift
+  } else if (t == "Softmax" || t == "LogSoftmax") {
+    cost.flops = 5.0 * in_elements;  // max, subtract, exp, sum, divide
+  } else if (t == "MaxPool" || t == "AveragePool" || t == "LpPool") {
+    cost.flops = out_elements * static_cast<double>(Product(IntsAttribute(node, "kernel_shape")));
+  } else if (t == "GlobalAveragePool" || t == "GlobalMaxPool" || t == "GlobalLpPool") {
+    cost.flops = in_elements;
+  } else if (t.rfind("Reduce", 0) == 0 || t == "ArgMax" || t == "ArgMin" || t == "CumSum" || t == "TopK") {
+    cost.flops = in_elements;
+  } else if (t == "Resize" || t == "Upsample") {
+    cost.flops = 4.0 * out_elements;  // bilinear-ish interpolation
+  } else if (auto it = ElementwiseCosts().find(t); it != ElementwiseCosts().end()) {
+    cost.flops = it->second * out_elements;
+  } else {
+    cost.known_type = false;
+  }
+
+  if (!cost.known_type) {
+    // A guess: one FLOP per element read or written.
+    double elements = 0;
+    for (const OnnxTensorInfo* i : in) elements += static_cast<double>(Elements(i));
+    for (const OnnxTensorInfo* o : out) elements += static_cast<double>(Elements(o));
+    cost.flops = elements;
+  }
+  return cost;
+}
+
+}  // namespace devplace

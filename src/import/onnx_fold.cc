@@ -1,0 +1,283 @@
+#include "import/onnx_fold.h"
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace devplace {
+namespace {
+
+// Folded values stay small: shapes and indices, not data.
+constexpr size_t kMaxElements = 4096;
+
+struct IntTensor {
+  std::vector<int64_t> dims;
+  std::vector<int64_t> values;
+  int32_t elem_type = onnx::TensorProto::INT64;
+};
+
+bool IsIntType(int32_t t) { return t == onnx::TensorProto::INT64 || t == onnx::TensorProto::INT32; }
+
+std::optional<IntTensor> FromProto(const onnx::TensorProto& t) {
+  if (!IsIntType(t.data_type()) || t.data_location() == onnx::TensorProto::EXTERNAL) return std::nullopt;
+  IntTensor out;
+  out.elem_type = t.data_type();
+  out.dims.assign(t.dims().begin(), t.dims().end());
+  int64_t n = 1;
+  for (int64_t d : out.dims) n *= d;
+  if (n < 0 || static_cast<size_t>(n) > kMaxElements) return std::nullopt;
+  if (t.has_raw_data()) {
+    const size_t width = t.data_type() == onnx::TensorProto::INT64 ? 8 : 4;
+    if (t.raw_data().size() != static_cast<size_t>(n) * width) return std::nullopt;
+    for (int64_t i = 0; i < n; ++i) {
+      if (width == 8) {
+        int64_t v;
+        std::memcpy(&v, t.raw_data().data() + i * 8, 8);
+        out.values.push_back(v);
+      } else {
+        int32_t v;
+        std::memcpy(&v, t.raw_data().data() + i * 4, 4);
+        out.values.push_back(v);
+      }
+    }
+  } else if (t.data_type() == onnx::TensorProto::INT64) {
+    out.values.assign(t.int64_data().begin(), t.int64_data().end());
+  } else {
+    out.values.assign(t.int32_data().begin(), t.int32_data().end());
+  }
+  if (out.values.size() != static_cast<size_t>(n)) return std::nullopt;
+  return out;
+}
+
+onnx::TensorProto ToProto(const std::string& name, const IntTensor& t) {
+  onnx::TensorProto proto;
+  proto.set_name(name);
+  proto.set_data_type(t.elem_type);
+  for (int64_t d : t.dims) proto.add_dims(d);
+  for (int64_t v : t.values) {
+    if (t.elem_type == onnx::TensorProto::INT64) {
+      proto.add_int64_data(v);
+    } else {
+      proto.add_int32_data(static_cast<int32_t>(v));
+    }
+  }
+  return proto;
+}
+
+const onnx::AttributeProto* Attribute(const onnx::NodeProto& node, const std::string& name) {
+  for (const auto& a : node.attribute()) {
+    if (a.name() == name) return &a;
+  }
+  return nullptr;
+}
+
+IntTensor Vector(std::vector<int64_t> values) {
+  IntTensor t;
+  t.dims = {static_cast<int64_t>(values.size())};
+  t.values = std::move(values);
+  return t;
+}
+
+int64_t Wrap(int64_t index, int64_t size) { return index < 0 ? index + size : index; }
+
+// Element-wise arithmetic where one side may be a single element.
+std::optional<IntTensor> Arithmetic(const std::string& op, const IntTensor& a, const IntTensor& b) {
+  if (a.values.size() != b.values.size() && a.values.size() != 1 && b.values.size() != 1) return std::nullopt;
+  IntTensor out = a.values.size() >= b.values.size() ? a : b;
+  out.elem_type = a.elem_type;
+  for (size_t i = 0; i < out.values.size(); ++i) {
+    const int64_t x = a.values[a.values.size() == 1 ? 0 : i];
+    const int64_t y = b.values[b.values.size() == 1 ? 0 : i];
+    if (op == "Add") out.values[i] = x + y;
+    else if (op == "Sub") out.values[i] = x - y;
+    else if (op == "Mul") out.values[i] = x * y;
+    else if (op == "Div" && y != 0) out.values[i] = x / y;
+    else if (op == "Mod" && y != 0) out.values[i] = x % y;
+    else if (op == "Max") out.values[i] = std::max(x, y);
+    else if (op == "Min") out.values[i] = std::min(x, y);
+    else if (op == "Equal") out.values[i] = x == y;
+    else return std::nullopt;
+  }
+  if (op == "Equal") out.elem_type = onnx::TensorProto::BOOL;
+  return out;
+}
+
+class Folder {
+ public:
+  explicit Folder(onnx::GraphProto& graph) : graph_(graph) {
+    for (const auto& t : graph.initializer()) {
+      if (auto v = FromProto(t)) values_[t.name()] = *v;
+    }
+    auto add_shape = [this](const onnx::ValueInfoProto& v) {
+      if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return;
+      std::vector<int64_t> dims;
+      for (const auto& d : v.type().tensor_type().shape().dim()) {
+        if (!d.has_dim_value()) return;
+        dims.push_back(d.dim_value());
+      }
+      shapes_[v.name()] = dims;
+    };
+    for (const auto& v : graph.input()) add_shape(v);
+    for (const auto& v : graph.value_info()) add_shape(v);
+    for (const auto& v : graph.output()) add_shape(v);
+  }
+
+  int Run() {
+    std::vector<bool> folded(graph_.node_size(), false);
+    int count = 0;
+    for (int n = 0; n < graph_.node_size(); ++n) {
+      const auto& node = graph_.node(n);
+      if (!node.domain().empty() && node.domain() != "ai.onnx") continue;
+      if (node.output_size() != 1) continue;
+      std::optional<IntTensor> result = Evaluate(node);
+      if (!result || result->values.size() > kMaxElements || result->elem_type == onnx::TensorProto::BOOL) continue;
+      values_[node.output(0)] = *result;
+      folded[n] = true;
+      ++count;
+    }
+    if (count == 0) return 0;
+    // Folded nodes leave; their outputs become initializers.
+    std::vector<onnx::NodeProto> kept;
+    for (int n = 0; n < graph_.node_size(); ++n) {
+      if (!folded[n]) {
+        kept.push_back(graph_.node(n));
+      } else {
+        *graph_.add_initializer() = ToProto(graph_.node(n).output(0), values_.at(graph_.node(n).output(0)));
+      }
+    }
+    graph_.clear_node();
+    for (auto& node : kept) *graph_.add_node() = std::move(node);
+    return count;
+  }
+
+ private:
+  const IntTensor* Value(const onnx::NodeProto& node, int i) const {
+    if (i >= node.input_size() || node.input(i).empty()) return nullptr;
+    auto it = values_.find(node.input(i));
+    return it == values_.end() ? nullptr : &it->second;
+  }
+
+  std::optional<IntTensor> Evaluate(const onnx::NodeProto& node) const {
+    const std::string& op = node.op_type();
+    if (op == "Constant") {
+      if (const auto* a = Attribute(node, "value")) return FromProto(a->t());
+      if (const auto* a = Attribute(node, "value_ints")) return Vector({a->ints().begin(), a->ints().end()});
+      if (const auto* a = Attribute(node, "value_int")) {
+        IntTensor t;
+        t.values = {a->i()};
+        return t;
+      }
+      return std::nullopt;
+    }
+    if (op == "Shape" || op == "Size") {
+      auto it = shapes_.find(node.input(0));
+      if (it == shapes_.end()) return std::nullopt;
+      const std::vector<int64_t>& dims = it->second;
+      if (op == "Size") {
+        IntTensor t;
+        t.values = {1};
+        for (int64_t d : dims) t.values[0] *= d;
+        return t;
+      }
+      const int64_t rank = static_cast<int64_t>(dims.size());
+      int64_t start = 0, end = rank;
+      if (const auto* a = Attribute(node, "start")) start = std::clamp(Wrap(a->i(), rank), int64_t{0}, rank);
+      if (const auto* a = Attribute(node, "end")) end = std::clamp(Wrap(a->i(), rank), int64_t{0}, rank);
+      return Vector({dims.begin() + start, dims.begin() + std::max(start, end)});
+    }
+    // The rest read only folded values.
+    for (int i = 0; i < node.input_size(); ++i) {
+      if (!node.input(i).empty() && !Value(node, i)) return std::nullopt;
+    }
+    const IntTensor* a = Value(node, 0);
+    const IntTensor* b = Value(node, 1);
+    if (!a) return std::nullopt;
+    if (op == "Identity") return *a;
+    if (op == "Cast") {
+      const auto* to = Attribute(node, "to");
+      if (!to || !IsIntType(static_cast<int32_t>(to->i()))) return std::nullopt;
+      IntTensor t = *a;
+      t.elem_type = static_cast<int32_t>(to->i());
+      return t;
+    }
+    if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Mod" || op == "Max" || op == "Min") {
+      if (!b || a->dims.size() > 1 || b->dims.size() > 1) return std::nullopt;
+      return Arithmetic(op, *a, *b);
+    }
+    if (op == "Unsqueeze" || op == "Squeeze") {
+      // Only scalars and vectors, which is what shape arithmetic makes.
+      IntTensor t = *a;
+      if (op == "Unsqueeze" && a->dims.empty()) t.dims = {1};
+      else if (op == "Squeeze" && a->dims.size() == 1 && a->dims[0] == 1) t.dims = {};
+      else return std::nullopt;
+      return t;
+    }
+    if (op == "Concat") {
+      IntTensor t;
+      t.elem_type = a->elem_type;
+      for (int i = 0; i < node.input_size(); ++i) {
+        const IntTensor* part = Value(node, i);
+        if (part->dims.size() != 1) return std::nullopt;
+        t.values.insert(t.values.end(), part->values.begin(), part->values.end());
+      }
+      t.dims = {static_cast<int64_t>(t.values.size())};
+      return t;
+    }
+    if (op == "Gather") {
+      const auto* axis = Attribute(node, "axis");
+      if (!b || a->dims.size() != 1 || (axis && axis->i() != 0)) return std::nullopt;
+      IntTensor t = *b;
+      t.elem_type = a->elem_type;
+      const int64_t size = static_cast<int64_t>(a->values.size());
+      for (int64_t& v : t.values) {
+        const int64_t i = Wrap(v, size);
+        if (i < 0 || i >= size) return std::nullopt;
+        v = a->values[i];
+      }
+      return t;
+    }
+    if (op == "Slice") {
+      const IntTensor* starts = b;
+      const IntTensor* ends = Value(node, 2);
+      const IntTensor* steps = Value(node, 4);
+      if (a->dims.size() != 1 || !starts || !ends || starts->values.size() != 1 || ends->values.size() != 1) {
+        return std::nullopt;
+      }
+      const int64_t size = static_cast<int64_t>(a->values.size());
+      const int64_t step = steps ? steps->values.at(0) : 1;
+      if (step != 1) return std::nullopt;
+      const int64_t start = std::clamp(Wrap(starts->values[0], size), int64_t{0}, size);
+      const int64_t end = std::clamp(Wrap(std::min(ends->values[0], size), size), int64_t{0}, size);
+      IntTensor t = Vector({a->values.begin() + start, a->values.begin() + std::max(start, end)});
+      t.elem_type = a->elem_type;
+      return t;
+    }
+    if (op == "Range") {
+      const IntTensor* delta = Value(node, 2);
+      if (!b || !delta || delta->values.at(0) == 0) return std::nullopt;
+      std::vector<int64_t> values;
+      for (int64_t v = a->values.at(0); delta->values[0] > 0 ? v < b->values.at(0) : v > b->values.at(0);
+           v += delta->values[0]) {
+        if (values.size() > kMaxElements) return std::nullopt;
+        values.push_back(v);
+      }
+      IntTensor t = Vector(std::move(values));
+      t.elem_type = a->elem_type;
+      return t;
+    }
+    return std::nullopt;
+  }
+
+  onnx::GraphProto& graph_;
+  std::unordered_map<std::string, IntTensor> values_;
+  std::unordered_map<std::string, std::vector<int64_t>> shapes_;
+};
+
+}  // namespace
+
+int FoldShapeComputations(onnx::GraphProto& graph) { return Folder(graph).Run(); }
+
+}  // namespace devplace

@@ -1,0 +1,450 @@
+#include "import/onnx_import.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <numeric>
+#include <set>
+#include <unordered_map>
+
+#include "import/onnx_flops.h"
+#include "import/onnx_fold.h"
+#include "import/onnx_training.h"
+#include "onnx/checker.h"
+#include "onnx/defs/schema.h"
+#include "onnx/shape_inference/implementation.h"
+#include "util/error.h"
+
+namespace devplace {
+namespace {
+
+std::string Quoted(const std::string& path) { return "'" + path + "'"; }
+
+onnx::ModelProto ReadModel(const std::string& path) {
+  if (!std::filesystem::is_regular_file(path)) throw Error(Quoted(path) + " does not exist or is not a file");
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw Error("cannot open " + Quoted(path));
+  const std::string bytes{std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+  if (bytes.empty()) throw Error(Quoted(path) + " is empty, not an ONNX model");
+  onnx::ModelProto model;
+  if (!model.ParseFromString(bytes)) {
+    throw Error(Quoted(path) + " is not a readable ONNX model: it does not parse as an ONNX protobuf (truncated, or not ONNX)");
+  }
+  // Protobuf accepts many byte strings; a real model states its IR version
+  // and has a graph with nodes.
+  if (model.ir_version() <= 0 || !model.has_graph() || model.graph().node_size() == 0) {
+    throw Error(Quoted(path) + " is not an ONNX model: it has no IR version or no graph nodes (truncated, or not ONNX)");
+  }
+  return model;
+}
+
+// libonnx's checker rejects what it does not know; a model from a newer
+// exporter is still worth importing.
+bool NewerThanChecker(const onnx::ModelProto& model) {
+  if (model.ir_version() > onnx::IR_VERSION) return true;
+  const auto& ranges = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  for (const auto& opset : model.opset_import()) {
+    const std::string domain = opset.domain() == "ai.onnx" ? "" : opset.domain();
+    auto it = ranges.find(domain);
+    if (it != ranges.end() && opset.version() > it->second.second) return true;
+  }
+  return false;
+}
+
+bool HasUnregisteredOps(const onnx::ModelProto& model) {
+  for (const auto& node : model.graph().node()) {
+    const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+    if (!onnx::OpSchemaRegistry::Schema(node.op_type(), domain)) return true;
+  }
+  return false;
+}
+
+// Inputs slots that hold weights, by op type: a graph input read only in
+// such slots is a parameter of a model exported with export_params=False.
+bool IsWeightSlot(const std::string& type, int slot) {
+  if (type == "Conv" || type == "ConvTranspose" || type == "Gemm" || type == "LayerNormalization" ||
+      type == "InstanceNormalization" || type == "GroupNormalization")
+    return slot == 1 || slot == 2;
+  if (type == "BatchNormalization") return slot >= 1 && slot <= 4;
+  if (type == "LSTM" || type == "GRU" || type == "RNN") return slot >= 1 && slot <= 3;
+  if (type == "PRelu") return slot == 1;
+  return false;
+}
+
+// PyTorch names parameters after their modules ("layer1.0.conv1.weight").
+bool LooksLikeParameterName(const std::string& name) {
+  for (const char* suffix : {"weight", "bias", "running_mean", "running_var"}) {
+    const std::string s = suffix;
+    if (name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0) return true;
+  }
+  return false;
+}
+
+OnnxTensorInfo InfoOf(const onnx::ValueInfoProto& value) {
+  OnnxTensorInfo info;
+  if (!value.type().has_tensor_type()) return info;
+  const auto& tensor = value.type().tensor_type();
+  info.dtype = OnnxDtypeName(tensor.elem_type());
+  if (tensor.has_shape()) {
+    info.has_shape = true;
+    for (const auto& d : tensor.shape().dim()) info.dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+  }
+  return info;
+}
+
+struct Producer {
+  int32_t op;
+  int32_t output;
+};
+
+class UnionFind {
+ public:
+  int32_t Find(int32_t x) {
+    if (static_cast<size_t>(x) >= parent_.size()) {
+      const size_t old = parent_.size();
+      parent_.resize(x + 1);
+      std::iota(parent_.begin() + old, parent_.end(), static_cast<int32_t>(old));
+    }
+    while (parent_[x] != x) x = parent_[x] = parent_[parent_[x]];
+    return x;
+  }
+  void Union(int32_t a, int32_t b) { parent_[Find(a)] = Find(b); }
+
+ private:
+  std::vector<int32_t> parent_;
+};
+
+class Importer {
+ public:
+  Importer(std::string path, const OnnxImportOptions& options) : path_(std::move(path)), options_(options) {}
+
+  OnnxImportResult Run() {
+    model_ = ReadModel(path_);
+    CheckModel();
+    ClassifyGraphInputs();
+    ResolveDims();
+    InferShapes();
+    CollectTensorInfo();
+    BuildForward();
+    if (options_.training) {
+      SynthesizeTraining(result_.graph, trainable_, graph_outputs_, options_.optimizer_slots);
+    }
+    result_.graph.Finalize(path_);
+    result_.unknown_op_types.assign(unknown_types_.begin(), unknown_types_.end());
+    return std::move(result_);
+  }
+
+ private:
+  void CheckModel() {
+    if (NewerThanChecker(model_)) {
+      result_.checker_skipped = true;
+      return;
+    }
+    // Ops libonnx has no schema for are reported as unknown, not rejected.
+    if (HasUnregisteredOps(model_)) return;
+    try {
+      onnx::checker::check_model(model_);
+    } catch (const std::exception& e) {
+      std::string message = e.what();
+      message = message.substr(0, message.find('\n'));
+      throw Error(Quoted(path_) + " fails the ONNX checker: " + message);
+    }
+  }
+
+  void ClassifyGraphInputs() {
+    const auto& graph = model_.graph();
+    for (const auto& init : graph.initializer()) initializers_.insert(init.name());
+    std::unordered_map<std::string, bool> only_weight_slots;
+    for (const auto& node : graph.node()) {
+      for (int slot = 0; slot < node.input_size(); ++slot) {
+        auto [it, inserted] = only_weight_slots.emplace(node.input(slot), true);
+        it->second = it->second && IsWeightSlot(node.op_type(), slot);
+      }
+    }
+    for (const auto& input : graph.input()) {
+      if (initializers_.count(input.name())) continue;
+      auto it = only_weight_slots.find(input.name());
+      const bool weight_slots = it != only_weight_slots.end() && it->second;
+      if (weight_slots || LooksLikeParameterName(input.name())) weight_inputs_.insert(input.name());
+    }
+  }
+
+  // Gives every dynamic dimension of the graph inputs its value from
+  // --batch or --dim; names the ones left without.
+  void ResolveDims() {
+    auto* graph = model_.mutable_graph();
+    std::map<std::string, int64_t> params = options_.dims;
+    std::vector<std::string> missing;
+    for (auto& input : *graph->mutable_input()) {
+      if (initializers_.count(input.name()) || !input.type().has_tensor_type()) continue;
+      const bool weight = weight_inputs_.count(input.name()) > 0;
+      auto* tensor = input.mutable_type()->mutable_tensor_type();
+      if (!tensor->has_shape()) {
+        missing.push_back("the rank of input '" + input.name() + "'");
+        continue;
+      }
+      for (int i = 0; i < tensor->shape().dim_size(); ++i) {
+        auto* dim = tensor->mutable_shape()->mutable_dim(i);
+        if (!weight && i == 0 && options_.batch) {
+          if (dim->has_dim_param()) params.emplace(dim->dim_param(), *options_.batch);
+          dim->set_dim_value(*options_.batch);
+        } else if (dim->has_dim_value()) {
+          continue;
+        } else if (dim->has_dim_param() && params.count(dim->dim_param())) {
+          dim->set_dim_value(params.at(dim->dim_param()));
+        } else if (dim->has_dim_param()) {
+          if (std::find(missing.begin(), missing.end(), dim->dim_param()) == missing.end()) missing.push_back(dim->dim_param());
+        } else {
+          missing.push_back("dimension " + std::to_string(i) + " of input '" + input.name() + "'");
+        }
+      }
+    }
+    if (!missing.empty()) {
+      std::string names;
+      for (const auto& m : missing) names += (names.empty() ? "" : ", ") + m;
+      throw Error(Quoted(path_) + " has dynamic dimensions with no value: " + names +
+                  "; give them with --dim NAME=VALUE (or --batch N for the first dimension)");
+    }
+    // Declared shapes of outputs and intermediates may still carry the
+    // symbolic or exported sizes; shape inference recomputes them.
+    graph->clear_value_info();
+    for (auto& output : *graph->mutable_output()) {
+      if (output.type().has_tensor_type()) output.mutable_type()->mutable_tensor_type()->clear_shape();
+    }
+  }
+
+  void InferShapes() {
+    try {
+      onnx::ShapeInferenceOptions inference(/*check_type=*/false, /*error_mode=*/0, /*data_propagation=*/true);
+      // Each round folds the shape arithmetic whose inputs the last
+      // inference resolved, which lets the next resolve more.
+      for (int round = 0; round < 100; ++round) {
+        onnx::shape_inference::InferShapes(model_, onnx::OpSchemaRegistry::Instance(), inference);
+        if (FoldShapeComputations(*model_.mutable_graph()) == 0) break;
+      }
+      for (const auto& init : model_.graph().initializer()) initializers_.insert(init.name());
+    } catch (const std::exception& e) {
+      std::string message = e.what();
+      throw Error(Quoted(path_) + ": ONNX shape inference failed: " + message.substr(0, message.find('\n')));
+    }
+  }
+
+  void CollectTensorInfo() {
+    const auto& graph = model_.graph();
+    for (const auto& v : graph.input()) infos_[v.name()] = InfoOf(v);
+    for (const auto& v : graph.value_info()) infos_[v.name()] = InfoOf(v);
+    for (const auto& v : graph.output()) {
+      OnnxTensorInfo info = InfoOf(v);
+      if (info.has_shape || !infos_.count(v.name())) infos_[v.name()] = info;
+    }
+    for (const auto& t : graph.initializer()) {
+      OnnxTensorInfo info;
+      info.has_shape = true;
+      info.dims.assign(t.dims().begin(), t.dims().end());
+      info.dtype = OnnxDtypeName(t.data_type());
+      infos_[t.name()] = info;
+    }
+  }
+
+  TensorSpec SpecOf(const std::string& name) {
+    auto it = infos_.find(name);
+    if (it == infos_.end() || !it->second.fully_known()) {
+      result_.unknown_shape_tensors.push_back(name);
+      TensorSpec unknown;
+      unknown.shape = {};
+      unknown.bytes = 0;
+      if (it != infos_.end() && !it->second.dtype.empty()) unknown.dtype = it->second.dtype;
+      return unknown;
+    }
+    const std::string dtype = it->second.dtype.empty() ? "float32" : it->second.dtype;
+    return TensorSpec::Make(it->second.dims, dtype);
+  }
+
+  std::string UniqueName(std::string name) {
+    if (names_.insert(name).second) return name;
+    for (int i = 1;; ++i) {
+      std::string candidate = name + "_" + std::to_string(i);
+      if (names_.insert(candidate).second) return candidate;
+    }
+  }
+
+  int32_t AddOp(Op op, bool trainable) {
+    op.id = result_.graph.num_ops();
+    op.name = UniqueName(op.name);
+    trainable_.push_back(trainable);
+    return result_.graph.AddOp(std::move(op));
+  }
+
+  // Which weights are statistics rather than trained parameters.
+  std::set<std::string> NormalizationStatistics() const {
+    std::set<std::string> stats;
+    for (const auto& node : model_.graph().node()) {
+      if (node.op_type() != "BatchNormalization") continue;
+      for (int slot : {3, 4}) {
+        if (node.input_size() > slot) stats.insert(node.input(slot));
+      }
+    }
+    return stats;
+  }
+
+  void AddWeight(const std::string& name, const std::set<std::string>& statistics, const std::set<std::string>& used) {
+    if (!used.count(name) || producers_.count(name)) return;
+    TensorSpec spec = SpecOf(name);
+    const bool is_float = spec.dtype.rfind("float", 0) == 0 || spec.dtype == "bfloat16";
+    const bool trainable = is_float && !statistics.count(name);
+    spec.aliases_persistent = true;
+    Op op;
+    op.name = name;
+    op.type = trainable ? "VariableV2" : "Const";
+    op.persistent_bytes = spec.bytes * (trainable && options_.training ? 1 + options_.optimizer_slots : 1);
+    op.outputs.push_back(spec);
+    if (trainable) {
+      int64_t elements = 1;
+      for (int64_t d : spec.shape) elements *= d;
+      result_.parameter_count += elements;
+      result_.parameter_bytes += spec.bytes;
+    } else {
+      result_.buffer_bytes += spec.bytes;
+    }
+    const int32_t index = AddOp(std::move(op), trainable);
+    producers_[name] = {index, 0};
+    weight_ops_.insert(index);
+  }
+
+  void BuildForward() {
+    const auto& graph = model_.graph();
+    Graph& g = result_.graph;
+    g.name = graph.name().empty() ? std::filesystem::path(path_).stem().string() : graph.name();
+    std::set<std::string> used;
+    for (const auto& node : graph.node()) used.insert(node.input().begin(), node.input().end());
+    for (const auto& v : graph.output()) used.insert(v.name());
+
+    // Data inputs come from the host, as a training step's input pipeline.
+    for (const auto& input : graph.input()) {
+      if (initializers_.count(input.name()) || weight_inputs_.count(input.name()) || !used.count(input.name())) continue;
+      Op op;
+      op.name = input.name();
+      op.type = "Input";
+      op.device_kinds = MaskOf(DeviceKind::kCpu);
+      op.expert_stage = kExpertHost;
+      op.outputs.push_back(SpecOf(input.name()));
+      producers_[input.name()] = {AddOp(std::move(op), false), 0};
+    }
+    const std::set<std::string> statistics = NormalizationStatistics();
+    for (const auto& init : graph.initializer()) AddWeight(init.name(), statistics, used);
+    for (const auto& input : graph.input()) {
+      if (weight_inputs_.count(input.name())) AddWeight(input.name(), statistics, used);
+    }
+
+    UnionFind groups;
+    for (int n = 0; n < graph.node_size(); ++n) {
+      const auto& node = graph.node(n);
+      Op op;
+      op.name = node.name().empty() ? node.op_type() + "_" + std::to_string(n) : node.name();
+      op.type = node.op_type();
+      std::vector<const OnnxTensorInfo*> in_infos, out_infos;
+      std::vector<Producer> sources;
+      for (const auto& name : node.input()) {
+        if (name.empty()) {
+          in_infos.push_back(nullptr);
+          continue;
+        }
+        auto it = producers_.find(name);
+        if (it == producers_.end()) {
+          throw Error(Quoted(path_) + ": node '" + op.name + "' reads tensor '" + name +
+                      "', which no input, initializer or earlier node produces");
+        }
+        sources.push_back(it->second);
+        auto info = infos_.find(name);
+        in_infos.push_back(info == infos_.end() ? nullptr : &info->second);
+        op.bytes_read += g.op(it->second.op).outputs[it->second.output].bytes;
+      }
+      for (const auto& name : node.output()) {
+        op.outputs.push_back(name.empty() ? TensorSpec{} : SpecOf(name));
+        op.bytes_written += op.outputs.back().bytes;
+        auto info = infos_.find(name);
+        out_infos.push_back(info == infos_.end() ? nullptr : &info->second);
+      }
+      const OnnxNodeCost cost = EstimateOnnxNodeFlops(node, in_infos, out_infos);
+      op.flops = cost.flops;
+      if (!cost.known_type) unknown_types_.insert(node.op_type());
+      result_.forward_flops += cost.flops;
+
+      const int32_t index = AddOp(std::move(op), false);
+      std::set<std::pair<int32_t, int32_t>> seen;
+      for (const Producer& p : sources) {
+        if (!seen.insert({p.op, p.output}).second) continue;
+        g.AddDataEdge(p.op, p.output, index);
+        if (weight_ops_.count(p.op)) groups.Union(p.op, index);
+      }
+      for (int k = 0; k < node.output_size(); ++k) {
+        if (!node.output(k).empty()) producers_[node.output(k)] = {index, k};
+      }
+    }
+    for (const auto& v : graph.output()) {
+      auto it = producers_.find(v.name());
+      if (it != producers_.end()) graph_outputs_.push_back({it->second.op, it->second.output});
+    }
+
+    // A weight and every op that reads it share a device; the group takes
+    // the name of its first reader so a placement reads as the model.
+    std::map<int32_t, std::string> group_names;
+    std::map<int32_t, int32_t> group_sizes;
+    for (int32_t i = 0; i < g.num_ops(); ++i) ++group_sizes[groups.Find(i)];
+    for (int32_t i = 0; i < g.num_ops(); ++i) {
+      const int32_t root = groups.Find(i);
+      if (group_sizes[root] < 2) continue;
+      if (!weight_ops_.count(i) && !group_names.count(root)) group_names[root] = g.op(i).name;
+    }
+    for (int32_t i = 0; i < g.num_ops(); ++i) {
+      auto it = group_names.find(groups.Find(i));
+      if (it != group_names.end()) g.mutable_op(i).colocation_group = it->second;
+    }
+  }
+
+  std::string path_;
+  OnnxImportOptions options_;
+  onnx::ModelProto model_;
+  OnnxImportResult result_;
+  std::set<std::string> initializers_, weight_inputs_, names_, unknown_types_;
+  std::unordered_map<std::string, OnnxTensorInfo> infos_;
+  std::unordered_map<std::string, Producer> producers_;
+  std::set<int32_t> weight_ops_;
+  std::vector<bool> trainable_;
+  std::vector<std::pair<int32_t, int32_t>> graph_outputs_;
+};
+
+}  // namespace
+
+OnnxImportResult ImportOnnxFile(const std::string& path, const OnnxImportOptions& options) {
+  return Importer(path, options).Run();
+}
+
+std::string OnnxImportWarning(const std::string& path, const OnnxImportResult& result) {
+  std::vector<std::string> parts;
+  auto list = [](const std::vector<std::string>& items, size_t most) {
+    std::string text;
+    for (size_t i = 0; i < items.size() && i < most; ++i) text += (i ? ", " : "") + items[i];
+    if (items.size() > most) text += ", ... (" + std::to_string(items.size()) + " in all)";
+    return text;
+  };
+  if (!result.unknown_op_types.empty()) {
+    parts.push_back("unknown op types costed from their tensor sizes: " + list(result.unknown_op_types, 20));
+  }
+  if (!result.unknown_shape_tensors.empty()) {
+    parts.push_back("tensors of unknown shape counted as 0 bytes: " + list(result.unknown_shape_tensors, 5));
+  }
+  if (result.checker_skipped) parts.push_back("the model is newer than libonnx's checker knows; checker skipped");
+  if (parts.empty()) return "";
+  std::string line = "warning: " + path + ": ";
+  for (size_t i = 0; i < parts.size(); ++i) line += (i ? "; " : "") + parts[i];
+  return line;
+}
+
+bool IsOnnxPath(const std::string& path) {
+  const std::string ext = std::filesystem::path(path).extension().string();
+  return ext == ".onnx" || ext == ".ONNX";
+}
+
+}  // namespace devplace

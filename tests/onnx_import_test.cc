@@ -1,0 +1,467 @@
+// Tests of the ONNX importer on small models built here with the ONNX
+// protobuf API, so every FLOP and byte can be checked by hand.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <sys/wait.h>
+#include <vector>
+
+#include "graph/graph_json.h"
+#include "import/onnx_import.h"
+#include "onnx/onnx_pb.h"
+#include "test_util.h"
+#include "util/error.h"
+
+namespace devplace {
+namespace {
+
+using testing::TempDir;
+
+onnx::ModelProto NewModel(int64_t ir_version = 7, int64_t opset = 13) {
+  onnx::ModelProto model;
+  model.set_ir_version(ir_version);
+  model.set_producer_name("devplace-test");
+  model.add_opset_import()->set_version(opset);
+  model.mutable_graph()->set_name("test_model");
+  return model;
+}
+
+// Dims are numbers or, when not numeric, named dynamic dimensions.
+void SetShape(onnx::ValueInfoProto* value, const std::string& name, const std::vector<std::string>& dims) {
+  value->set_name(name);
+  auto* tensor = value->mutable_type()->mutable_tensor_type();
+  tensor->set_elem_type(onnx::TensorProto::FLOAT);
+  auto* shape = tensor->mutable_shape();
+  for (const std::string& d : dims) {
+    auto* dim = shape->add_dim();
+    if (!d.empty() && std::isdigit(static_cast<unsigned char>(d[0]))) {
+      dim->set_dim_value(std::stoll(d));
+    } else {
+      dim->set_dim_param(d);
+    }
+  }
+}
+
+void AddInput(onnx::ModelProto& m, const std::string& name, const std::vector<std::string>& dims) {
+  SetShape(m.mutable_graph()->add_input(), name, dims);
+}
+
+void AddOutput(onnx::ModelProto& m, const std::string& name) {
+  auto* out = m.mutable_graph()->add_output();
+  out->set_name(name);
+  out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  // The checker wants a shape; its rank does not matter, the importer infers it.
+  out->mutable_type()->mutable_tensor_type()->mutable_shape();
+}
+
+// A float weight. As an initializer (zeros), or, as PyTorch writes with
+// export_params=False, as a graph input with no data.
+void AddWeight(onnx::ModelProto& m, const std::string& name, const std::vector<int64_t>& dims, bool as_input = false) {
+  if (as_input) {
+    std::vector<std::string> text;
+    for (int64_t d : dims) text.push_back(std::to_string(d));
+    AddInput(m, name, text);
+    return;
+  }
+  auto* t = m.mutable_graph()->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    t->add_dims(d);
+    n *= d;
+  }
+  t->set_raw_data(std::string(n * 4, '\0'));
+}
+
+onnx::NodeProto* AddNode(onnx::ModelProto& m, const std::string& type, const std::string& name,
+                         const std::vector<std::string>& inputs, const std::vector<std::string>& outputs) {
+  auto* node = m.mutable_graph()->add_node();
+  node->set_op_type(type);
+  node->set_name(name);
+  for (const auto& i : inputs) node->add_input(i);
+  for (const auto& o : outputs) node->add_output(o);
+  return node;
+}
+
+void SetInts(onnx::NodeProto* node, const std::string& name, const std::vector<int64_t>& values) {
+  auto* a = node->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t v : values) a->add_ints(v);
+}
+
+void SetInt(onnx::NodeProto* node, const std::string& name, int64_t value) {
+  auto* a = node->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(value);
+}
+
+// x [batch,3,32,32] -> Conv 3x3 (8 filters, pad 1) -> Relu -> GlobalAveragePool
+// -> Flatten -> Gemm to 10. 314 parameters.
+onnx::ModelProto SmallCnn(const std::string& batch = "1", bool weights_as_inputs = false) {
+  onnx::ModelProto m = NewModel();
+  AddInput(m, "x", {batch, "3", "32", "32"});
+  AddWeight(m, "conv.weight", {8, 3, 3, 3}, weights_as_inputs);
+  AddWeight(m, "conv.bias", {8}, weights_as_inputs);
+  AddWeight(m, "fc.weight", {10, 8}, weights_as_inputs);
+  AddWeight(m, "fc.bias", {10}, weights_as_inputs);
+  auto* conv = AddNode(m, "Conv", "/conv/Conv", {"x", "conv.weight", "conv.bias"}, {"c"});
+  SetInts(conv, "kernel_shape", {3, 3});
+  SetInts(conv, "pads", {1, 1, 1, 1});
+  AddNode(m, "Relu", "/relu/Relu", {"c"}, {"r"});
+  AddNode(m, "GlobalAveragePool", "/pool/GlobalAveragePool", {"r"}, {"p"});
+  AddNode(m, "Flatten", "/Flatten", {"p"}, {"f"});
+  SetInt(AddNode(m, "Gemm", "/fc/Gemm", {"f", "fc.weight", "fc.bias"}, {"y"}), "transB", 1);
+  AddOutput(m, "y");
+  return m;
+}
+
+constexpr double kConvFlops = 2.0 * 8 * 32 * 32 * (3 * 3 * 3) + 8 * 32 * 32;  // products + bias
+constexpr double kGemmFlops = 2.0 * 10 * 8 + 10;
+
+std::string Save(const TempDir& dir, const onnx::ModelProto& model, const std::string& name = "model.onnx") {
+  std::string bytes;
+  model.SerializeToString(&bytes);
+  return dir.Write(name, bytes);
+}
+
+const Op& OpNamed(const Graph& g, const std::string& name) {
+  const int32_t i = g.FindOp(name);
+  EXPECT_GE(i, 0) << name;
+  return g.op(i >= 0 ? i : 0);
+}
+
+TEST(OnnxImportTest, ShapesFlopsAndParametersOfASmallCnn) {
+  TempDir dir;
+  OnnxImportResult r = ImportOnnxFile(Save(dir, SmallCnn()));
+  const Graph& g = r.graph;
+  EXPECT_TRUE(r.unknown_shape_tensors.empty());
+  EXPECT_TRUE(r.unknown_op_types.empty());
+  EXPECT_EQ(r.parameter_count, 8 * 27 + 8 + 80 + 10);
+  EXPECT_EQ(r.parameter_bytes, 4 * r.parameter_count);
+
+  const Op& conv = OpNamed(g, "/conv/Conv");
+  EXPECT_EQ(conv.type, "Conv");
+  EXPECT_EQ(conv.outputs[0].shape, (std::vector<int64_t>{1, 8, 32, 32}));
+  EXPECT_EQ(conv.outputs[0].bytes, 8 * 32 * 32 * 4);
+  EXPECT_DOUBLE_EQ(conv.flops, kConvFlops);
+  EXPECT_DOUBLE_EQ(OpNamed(g, "/fc/Gemm").flops, kGemmFlops);
+  EXPECT_EQ(OpNamed(g, "/fc/Gemm").outputs[0].shape, (std::vector<int64_t>{1, 10}));
+  EXPECT_DOUBLE_EQ(OpNamed(g, "/Flatten").flops, 0);
+  EXPECT_DOUBLE_EQ(OpNamed(g, "/relu/Relu").flops, 8 * 32 * 32);
+
+  // Weights are variables that hold their bytes and share their reader's device.
+  const Op& w = OpNamed(g, "conv.weight");
+  EXPECT_EQ(w.type, "VariableV2");
+  EXPECT_EQ(w.persistent_bytes, 8 * 27 * 4);
+  EXPECT_FALSE(w.colocation_group.empty());
+  EXPECT_EQ(w.colocation_group, conv.colocation_group);
+  EXPECT_EQ(OpNamed(g, "x").type, "Input");
+  EXPECT_DOUBLE_EQ(r.forward_flops, g.total_flops());
+}
+
+TEST(OnnxImportTest, MatMulFlopsUseTheSharedDimension) {
+  onnx::ModelProto m = NewModel();
+  AddInput(m, "a", {"2", "4", "5"});
+  AddWeight(m, "w", {5, 6});
+  AddNode(m, "MatMul", "mm", {"a", "w"}, {"y"});
+  AddNode(m, "Softmax", "sm", {"y"}, {"z"});
+  AddOutput(m, "z");
+  TempDir dir;
+  OnnxImportResult r = ImportOnnxFile(Save(dir, m));
+  EXPECT_EQ(OpNamed(r.graph, "mm").outputs[0].shape, (std::vector<int64_t>{2, 4, 6}));
+  EXPECT_DOUBLE_EQ(OpNamed(r.graph, "mm").flops, 2.0 * 2 * 4 * 6 * 5);
+  EXPECT_DOUBLE_EQ(OpNamed(r.graph, "sm").flops, 5.0 * 48);
+  EXPECT_EQ(r.parameter_count, 30);
+}
+
+TEST(OnnxImportTest, NormalizationPoolingAndRecurrentFlops) {
+  onnx::ModelProto m = NewModel(8, 17);
+  AddInput(m, "x", {"2", "4", "6", "6"});
+  for (const char* w : {"bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"}) AddWeight(m, w, {4});
+  AddNode(m, "BatchNormalization", "bn", {"x", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"}, {"b"});
+  auto* pool = AddNode(m, "MaxPool", "pool", {"b"}, {"p"});
+  SetInts(pool, "kernel_shape", {2, 2});
+  SetInts(pool, "strides", {2, 2});
+  AddWeight(m, "ln.weight", {3});
+  AddWeight(m, "ln.bias", {3});
+  AddNode(m, "LayerNormalization", "ln", {"p", "ln.weight", "ln.bias"}, {"l"});
+  AddOutput(m, "l");
+  // An LSTM over 5 steps, batch 2, input 3, hidden 4: W [1,16,3], R [1,16,4].
+  AddInput(m, "seq", {"5", "2", "3"});
+  AddWeight(m, "lstm.W", {1, 16, 3});
+  AddWeight(m, "lstm.R", {1, 16, 4});
+  SetInt(AddNode(m, "LSTM", "lstm", {"seq", "lstm.W", "lstm.R"}, {"h"}), "hidden_size", 4);
+  AddOutput(m, "h");
+  TempDir dir;
+  OnnxImportResult r = ImportOnnxFile(Save(dir, m));
+  EXPECT_TRUE(r.unknown_shape_tensors.empty());
+  EXPECT_DOUBLE_EQ(OpNamed(r.graph, "bn").flops, 2.0 * 2 * 4 * 6 * 6);
+  EXPECT_EQ(OpNamed(r.graph, "pool").outputs[0].shape, (std::vector<int64_t>{2, 4, 3, 3}));
+  EXPECT_DOUBLE_EQ(OpNamed(r.graph, "pool").flops, 2.0 * 4 * 3 * 3 * 4);
+  EXPECT_DOUBLE_EQ(OpNamed(r.graph, "ln").flops, 8.0 * 2 * 4 * 3 * 3);
+  EXPECT_EQ(OpNamed(r.graph, "lstm").outputs[0].shape, (std::vector<int64_t>{5, 1, 2, 4}));
+  EXPECT_DOUBLE_EQ(OpNamed(r.graph, "lstm").flops, 5 * 2 * (2.0 * (16 * 3 + 16 * 4) + 12 * 4));
+  // Running statistics are buffers, not parameters.
+  EXPECT_EQ(r.parameter_count, 4 + 4 + 3 + 3 + 48 + 64);
+  EXPECT_EQ(r.buffer_bytes, 2 * 4 * 4);
+  EXPECT_EQ(OpNamed(r.graph, "bn.running_mean").type, "Const");
+}
+
+TEST(OnnxImportTest, WeightsExportedAsInputsAreParameters) {
+  TempDir dir;
+  OnnxImportResult r = ImportOnnxFile(Save(dir, SmallCnn("1", /*weights_as_inputs=*/true)));
+  EXPECT_EQ(r.parameter_count, 314);
+  EXPECT_EQ(OpNamed(r.graph, "fc.weight").type, "VariableV2");
+  EXPECT_EQ(OpNamed(r.graph, "x").type, "Input");
+  EXPECT_DOUBLE_EQ(OpNamed(r.graph, "/conv/Conv").flops, kConvFlops);
+}
+
+TEST(OnnxImportTest, DynamicDimensionsNeedValues) {
+  TempDir dir;
+  const std::string path = Save(dir, SmallCnn("batch_size"));
+  try {
+    ImportOnnxFile(path);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("batch_size"), std::string::npos) << message;
+    EXPECT_NE(message.find("--dim"), std::string::npos) << message;
+    EXPECT_NE(message.find(path), std::string::npos) << message;
+  }
+  OnnxImportOptions named;
+  named.dims["batch_size"] = 4;
+  OnnxImportResult r = ImportOnnxFile(path, named);
+  EXPECT_EQ(OpNamed(r.graph, "/conv/Conv").outputs[0].shape[0], 4);
+  EXPECT_DOUBLE_EQ(OpNamed(r.graph, "/conv/Conv").flops, 4 * kConvFlops);
+  EXPECT_EQ(OpNamed(r.graph, "/fc/Gemm").outputs[0].shape, (std::vector<int64_t>{4, 10}));
+
+  OnnxImportOptions batch;
+  batch.batch = 2;
+  OnnxImportResult b = ImportOnnxFile(path, batch);
+  EXPECT_DOUBLE_EQ(OpNamed(b.graph, "/fc/Gemm").flops, 2 * kGemmFlops);
+  EXPECT_EQ(b.parameter_count, 314);  // the batch does not touch the weights
+}
+
+TEST(OnnxImportTest, UnknownOpsGetASizeBasedCostAndOneWarning) {
+  onnx::ModelProto m = NewModel();
+  auto* custom = m.add_opset_import();
+  custom->set_domain("com.example");
+  custom->set_version(1);
+  AddInput(m, "x", {"2", "8"});
+  AddNode(m, "Relu", "relu", {"x"}, {"r"});
+  AddNode(m, "FancyOp", "fancy", {"r"}, {"f"})->set_domain("com.example");
+  AddNode(m, "MyCustomOp", "custom", {"f"}, {"y"});
+  AddOutput(m, "y");
+  TempDir dir;
+  const std::string path = Save(dir, m);
+  OnnxImportResult r = ImportOnnxFile(path);
+  EXPECT_EQ(r.unknown_op_types, (std::vector<std::string>{"FancyOp", "MyCustomOp"}));
+  EXPECT_DOUBLE_EQ(OpNamed(r.graph, "fancy").flops, 16);  // its 16 input elements; its output shape is unknown
+  const std::string warning = OnnxImportWarning(path, r);
+  EXPECT_EQ(warning.rfind("warning: ", 0), 0u) << warning;
+  EXPECT_EQ(warning.find('\n'), std::string::npos);
+  EXPECT_NE(warning.find("FancyOp, MyCustomOp"), std::string::npos) << warning;
+}
+
+TEST(OnnxImportTest, NewerModelsSkipTheCheckerButStillInferShapes) {
+  onnx::ModelProto m = SmallCnn();
+  m.set_ir_version(99);
+  m.mutable_opset_import(0)->set_version(99);
+  TempDir dir;
+  OnnxImportResult r = ImportOnnxFile(Save(dir, m));
+  EXPECT_TRUE(r.checker_skipped);
+  EXPECT_TRUE(r.unknown_shape_tensors.empty());
+  EXPECT_DOUBLE_EQ(OpNamed(r.graph, "/conv/Conv").flops, kConvFlops);
+  EXPECT_FALSE(ImportOnnxFile(Save(dir, SmallCnn(), "old.onnx")).checker_skipped);
+}
+
+void ExpectError(const std::string& path, const std::string& must_mention) {
+  try {
+    ImportOnnxFile(path);
+    FAIL() << "expected an error for " << path;
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find(path), std::string::npos) << message;
+    EXPECT_NE(message.find(must_mention), std::string::npos) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  }
+}
+
+TEST(OnnxImportTest, BadFilesGiveClearErrors) {
+  TempDir dir;
+  std::string bytes;
+  SmallCnn().SerializeToString(&bytes);
+  ExpectError(dir.Write("empty.onnx", ""), "is empty");
+  ExpectError(dir.Write("truncated.onnx", bytes.substr(0, bytes.size() / 2)), "truncated");
+  ExpectError(dir.Write("text.onnx", "{\"format\": \"devplace-graph\", \"version\": 1}\n"), "not");
+  ExpectError(dir.File("missing.onnx"), "does not exist");
+}
+
+TEST(OnnxImportTest, TrainingAddsColocatedBackwardOpsAndUpdates) {
+  TempDir dir;
+  OnnxImportOptions options;
+  options.training = true;
+  OnnxImportResult r = ImportOnnxFile(Save(dir, SmallCnn()), options);
+  const Graph& g = r.graph;
+  const Op& conv = OpNamed(g, "/conv/Conv");
+  const Op& conv_grad = OpNamed(g, "/conv/Conv/grad");
+  EXPECT_EQ(conv_grad.phase, Phase::kBackward);
+  EXPECT_EQ(conv_grad.colocation_group, conv.colocation_group);
+  // The input needs no gradient: only the weight's product, once.
+  EXPECT_DOUBLE_EQ(conv_grad.flops, conv.flops);
+  // The Gemm's input does: two products.
+  EXPECT_DOUBLE_EQ(OpNamed(g, "/fc/Gemm/grad").flops, 2 * OpNamed(g, "/fc/Gemm").flops);
+  EXPECT_EQ(OpNamed(g, "/relu/Relu/grad").colocation_group, OpNamed(g, "/relu/Relu").colocation_group);
+  // The conv's gradient keeps its input alive: it reads it.
+  bool reads_input = false;
+  for (int32_t e : g.in_data_edges(g.FindOp("/conv/Conv/grad"))) reads_input |= g.data_edges()[e].src == g.FindOp("x");
+  EXPECT_TRUE(reads_input);
+
+  int updates = 0;
+  for (const char* w : {"conv.weight", "conv.bias", "fc.weight", "fc.bias"}) {
+    const Op& update = OpNamed(g, std::string(w) + "/update");
+    EXPECT_EQ(update.phase, Phase::kUpdate);
+    EXPECT_EQ(update.colocation_group, OpNamed(g, w).colocation_group);
+    ++updates;
+  }
+  EXPECT_EQ(updates, 4);
+  // Adam keeps two slots beside each parameter.
+  EXPECT_EQ(OpNamed(g, "conv.weight").persistent_bytes, 3 * 8 * 27 * 4);
+  EXPECT_EQ(r.parameter_count, 314);
+  EXPECT_LT(g.FindOp("x/grad"), 0);  // data inputs get no gradient
+}
+
+// torchvision's models, exported by tools/make_test_models.py (a ctest
+// fixture), against the published multiply-add counts and PyTorch's own
+// parameter counts.
+class TorchvisionModelsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::ifstream file(std::string(DEVPLACE_ONNX_MODELS) + "/expected.json");
+    if (!file) GTEST_SKIP() << "no test models in " << DEVPLACE_ONNX_MODELS << " (python3-torch missing?)";
+    expected_ = nlohmann::json::parse(file);
+  }
+  std::string Path(const std::string& name) const { return std::string(DEVPLACE_ONNX_MODELS) + "/" + name + ".onnx"; }
+  int64_t ExpectedParameters(const std::string& name) const { return expected_.at(name).at("parameters"); }
+
+  nlohmann::json expected_;
+};
+
+void ExpectCompleteImport(const OnnxImportResult& r) {
+  EXPECT_TRUE(r.unknown_shape_tensors.empty()) << r.unknown_shape_tensors.size() << " unknown, first "
+                                               << r.unknown_shape_tensors.front();
+  EXPECT_TRUE(r.unknown_op_types.empty()) << r.unknown_op_types.front();
+}
+
+TEST_F(TorchvisionModelsTest, ResNet50MatchesPublishedMultiplyAdds) {
+  OnnxImportResult r = ImportOnnxFile(Path("resnet50"));
+  ExpectCompleteImport(r);
+  EXPECT_NEAR(r.forward_flops / 2, 4.1e9, 0.05 * 4.1e9);
+  EXPECT_EQ(r.parameter_count, ExpectedParameters("resnet50"));
+  EXPECT_EQ(r.parameter_count, 25'557'032);
+}
+
+TEST_F(TorchvisionModelsTest, InceptionV3MatchesPublishedMultiplyAdds) {
+  OnnxImportResult r = ImportOnnxFile(Path("inception_v3"));
+  ExpectCompleteImport(r);
+  EXPECT_NEAR(r.forward_flops / 2, 5.7e9, 0.05 * 5.7e9);
+  EXPECT_EQ(r.parameter_count, ExpectedParameters("inception_v3"));
+}
+
+TEST_F(TorchvisionModelsTest, TransformerNeedsItsSequenceLengths) {
+  try {
+    ImportOnnxFile(Path("transformer"));
+    FAIL() << "expected an error naming the dynamic dimensions";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("src_len, tgt_len"), std::string::npos) << e.what();
+  }
+  OnnxImportOptions options;
+  options.dims = {{"src_len", 10}, {"tgt_len", 7}};
+  options.training = true;
+  OnnxImportResult r = ImportOnnxFile(Path("transformer"), options);
+  ExpectCompleteImport(r);
+  EXPECT_EQ(r.parameter_count, ExpectedParameters("transformer"));
+  // Training: the backward pass costs about twice the forward pass.
+  const double step_flops = r.graph.total_flops();
+  EXPECT_GT(step_flops, 2.5 * r.forward_flops);
+  EXPECT_LT(step_flops, 3.5 * r.forward_flops);
+}
+
+// tools/export_pytorch.py on a two-layer MLP: a graph devplace loads, with
+// module names, co-located phases and the products' FLOPs.
+TEST(PyTorchExporterTest, WritesTheTrainingStepWithModuleNames) {
+  if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3 lacks torch";
+  TempDir dir;
+  const std::string script = dir.Write("mlp.py", R"(import torch
+def make_model(batch):
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    return model, (torch.randn(batch, 8),), torch.randint(0, 4, (batch,))
+)");
+  const std::string out = dir.File("mlp.json");
+  const std::string command = "/usr/bin/python3 " + std::string(DEVPLACE_TOOLS) + "/export_pytorch.py " + script +
+                              " --batch 4 -o " + out + " > " + dir.File("log") + " 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0) << std::ifstream(dir.File("log")).rdbuf();
+  Graph g = LoadGraphFile(out);
+  int forward_products = 0, backward = 0, updates = 0;
+  double forward_product_flops = 0;
+  for (const Op& op : g.ops()) {
+    if (op.phase == Phase::kForward && op.type == "aten.addmm") {
+      ++forward_products;
+      forward_product_flops += op.flops;
+    }
+    if (op.phase == Phase::kBackward && op.colocation_group == "0") ++backward;
+    if (op.phase == Phase::kUpdate && op.colocation_group == "2") ++updates;
+  }
+  EXPECT_EQ(forward_products, 2);
+  EXPECT_DOUBLE_EQ(forward_product_flops, 2.0 * 4 * 16 * 8 + 2.0 * 4 * 4 * 16);
+  EXPECT_GT(backward, 0);  // the first layer's gradient sits with it
+  EXPECT_GT(updates, 0);   // and the last layer's Adam update with it
+  EXPECT_GE(g.FindOp("0.weight"), 0);
+  EXPECT_EQ(g.op(g.FindOp("0.weight")).colocation_group, "0");
+}
+
+// The program: devplace import, and .onnx files wherever a graph goes.
+std::pair<int, std::string> Devplace(const std::string& args) {
+  std::string command = std::string(DEVPLACE_BINARY) + " " + args + " 2>&1";
+  std::string out;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (!pipe) return {-1, ""};
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) out.append(buffer.data(), n);
+  const int status = ::pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+TEST(OnnxImportCliTest, ImportWritesAGraphAndOtherCommandsReadOnnx) {
+  TempDir dir;
+  const std::string model = Save(dir, SmallCnn("batch"));
+  auto [code, out] = Devplace("import " + model + " -o " + dir.File("g.json") + " --dim batch=2 --training");
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("314 parameters"), std::string::npos) << out;
+  EXPECT_TRUE(std::filesystem::exists(dir.File("g.json")));
+
+  auto [missing_code, missing_out] = Devplace("import " + model + " -o " + dir.File("h.json"));
+  EXPECT_NE(missing_code, 0);
+  EXPECT_EQ(missing_out.rfind("devplace: error: ", 0), 0u) << missing_out;
+  EXPECT_NE(missing_out.find("batch"), std::string::npos) << missing_out;
+
+  const std::string fixed = Save(dir, SmallCnn("1"), "fixed.onnx");
+  auto [info_code, info_out] = Devplace("info --graph " + fixed);
+  EXPECT_EQ(info_code, 0) << info_out;
+  auto [bad_code, bad_out] = Devplace("info --graph " + dir.Write("bad.onnx", "not a model"));
+  EXPECT_NE(bad_code, 0);
+  EXPECT_EQ(bad_out.rfind("devplace: error: ", 0), 0u) << bad_out;
+  EXPECT_EQ(std::count(bad_out.begin(), bad_out.end(), '\n'), 1) << bad_out;
+}
+
+}  // namespace
+}  // namespace devplace
