@@ -116,4 +116,23 @@ Tensor StepIds(B& b, const std::string& name, Tensor ids) {
   return Plain(b, name, "StridedSlice", {ids}, {b.shape(ids)[0]}, 0, "int32");
 }
 
+Tensor EmbeddingStep(B& b, const std::string& group, int32_t stage, Tensor embedding, Tensor ids) {
+  auto g = b.GroupScope(group, stage);
+  auto name = b.NameScope(group);
+  return Gather(b, "embedding_lookup", embedding, StepIds(b, "strided_slice", ids));
+}
+
+Tensor StackedLstmStep(B& b, const std::string& prefix, int64_t step, Tensor x, std::vector<LstmState>& state,
+                       const std::vector<Tensor>& kernels, const std::vector<Tensor>& biases) {
+  for (size_t l = 0; l < state.size(); ++l) {
+    const std::string group = prefix + "layer_" + std::to_string(l) + "/cell_" + std::to_string(step);
+    auto g = b.GroupScope(group, static_cast<int32_t>(l));
+    auto name = b.NameScope(group);
+    if (step == 0) state[l] = ZeroState(b, "initial_state", b.shape(x)[0], b.shape(kernels[l])[1] / 4);
+    state[l] = LstmCell(b, "lstm_cell", x, state[l], kernels[l], biases[l]);
+    x = state[l].h;
+  }
+  return x;
+}
+
 }  // namespace devplace::layers

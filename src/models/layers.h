@@ -45,4 +45,14 @@ Tensor LayerNorm(B& b, const std::string& name, Tensor x);
 // One column of a [batch, time] id matrix: the ids of step t.
 Tensor StepIds(B& b, const std::string& name, Tensor ids);
 
+// The embedding lookup of one time step, in its own co-location group
+// `group` (2017 §4.1: each embedding lookup is a group) at expert `stage`.
+Tensor EmbeddingStep(B& b, const std::string& group, int32_t stage, Tensor embedding, Tensor ids);
+
+// One time step through a stack of LSTM layers, each cell its own
+// co-location group "<prefix>layer_<l>/cell_<step>" at expert stage l;
+// `state` starts from zero at step 0. Returns the top layer's output.
+Tensor StackedLstmStep(B& b, const std::string& prefix, int64_t step, Tensor x, std::vector<LstmState>& state,
+                       const std::vector<Tensor>& kernels, const std::vector<Tensor>& biases);
+
 }  // namespace devplace::layers

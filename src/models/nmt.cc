@@ -102,22 +102,8 @@ Graph MakeNmt(const NmtConfig& config) {
   std::vector<Tensor> top;
   for (int64_t t = 0; t < T; ++t) {
     const std::string step = std::to_string(t);
-    Tensor x;
-    {
-      const std::string group = "nmt/encoder/embedding/step_" + step;
-      auto g = b.GroupScope(group, 0);
-      auto name = b.NameScope(group);
-      x = Gather(b, "embedding_lookup", encoder_embedding, layers::StepIds(b, "strided_slice", source));
-    }
-    for (int64_t l = 0; l < L; ++l) {
-      const std::string group = "nmt/encoder/layer_" + std::to_string(l) + "/cell_" + step;
-      auto g = b.GroupScope(group, static_cast<int32_t>(l));
-      auto name = b.NameScope(group);
-      if (t == 0) state[l] = layers::ZeroState(b, "initial_state", N, H);
-      state[l] = layers::LstmCell(b, "lstm_cell", x, state[l], encoder_kernels[l], encoder_biases[l]);
-      x = state[l].h;
-    }
-    top.push_back(x);
+    Tensor x = layers::EmbeddingStep(b, "nmt/encoder/embedding/step_" + step, 0, encoder_embedding, source);
+    top.push_back(layers::StackedLstmStep(b, "nmt/encoder/", t, x, state, encoder_kernels, encoder_biases));
   }
   {
     // The attention memory: the top layer's outputs, and their keys.
@@ -134,13 +120,7 @@ Graph MakeNmt(const NmtConfig& config) {
   std::vector<Tensor> losses;
   for (int64_t t = 0; t < T; ++t) {
     const std::string step = std::to_string(t);
-    Tensor x;
-    {
-      const std::string group = "nmt/decoder/embedding/step_" + step;
-      auto g = b.GroupScope(group, decoder_first);
-      auto name = b.NameScope(group);
-      x = Gather(b, "embedding_lookup", decoder_embedding, layers::StepIds(b, "strided_slice", target_in));
-    }
+    Tensor x = layers::EmbeddingStep(b, "nmt/decoder/embedding/step_" + step, decoder_first, decoder_embedding, target_in);
     for (int64_t l = 0; l < L; ++l) {
       const std::string group = "nmt/decoder/layer_" + std::to_string(l) + "/cell_" + step;
       auto g = b.GroupScope(group, static_cast<int32_t>(L + l));

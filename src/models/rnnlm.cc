@@ -53,21 +53,8 @@ Graph MakeRnnlm(const RnnlmConfig& config) {
   std::vector<Tensor> losses;
   for (int64_t t = 0; t < T; ++t) {
     const std::string step = std::to_string(t);
-    Tensor x;
-    {
-      const std::string group = "rnnlm/embedding/step_" + step;
-      auto g = b.GroupScope(group, 0);
-      auto name = b.NameScope(group);
-      x = Gather(b, "embedding_lookup", embedding, layers::StepIds(b, "strided_slice", ids));
-    }
-    for (int64_t l = 0; l < L; ++l) {
-      const std::string group = "rnnlm/layer_" + std::to_string(l) + "/cell_" + step;
-      auto g = b.GroupScope(group, static_cast<int32_t>(l));
-      auto name = b.NameScope(group);
-      if (t == 0) state[l] = layers::ZeroState(b, "initial_state", N, H);
-      state[l] = layers::LstmCell(b, "lstm_cell", x, state[l], kernels[l], biases[l]);
-      x = state[l].h;
-    }
+    Tensor x = layers::EmbeddingStep(b, "rnnlm/embedding/step_" + step, 0, embedding, ids);
+    x = layers::StackedLstmStep(b, "rnnlm/", t, x, state, kernels, biases);
     {
       const std::string group = "rnnlm/softmax/step_" + step;
       auto g = b.GroupScope(group, last);
