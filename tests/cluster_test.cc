@@ -38,6 +38,10 @@ TEST(ClusterPresetTest, K80FiguresMatchTheDatasheet) {
   EXPECT_NEAR(die.memory_bandwidth_bytes_per_s, 240e9, 1e6);
   EXPECT_EQ(die.memory_bytes, 11441ll * 1024 * 1024);
   EXPECT_EQ(c.devices[0].memory_bytes, 50'000'000'000ll);  // the paper's 50 GB
+  // TensorFlow 1.0's share of each die, calibrated to Table 2's NMT OOM.
+  EXPECT_EQ(die.reserved_bytes, 4ll << 30);
+  EXPECT_EQ(die.usable_memory_bytes(), (11441ll << 20) - (4ll << 30));
+  EXPECT_EQ(c.devices[0].reserved_bytes, 0);
 }
 
 TEST(ClusterPresetTest, K80DiesOnDifferentBoardsStageThroughTheHost) {
@@ -119,6 +123,18 @@ TEST(ClusterJsonTest, BadClustersGiveClearErrors) {
             std::string::npos);
   EXPECT_NE(ClusterError(R"({"version": 1, "devices": []})").find("no devices"), std::string::npos);
   EXPECT_NE(ClusterError("not json").find("not valid JSON"), std::string::npos);
+}
+
+TEST(ClusterJsonTest, ReservedMemoryIsReadAndChecked) {
+  TempDir dir;
+  std::string one = R"({"version": 1, "devices": [{"name": "gpu:0", "kind": "gpu", "peak_tflops": 10,
+                        "memory_bandwidth_gb_per_s": 700, "memory_gib": 16, "reserved_gib": 1.5}]})";
+  Cluster c = LoadClusterFile(dir.Write("c.json", one));
+  EXPECT_EQ(c.devices[0].reserved_bytes, 3ll << 29);
+  EXPECT_EQ(c.devices[0].usable_memory_bytes(), (16ll << 30) - (3ll << 29));
+  std::string too_much = R"({"version": 1, "devices": [{"name": "gpu:0", "kind": "gpu", "peak_tflops": 10,
+                             "memory_bandwidth_gb_per_s": 700, "memory_bytes": 100, "reserved_bytes": 100}]})";
+  EXPECT_NE(ClusterError(too_much).find("reserved memory"), std::string::npos);
 }
 
 TEST(ClusterJsonTest, SingleDeviceClusterNeedsNoLinks) {

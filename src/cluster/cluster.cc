@@ -48,6 +48,9 @@ void Cluster::Finalize(const std::string& source) {
     if (!(d.peak_flops_per_s > 0)) throw Error(what + "peak FLOP/s must be positive");
     if (!(d.memory_bandwidth_bytes_per_s > 0)) throw Error(what + "memory bandwidth must be positive");
     if (d.memory_bytes <= 0) throw Error(what + "memory capacity must be positive");
+    if (d.reserved_bytes < 0 || d.reserved_bytes >= d.memory_bytes) {
+      throw Error(what + "reserved memory must be at least 0 and less than the capacity");
+    }
     if (d.launch_overhead_us < 0) throw Error(what + "launch overhead must not be negative");
     if (d.parallel_ops < 1) throw Error(what + "parallel_ops must be at least 1");
   }

@@ -19,8 +19,14 @@ struct Device {
   double peak_flops_per_s = 0;
   double memory_bandwidth_bytes_per_s = 0;
   int64_t memory_bytes = 0;
+  // Memory the framework holds that the graph does not show: the CUDA
+  // context, library workspaces, the allocator's slack. Tensors get the rest.
+  int64_t reserved_bytes = 0;
   double launch_overhead_us = 0;  // fixed cost added to every op
   int32_t parallel_ops = 1;       // ops it runs at once, each at full speed
+
+  // What the graph's tensors may use: the capacity every OOM check is against.
+  int64_t usable_memory_bytes() const { return memory_bytes - reserved_bytes; }
 };
 
 // A full-duplex link between devices a and b: each direction carries one

@@ -69,6 +69,12 @@ Cluster ClusterFromJson(const json& document, const std::string& source) {
     } else {
       Fail(where, "missing required field 'memory_bytes' (or 'memory_gib')");
     }
+    if (node.contains("reserved_bytes")) {
+      if (!node["reserved_bytes"].is_number_integer()) Fail(where, "field 'reserved_bytes' must be an integer");
+      d.reserved_bytes = node["reserved_bytes"].get<int64_t>();
+    } else if (node.contains("reserved_gib")) {
+      d.reserved_bytes = static_cast<int64_t>(PositiveNumber(node, "reserved_gib", where, false, 0) * 1073741824.0);
+    }
     d.launch_overhead_us = PositiveNumber(node, "launch_overhead_us", where, false, 0);
     if (node.contains("parallel_ops")) {
       if (!node["parallel_ops"].is_number_integer()) Fail(where, "field 'parallel_ops' must be an integer");
@@ -128,6 +134,7 @@ json ClusterToJson(const Cluster& cluster) {
                        {"peak_tflops", d.peak_flops_per_s / 1e12},
                        {"memory_bandwidth_gb_per_s", d.memory_bandwidth_bytes_per_s / 1e9},
                        {"memory_bytes", d.memory_bytes},
+                       {"reserved_bytes", d.reserved_bytes},
                        {"launch_overhead_us", d.launch_overhead_us},
                        {"parallel_ops", d.parallel_ops}});
   }

@@ -22,11 +22,21 @@ constexpr double kNvlink1BytesPerS = 20 * kGiga;
 constexpr double kNvlink4BytesPerS = 450 * kGiga;
 
 Device Cpu(double peak_flops, double bandwidth, int64_t memory, double launch_us) {
-  return {"cpu:0", DeviceKind::kCpu, peak_flops, bandwidth, memory, launch_us, 1};
+  return {.name = "cpu:0",
+          .kind = DeviceKind::kCpu,
+          .peak_flops_per_s = peak_flops,
+          .memory_bandwidth_bytes_per_s = bandwidth,
+          .memory_bytes = memory,
+          .launch_overhead_us = launch_us};
 }
 
 Device Gpu(int index, double peak_flops, double bandwidth, int64_t memory, double launch_us) {
-  return {"gpu:" + std::to_string(index), DeviceKind::kGpu, peak_flops, bandwidth, memory, launch_us, 1};
+  return {.name = "gpu:" + std::to_string(index),
+          .kind = DeviceKind::kGpu,
+          .peak_flops_per_s = peak_flops,
+          .memory_bandwidth_bytes_per_s = bandwidth,
+          .memory_bytes = memory,
+          .launch_overhead_us = launch_us};
 }
 
 // Device 0 is the CPU, device 1 + i is gpu:i.
@@ -45,7 +55,20 @@ Cluster K80Machine(int num_dies) {
   // 480 GB/s for the board (NVIDIA K80 datasheet), so 4.37 TFLOP/s and
   // 240 GB/s per die; 12 GB per die, of which nvidia-smi reports 11441 MiB
   // usable with ECC on.
-  for (int i = 0; i < num_dies; ++i) c.devices.push_back(Gpu(i, 4.365 * kTera, 240 * kGiga, 11441 * kMiB, 10));
+  //
+  // TensorFlow 1.0 did not give all of that to the graph's tensors: its BFC
+  // allocator's slack, the CUDA context and the cuDNN/cuBLAS workspaces took
+  // a share the paper does not measure. We calibrate that share to the one
+  // outcome the paper does report on this machine (Table 2): NMT at batch
+  // 64 does not fit on one K80 die, while the expert's split over two dies
+  // runs. With this repository's NMT graph that bounds the reserve between
+  // 3.8 GiB and 4.5 GiB (docs/models.md); we take 4 GiB.
+  constexpr int64_t kTf1ReservedBytes = 4 * kGiB;
+  for (int i = 0; i < num_dies; ++i) {
+    Device die = Gpu(i, 4.365 * kTera, 240 * kGiga, 11441 * kMiB, 10);
+    die.reserved_bytes = kTf1ReservedBytes;
+    c.devices.push_back(std::move(die));
+  }
   // The two dies of a board sit behind its PLX PEX8747 switch and share the
   // board's one PCIe 3.0 x16 slot to the host: one bus per board. Dies on
   // one board copy peer-to-peer through the switch; dies on different

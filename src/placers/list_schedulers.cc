@@ -87,7 +87,7 @@ class ListScheduleState {
   }
 
   bool Fits(int32_t op, int32_t d) const {
-    return memory_bytes_[d] + AddedBytes(op, d) <= cluster_.devices[d].memory_bytes;
+    return memory_bytes_[d] + AddedBytes(op, d) <= cluster_.devices[d].usable_memory_bytes();
   }
 
   // A short list of devices without heap allocation (clusters have at most
@@ -128,7 +128,8 @@ class ListScheduleState {
       return out;
     }
     out.Add(*std::max_element(runnable.begin(), runnable.end(), [&](int32_t a, int32_t b) {
-      return cluster_.devices[a].memory_bytes - memory_bytes_[a] < cluster_.devices[b].memory_bytes - memory_bytes_[b];
+      return cluster_.devices[a].usable_memory_bytes() - memory_bytes_[a] <
+             cluster_.devices[b].usable_memory_bytes() - memory_bytes_[b];
     }));
     return out;
   }

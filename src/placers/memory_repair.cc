@@ -26,7 +26,7 @@ Placement RepairMemory(const PlacementProblem& problem, const Grouping& grouping
     int32_t worst = -1;
     int64_t worst_excess = 0;
     for (int32_t d = 0; d < D; ++d) {
-      int64_t excess = result.devices[d].peak_memory_bytes - cluster.devices[d].memory_bytes;
+      int64_t excess = result.devices[d].peak_memory_bytes - cluster.devices[d].usable_memory_bytes();
       if (excess > worst_excess) {
         worst_excess = excess;
         worst = d;
@@ -34,7 +34,7 @@ Placement RepairMemory(const PlacementProblem& problem, const Grouping& grouping
     }
     std::vector<int64_t> headroom(D);
     for (int32_t d = 0; d < D; ++d) {
-      headroom[d] = cluster.devices[d].memory_bytes - result.devices[d].peak_memory_bytes;
+      headroom[d] = cluster.devices[d].usable_memory_bytes() - result.devices[d].peak_memory_bytes;
     }
     // Move its last groups (the top of the model, in topological order) so
     // that what stays and what moves are each contiguous, as a person

@@ -28,7 +28,7 @@ std::string FormatSimResultText(const Cluster& cluster, const SimResult& result)
   out += line;
   if (!result.reason.empty()) out += "reason: " + result.reason + "\n";
   std::snprintf(line, sizeof line, "%-8s %6s %12s %12s %12s %12s %12s %12s  %s\n", "device", "ops", "forward_s",
-                "backward_s", "other_s", "copy_s", "peak_memory", "capacity", "oom");
+                "backward_s", "other_s", "copy_s", "peak_memory", "usable", "oom");
   out += line;
   for (int32_t d = 0; d < cluster.num_devices(); ++d) {
     const DeviceStats& s = result.devices[d];
@@ -36,7 +36,7 @@ std::string FormatSimResultText(const Cluster& cluster, const SimResult& result)
     std::snprintf(line, sizeof line, "%-8s %6d %12.6f %12.6f %12.6f %12.6f %12s %12s  %s\n",
                   cluster.devices[d].name.c_str(), s.num_ops, s.compute_us[0] * 1e-6, s.compute_us[1] * 1e-6,
                   other_us * 1e-6, (s.copy_in_us + s.copy_out_us) * 1e-6, FormatBytes(s.peak_memory_bytes).c_str(),
-                  FormatBytes(cluster.devices[d].memory_bytes).c_str(), s.oom ? "OOM" : "-");
+                  FormatBytes(cluster.devices[d].usable_memory_bytes()).c_str(), s.oom ? "OOM" : "-");
     out += line;
   }
   return out;
@@ -60,6 +60,7 @@ nlohmann::json SimResultToJson(const Cluster& cluster, const SimResult& result) 
                        {"persistent_bytes", s.persistent_bytes},
                        {"peak_memory_bytes", s.peak_memory_bytes},
                        {"memory_capacity_bytes", cluster.devices[d].memory_bytes},
+                       {"usable_memory_bytes", cluster.devices[d].usable_memory_bytes()},
                        {"oom", s.oom}});
   }
   json out = {{"step_time_s", result.invalid ? json(nullptr) : json(result.step_time_s())},

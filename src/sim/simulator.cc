@@ -254,7 +254,7 @@ SimResult Simulator::Run(const Placement& placement, const SimOptions& options) 
     DeviceStats& stats = result.devices[d];
     if (in_use > stats.peak_memory_bytes) {
       stats.peak_memory_bytes = in_use;
-      if (in_use > cluster.devices[d].memory_bytes && !stats.oom) {
+      if (in_use > cluster.devices[d].usable_memory_bytes() && !stats.oom) {
         stats.oom = true;
         result.oom = true;
         if (options.stop_at_oom) stop = true;
