@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "models/synthetic.h"
+#include "placers/placer.h"
 #include "rl/group_features.h"
 #include "rl/rl_placer.h"
 #include "rl/seq2seq_policy.h"
@@ -200,6 +201,27 @@ TEST(ReinforceTest, WarmStartBeginsFromTheBaseline) {
   double first_mean = 0;
   TrainRlPlacer(p.get(), options, [&](const RlProgress& progress) { first_mean = progress.mean_step_time_s; });
   EXPECT_NEAR(first_mean, 0.060, 0.001);  // m_etf's placement is the best one; the policy imitates it
+}
+
+// A warm start from "best" measures the baselines and starts the search's
+// best there: even with no imitation at all, so that every sample is
+// uniformly random, the run reports the fastest baseline's time or better.
+TEST(ReinforceTest, WarmStartFromTheBestBaselineKeepsItsTime) {
+  Problem p(Chains(4), testing::MakeSlowCpuCluster());
+  double fastest_baseline_s = 1e9;
+  for (const PlacerInfo& placer : ListPlacers()) {
+    if (placer.name == "random") continue;
+    SimResult r = p.simulator.Run(placer.place(p.get()).placement);
+    if (!r.oom && !r.invalid && !r.failed) fastest_baseline_s = std::min(fastest_baseline_s, r.step_time_s());
+  }
+  RlOptions options;
+  options.max_steps = 1;
+  options.warm_start = "best";
+  options.warm_start_steps = 0;
+  options.worker_threads = 1;
+  RlResult result = TrainRlPlacer(p.get(), options, nullptr);
+  ASSERT_FALSE(result.best_placement.empty());
+  EXPECT_LE(result.best_step_time_s, fastest_baseline_s + 1e-9);
 }
 
 TEST(ReinforceTest, ResumeWithoutACheckpointIsAClearError) {

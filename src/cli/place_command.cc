@@ -169,7 +169,7 @@ void AddPlaceCommand(CLI::App& app) {
   cmd->add_option("--checkpoint-every", rl.checkpoint_every, "Steps between checkpoints (0 = none)")
       ->group(g)->check(CLI::NonNegativeNumber);
   cmd->add_flag("--resume", rl.resume, "Continue the run in --out from its checkpoint")->group(g);
-  cmd->add_option("--warm-start", rl.warm_start, "Imitate this baseline method or placement file before RL")->group(g);
+  cmd->add_option("--warm-start", rl.warm_start, "Imitate a baseline method, a placement file, or \"best\" (the fastest baseline) before RL")->group(g);
   cmd->add_option("--warm-start-steps", rl.warm_start_steps, "Supervised steps of the warm start")
       ->group(g)->check(CLI::NonNegativeNumber);
   cmd->callback([flags] { RunPlace(*flags); });

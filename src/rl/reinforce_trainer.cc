@@ -275,13 +275,7 @@ class Trainer {
 
     std::lock_guard<std::mutex> lock(mutex_);
     for (size_t k = 0; k < outcomes.size(); ++k) {
-      if (outcomes[k].ok && (best_devices_.empty() || outcomes[k].step_time_s < best_time_s_)) {
-        best_time_s_ = outcomes[k].step_time_s;
-        best_devices_ = samples.devices[k];
-        if (!options_.out_dir.empty()) {
-          SavePlacementFile(PlacementPath(), problem_.graph, problem_.cluster, ExpandGroupPlacement(grouping_, best_devices_));
-        }
-      }
+      if (outcomes[k].ok) RecordBest(samples.devices[k], outcomes[k].step_time_s);
     }
     ++step_;
     samples_ += static_cast<int64_t>(outcomes.size());
@@ -323,27 +317,64 @@ class Trainer {
     if (controller.policy.get() != shared_.get()) CopyParameters(shared_, controller.policy);
   }
 
-  // Imitates a baseline placement before RL starts (an option, not the
-  // default): a few supervised steps toward it.
-  void WarmStart() {
-    std::vector<int32_t> target;
+  // The group devices of the placement a warm start imitates: a placement
+  // file, a baseline method, or "best", the fastest baseline that runs.
+  std::vector<int32_t> WarmStartTarget() {
+    const int32_t num_devices = problem_.cluster.num_devices();
     if (fs::exists(options_.warm_start)) {
-      target = GroupDevicesFromPlacement(grouping_, LoadPlacementFile(options_.warm_start, problem_.graph, problem_.cluster),
-                                         problem_.cluster.num_devices());
-    } else {
-      PlacerOutput baseline = FindPlacer(options_.warm_start).place(problem_);
-      target = GroupDevicesFromPlacement(grouping_, baseline.placement, problem_.cluster.num_devices());
+      return GroupDevicesFromPlacement(grouping_, LoadPlacementFile(options_.warm_start, problem_.graph, problem_.cluster),
+                                       num_devices);
     }
+    if (options_.warm_start != "best") {
+      return GroupDevicesFromPlacement(grouping_, FindPlacer(options_.warm_start).place(problem_).placement, num_devices);
+    }
+    std::vector<std::vector<int32_t>> candidates;
+    for (const PlacerInfo& placer : ListPlacers()) {
+      if (placer.name == "random") continue;  // not a method anyone would start from
+      candidates.push_back(GroupDevicesFromPlacement(grouping_, placer.place(problem_).placement, num_devices));
+    }
+    std::vector<Evaluator::Outcome> outcomes = controllers_[0]->evaluator->Measure(candidates, 0, 0);
+    size_t best = 0;
+    for (size_t i = 1; i < outcomes.size(); ++i) {
+      if (outcomes[i].ok && (!outcomes[best].ok || outcomes[i].step_time_s < outcomes[best].step_time_s)) best = i;
+    }
+    return candidates[best];
+  }
+
+  // Imitates a baseline placement before RL starts (an option, not the
+  // default): supervised steps toward it, until the policy gives each group
+  // its target device with probability about 0.99 or the steps run out.
+  // The target is measured like any sample, so the search's best starts
+  // there, and so do the controllers' baselines: started at the failing
+  // signal they would reward every early sample and undo the imitation.
+  void WarmStart() {
+    std::vector<int32_t> target = WarmStartTarget();
+    const double num_groups = static_cast<double>(target.size());
     for (int64_t i = 0; i < options_.warm_start_steps; ++i) {
       torch::Tensor loss = -shared_->Score({target}).log_prob.mean();
+      if (loss.item<double>() / num_groups < 0.01) break;
       shared_->zero_grad();
       loss.backward();
       torch::nn::utils::clip_grad_norm_(shared_->parameters(), options_.grad_clip_norm);
       SetLearningRate(std::min(options_.learning_rate, 0.01));
       optimizer_->step();
     }
+    Evaluator::Outcome measured = controllers_[0]->evaluator->Measure({target}, 0, 0)[0];
     for (auto& controller : controllers_) {
       if (controller->policy.get() != shared_.get()) CopyParameters(shared_, controller->policy);
+      if (measured.ok) controller->baseline = std::sqrt(measured.step_time_s);
+    }
+    if (measured.ok) RecordBest(target, measured.step_time_s);
+  }
+
+  // With the lock held (or before the controllers start): keeps `devices` if
+  // it is the fastest placement so far, and writes it out.
+  void RecordBest(const std::vector<int32_t>& devices, double step_time_s) {
+    if (!best_devices_.empty() && step_time_s >= best_time_s_) return;
+    best_time_s_ = step_time_s;
+    best_devices_ = devices;
+    if (!options_.out_dir.empty()) {
+      SavePlacementFile(PlacementPath(), problem_.graph, problem_.cluster, ExpandGroupPlacement(grouping_, best_devices_));
     }
   }
 
