@@ -15,6 +15,7 @@ packages=(
   libopenblas0-serial          # a fast single-threaded BLAS for torch (the reference BLAS is 3x slower)
   libonnx-dev libprotobuf-dev  # devplace import: ONNX models, their checker and shape inference
   python3-torch python3-torchvision  # tools/: the ONNX test models (torchvision) and the PyTorch exporter
+  chromium                     # tests: the HTML report, loaded in headless Chromium, must check itself ok
 )
 
 missing=()

@@ -12,5 +12,7 @@ void AddPlaceCommand(CLI::App& app);
 void AddGenerateCommand(CLI::App& app);
 void AddImportCommand(CLI::App& app);  // ONNX models
 void AddInfoCommands(CLI::App& app);  // clusters, models, info
+void AddExportCommand(CLI::App& app);  // placement files in other formats
+void AddReportCommand(CLI::App& app);  // the HTML report
 
 }  // namespace devplace

@@ -1,9 +1,9 @@
-#include <chrono>
 #include <cstdio>
 #include <iostream>
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
+#include "cli/run_methods.h"
 #include "cluster/cluster_json.h"
 #include "placers/placer.h"
 #include "report/compare_table.h"
@@ -23,35 +23,14 @@ struct CompareFlags {
 
 void RunCompare(const CompareFlags& flags) {
   // Check every method name before any slow work.
-  std::vector<const PlacerInfo*> placers;
-  if (flags.methods.empty()) {
-    for (const PlacerInfo& p : ListPlacers()) placers.push_back(&p);
-  } else {
-    for (const std::string& name : flags.methods) placers.push_back(&FindPlacer(name));
-  }
+  std::vector<const PlacerInfo*> placers = PlacersByName(flags.methods);
   Graph graph = ResolveGraph(flags.graph);
   Cluster cluster = ResolveCluster(flags.cluster);
   OpTimeTable measured = flags.op_times.empty() ? OpTimeTable{} : OpTimeTable::Load(flags.op_times);
   CostModel cost(cluster, std::move(measured));
   Simulator simulator(graph, cluster, cost);
   PlacementProblem problem{graph, cluster, cost, simulator, flags.seed};
-
-  Comparison comparison;
-  comparison.graph_name = graph.name;
-  comparison.cluster_name = cluster.name;
-  comparison.num_ops = graph.num_ops();
-  comparison.bound = StepTimeLowerBound(graph, cluster, cost);
-  for (const PlacerInfo* placer : placers) {
-    if (!flags.json) std::fprintf(stderr, "placing with %s...\n", placer->name.c_str());
-    MethodResult row;
-    row.method = placer->name;
-    auto start = std::chrono::steady_clock::now();
-    PlacerOutput output = placer->place(problem);
-    row.placer_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    row.note = output.note;
-    row.sim = simulator.Run(output.placement);
-    comparison.methods.push_back(std::move(row));
-  }
+  Comparison comparison = CompareMethods(problem, placers, /*progress=*/!flags.json);
   if (flags.json) {
     std::cout << ComparisonToJson(cluster, comparison).dump(2) << "\n";
   } else {

@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
   devplace::AddGenerateCommand(app);
   devplace::AddImportCommand(app);
   devplace::AddInfoCommands(app);
+  devplace::AddExportCommand(app);
+  devplace::AddReportCommand(app);
   try {
     app.parse(argc, argv);
     if (app.get_subcommands().empty()) {

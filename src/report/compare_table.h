@@ -13,6 +13,7 @@ namespace devplace {
 
 struct MethodResult {
   std::string method;
+  Placement placement;
   SimResult sim;
   double placer_seconds = 0;
   std::string note;  // what the placer could not honour, or why it failed

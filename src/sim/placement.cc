@@ -111,12 +111,15 @@ Placement LoadPlacementFile(const std::string& path, const Graph& graph, const C
   return placement;
 }
 
-void SavePlacementFile(const std::string& path, const Graph& graph, const Cluster& cluster, const Placement& placement) {
+nlohmann::json PlacementToJson(const Graph& graph, const Cluster& cluster, const Placement& placement) {
   nlohmann::json by_name = nlohmann::json::object();
   for (int32_t op = 0; op < graph.num_ops(); ++op) by_name[graph.op(op).name] = cluster.devices[placement[op]].name;
-  nlohmann::json document = {{"format", "devplace-placement"}, {"version", 1}, {"graph", graph.name},
-                             {"cluster", cluster.name}, {"placement", std::move(by_name)}};
-  WriteFileAtomically(path, document.dump(1) + "\n");
+  return {{"format", "devplace-placement"}, {"version", 1}, {"graph", graph.name},
+          {"cluster", cluster.name}, {"placement", std::move(by_name)}};
+}
+
+void SavePlacementFile(const std::string& path, const Graph& graph, const Cluster& cluster, const Placement& placement) {
+  WriteFileAtomically(path, PlacementToJson(graph, cluster, placement).dump(1) + "\n");
 }
 
 }  // namespace devplace

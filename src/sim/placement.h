@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,6 +37,8 @@ std::optional<std::string> CheckPlacement(const Graph& graph, const Cluster& clu
 Placement ResolvePlacement(const std::string& spec, const Graph& graph, const Cluster& cluster);
 
 Placement LoadPlacementFile(const std::string& path, const Graph& graph, const Cluster& cluster);
+// The placement file's JSON document; SavePlacementFile writes it.
+nlohmann::json PlacementToJson(const Graph& graph, const Cluster& cluster, const Placement& placement);
 void SavePlacementFile(const std::string& path, const Graph& graph, const Cluster& cluster, const Placement& placement);
 
 }  // namespace devplace

@@ -1,0 +1,21 @@
+// Running placement methods on one graph and cluster and simulating each
+// placement: the work `devplace compare` and `devplace report` share.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "placers/placer.h"
+#include "report/compare_table.h"
+
+namespace devplace {
+
+// The placers called `names`, in that order; every placer if `names` is
+// empty. Throws Error on an unknown name, before any slow work.
+std::vector<const PlacerInfo*> PlacersByName(const std::vector<std::string>& names);
+
+// Each placer's placement, how long it took, and its simulated step; with
+// `progress`, a "placing with NAME..." line on stderr before each.
+Comparison CompareMethods(const PlacementProblem& problem, const std::vector<const PlacerInfo*>& placers, bool progress);
+
+}  // namespace devplace

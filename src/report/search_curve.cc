@@ -1,0 +1,100 @@
+#include "report/search_curve.h"
+
+#include <charconv>
+#include <filesystem>
+
+#include "util/error.h"
+#include "util/files.h"
+
+namespace devplace {
+namespace {
+
+std::vector<std::string> SplitCsvLine(const std::string& line) {
+  std::vector<std::string> cells;
+  size_t start = 0;
+  while (true) {
+    size_t comma = line.find(',', start);
+    cells.push_back(line.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (!cells.empty() && !cells.back().empty() && cells.back().back() == '\r') cells.back().pop_back();
+  return cells;
+}
+
+bool ParseNumber(const std::string& cell, double& value) {
+  const char* end = cell.data() + cell.size();
+  auto [ptr, ec] = std::from_chars(cell.data(), end, value);
+  return ec == std::errc() && ptr == end;
+}
+
+}  // namespace
+
+std::vector<CurvePoint> ParseSearchCurve(const std::string& text, const std::string& source) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t newline = text.find('\n', start);
+    lines.push_back(text.substr(start, newline == std::string::npos ? std::string::npos : newline - start));
+    if (newline == std::string::npos) break;
+    start = newline + 1;
+  }
+  const bool last_unfinished = !text.empty() && text.back() != '\n';
+  if (lines.empty() || lines[0].empty()) throw Error(source + ": empty, expected a CSV header line");
+
+  const std::vector<std::string> header = SplitCsvLine(lines[0]);
+  auto column = [&](const std::string& name) {
+    for (size_t i = 0; i < header.size(); ++i) {
+      if (header[i] == name) return i;
+    }
+    throw Error(source + ": header has no '" + name + "' column");
+  };
+  const size_t step = column("step"), seconds = column("seconds"), mean = column("mean_step_time_s"),
+               best = column("best_step_time_s");
+
+  std::vector<CurvePoint> points;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    if (lines[i].empty() || lines[i] == "\r") continue;
+    const std::vector<std::string> cells = SplitCsvLine(lines[i]);
+    double values[4];
+    const size_t wanted[4] = {step, seconds, mean, best};
+    bool ok = cells.size() == header.size();
+    for (int k = 0; k < 4 && ok; ++k) ok = ParseNumber(cells[wanted[k]], values[k]);
+    if (!ok) {
+      if (i + 1 == lines.size() && last_unfinished) break;  // the run is writing this row now
+      throw Error(source + ": line " + std::to_string(i + 1) + ": expected " + std::to_string(header.size()) +
+                  " numbers as the header names");
+    }
+    points.push_back({static_cast<int64_t>(values[0]), values[1], values[2], values[3]});
+  }
+  return points;
+}
+
+RunFolder LoadRunFolder(const std::string& folder, const Graph& graph, const Cluster& cluster) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(folder)) throw Error("run '" + folder + "': not a folder (give the --out folder of devplace place)");
+  RunFolder run;
+  run.path = folder;
+  const std::string curve = (fs::path(folder) / "curve.csv").string();
+  run.placement_file = (fs::path(folder) / "best_placement.json").string();
+  const bool has_curve = fs::exists(curve), has_placement = fs::exists(run.placement_file);
+  if (!has_curve && !has_placement) {
+    throw Error("run '" + folder + "': holds neither curve.csv nor best_placement.json (give the --out folder of devplace place)");
+  }
+  if (has_curve) run.curve = ParseSearchCurve(ReadTextFile(curve), curve);
+  if (has_placement) {
+    // A clearer message than the first unknown op when the run was for
+    // another graph or cluster.
+    nlohmann::json document = ReadJsonFile(run.placement_file);
+    for (const auto& [key, expected] : {std::pair<std::string, std::string>{"graph", graph.name}, {"cluster", cluster.name}}) {
+      if (document.is_object() && document.contains(key) && document[key].is_string() && document[key] != expected) {
+        throw Error(run.placement_file + ": the run placed " + key + " '" + document[key].get<std::string>() +
+                    "', not '" + expected + "'");
+      }
+    }
+    run.placement = LoadPlacementFile(run.placement_file, graph, cluster);
+  }
+  return run;
+}
+
+}  // namespace devplace
