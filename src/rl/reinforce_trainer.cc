@@ -53,6 +53,12 @@ class Evaluator {
     double step_time_s = 0;
   };
 
+  // An op-level placement, which the groups may not be able to express (a
+  // warm start's baseline), measured like a sample of step 0.
+  Outcome MeasurePlacement(const Placement& placement) {
+    return MeasurePlacement(*simulators_[0], placement, MixSeed(options_.seed, 0, 0, 0));
+  }
+
   std::vector<Outcome> Measure(const std::vector<std::vector<int32_t>>& group_devices, int64_t step, int32_t controller) {
     std::vector<Outcome> outcomes(group_devices.size());
     const size_t workers = std::min(simulators_.size(), group_devices.size());
@@ -74,6 +80,16 @@ class Evaluator {
  private:
   bool noisy() const { return options_.jitter > 0 || options_.failure_probability > 0; }
 
+  Outcome MeasurePlacement(Simulator& simulator, const Placement& placement, uint64_t seed) {
+    MeasureOptions measure;
+    measure.steps = options_.measure_steps;
+    measure.noise.jitter = options_.jitter;
+    measure.noise.failure_probability = options_.failure_probability;
+    measure.seed = seed;
+    Measurement m = MeasureStepTime(simulator, placement, measure);
+    return {m.ok, m.mean_step_time_us * 1e-6};
+  }
+
   Outcome MeasureOne(Simulator& simulator, const std::vector<int32_t>& devices, uint64_t seed) {
     // The deterministic simulator gives a placement the same time every
     // time: remember it, as converging policies resample the same ones.
@@ -84,16 +100,7 @@ class Evaluator {
       auto it = cache_.find(key);
       if (it != cache_.end()) return it->second;
     }
-    Placement placement = ExpandGroupPlacement(grouping_, devices);
-    Outcome outcome;
-    MeasureOptions measure;
-    measure.steps = options_.measure_steps;
-    measure.noise.jitter = options_.jitter;
-    measure.noise.failure_probability = options_.failure_probability;
-    measure.seed = seed;
-    Measurement m = MeasureStepTime(simulator, placement, measure);
-    outcome.ok = m.ok;
-    outcome.step_time_s = m.mean_step_time_us * 1e-6;
+    Outcome outcome = MeasurePlacement(simulator, ExpandGroupPlacement(grouping_, devices), seed);
     if (!noisy()) {
       std::lock_guard<std::mutex> lock(cache_mutex_);
       if (cache_.size() < kMaxCached) cache_.emplace(std::move(key), outcome);
@@ -189,8 +196,8 @@ class Trainer {
     result.steps = step_;
     result.samples = samples_;
     result.seconds = Seconds();
-    if (!best_devices_.empty()) {
-      result.best_placement = ExpandGroupPlacement(grouping_, best_devices_);
+    if (!best_placement_.empty()) {
+      result.best_placement = best_placement_;
       result.best_step_time_s = best_time_s_;
       if (!options_.out_dir.empty()) result.placement_file = PlacementPath();
     }
@@ -275,7 +282,9 @@ class Trainer {
 
     std::lock_guard<std::mutex> lock(mutex_);
     for (size_t k = 0; k < outcomes.size(); ++k) {
-      if (outcomes[k].ok) RecordBest(samples.devices[k], outcomes[k].step_time_s);
+      if (outcomes[k].ok && IsBest(outcomes[k].step_time_s)) {
+        RecordBest(ExpandGroupPlacement(grouping_, samples.devices[k]), outcomes[k].step_time_s);
+      }
     }
     ++step_;
     samples_ += static_cast<int64_t>(outcomes.size());
@@ -284,7 +293,7 @@ class Trainer {
     progress.step = step_;
     progress.samples = samples_;
     progress.seconds = Seconds();
-    progress.best_step_time_s = best_devices_.empty() ? 0 : best_time_s_;
+    progress.best_step_time_s = best_placement_.empty() ? 0 : best_time_s_;
     progress.mean_step_time_s = ran > 0 ? sum_time / ran : 0;
     progress.failed_fraction = 1.0 - static_cast<double>(ran) / outcomes.size();
     progress.samples_per_second = progress.seconds > 0 ? samples_ / progress.seconds : 0;
@@ -317,38 +326,36 @@ class Trainer {
     if (controller.policy.get() != shared_.get()) CopyParameters(shared_, controller.policy);
   }
 
-  // The group devices of the placement a warm start imitates: a placement
-  // file, a baseline method, or "best", the fastest baseline that runs.
-  std::vector<int32_t> WarmStartTarget() {
-    const int32_t num_devices = problem_.cluster.num_devices();
-    if (fs::exists(options_.warm_start)) {
-      return GroupDevicesFromPlacement(grouping_, LoadPlacementFile(options_.warm_start, problem_.graph, problem_.cluster),
-                                       num_devices);
-    }
-    if (options_.warm_start != "best") {
-      return GroupDevicesFromPlacement(grouping_, FindPlacer(options_.warm_start).place(problem_).placement, num_devices);
-    }
-    std::vector<std::vector<int32_t>> candidates;
+  // The placement a warm start imitates: a placement file, a baseline
+  // method, or "best", the fastest baseline that runs.
+  Placement WarmStartTarget() {
+    if (fs::exists(options_.warm_start)) return LoadPlacementFile(options_.warm_start, problem_.graph, problem_.cluster);
+    if (options_.warm_start != "best") return FindPlacer(options_.warm_start).place(problem_).placement;
+    Placement best;
+    Evaluator::Outcome best_outcome;
     for (const PlacerInfo& placer : ListPlacers()) {
       if (placer.name == "random") continue;  // not a method anyone would start from
-      candidates.push_back(GroupDevicesFromPlacement(grouping_, placer.place(problem_).placement, num_devices));
+      Placement candidate = placer.place(problem_).placement;
+      Evaluator::Outcome outcome = controllers_[0]->evaluator->MeasurePlacement(candidate);
+      if (best.empty() || (outcome.ok && (!best_outcome.ok || outcome.step_time_s < best_outcome.step_time_s))) {
+        best = std::move(candidate);
+        best_outcome = outcome;
+      }
     }
-    std::vector<Evaluator::Outcome> outcomes = controllers_[0]->evaluator->Measure(candidates, 0, 0);
-    size_t best = 0;
-    for (size_t i = 1; i < outcomes.size(); ++i) {
-      if (outcomes[i].ok && (!outcomes[best].ok || outcomes[i].step_time_s < outcomes[best].step_time_s)) best = i;
-    }
-    return candidates[best];
+    return best;
   }
 
   // Imitates a baseline placement before RL starts (an option, not the
   // default): supervised steps toward it, until the policy gives each group
   // its target device with probability about 0.99 or the steps run out.
-  // The target is measured like any sample, so the search's best starts
-  // there, and so do the controllers' baselines: started at the failing
-  // signal they would reward every early sample and undo the imitation.
+  // The target is measured like any sample, as it is (the groups may not
+  // express it exactly), so the search's best starts there, and so do the
+  // controllers' baselines: started at the failing signal they would reward
+  // every early sample and undo the imitation.
   void WarmStart() {
-    std::vector<int32_t> target = WarmStartTarget();
+    const Placement target_placement = WarmStartTarget();
+    const std::vector<int32_t> target =
+        GroupDevicesFromPlacement(grouping_, target_placement, problem_.cluster.num_devices());
     const double num_groups = static_cast<double>(target.size());
     for (int64_t i = 0; i < options_.warm_start_steps; ++i) {
       torch::Tensor loss = -shared_->Score({target}).log_prob.mean();
@@ -356,26 +363,26 @@ class Trainer {
       shared_->zero_grad();
       loss.backward();
       torch::nn::utils::clip_grad_norm_(shared_->parameters(), options_.grad_clip_norm);
-      SetLearningRate(std::min(options_.learning_rate, 0.01));
+      SetLearningRate(0.01);  // supervised: a larger step is safe; 300 steps imitate a pipeline over 170 groups
       optimizer_->step();
     }
-    Evaluator::Outcome measured = controllers_[0]->evaluator->Measure({target}, 0, 0)[0];
+    Evaluator::Outcome measured = controllers_[0]->evaluator->MeasurePlacement(target_placement);
     for (auto& controller : controllers_) {
       if (controller->policy.get() != shared_.get()) CopyParameters(shared_, controller->policy);
       if (measured.ok) controller->baseline = std::sqrt(measured.step_time_s);
     }
-    if (measured.ok) RecordBest(target, measured.step_time_s);
+    if (measured.ok) RecordBest(target_placement, measured.step_time_s);
   }
 
-  // With the lock held (or before the controllers start): keeps `devices` if
-  // it is the fastest placement so far, and writes it out.
-  void RecordBest(const std::vector<int32_t>& devices, double step_time_s) {
-    if (!best_devices_.empty() && step_time_s >= best_time_s_) return;
+  bool IsBest(double step_time_s) const { return best_placement_.empty() || step_time_s < best_time_s_; }
+
+  // With the lock held (or before the controllers start): keeps `placement`
+  // if it is the fastest so far, and writes it out.
+  void RecordBest(Placement placement, double step_time_s) {
+    if (!IsBest(step_time_s)) return;
     best_time_s_ = step_time_s;
-    best_devices_ = devices;
-    if (!options_.out_dir.empty()) {
-      SavePlacementFile(PlacementPath(), problem_.graph, problem_.cluster, ExpandGroupPlacement(grouping_, best_devices_));
-    }
+    best_placement_ = std::move(placement);
+    if (!options_.out_dir.empty()) SavePlacementFile(PlacementPath(), problem_.graph, problem_.cluster, best_placement_);
   }
 
   // The whole training state in one archive, written to a temporary file
@@ -398,8 +405,8 @@ class Trainer {
       archive.write("baseline_" + std::to_string(c->id), torch::tensor(c->baseline, torch::kFloat64));
       archive.write("generator_" + std::to_string(c->id), c->generator.get_state());
     }
-    std::vector<int64_t> best(best_devices_.begin(), best_devices_.end());
-    archive.write("best_devices", torch::tensor(best, torch::kInt64));
+    std::vector<int64_t> best(best_placement_.begin(), best_placement_.end());
+    archive.write("best_placement", torch::tensor(best, torch::kInt64));
     archive.write("best_time_s", torch::tensor(best_time_s_, torch::kFloat64));
     std::string temporary = CheckpointPath() + ".tmp";
     archive.save_to(temporary);
@@ -443,8 +450,8 @@ class Trainer {
       c->generator.set_state(read("generator_" + std::to_string(c->id)));
       if (c->policy.get() != shared_.get()) CopyParameters(shared_, c->policy);
     }
-    torch::Tensor best = read("best_devices");
-    best_devices_.assign(best.data_ptr<int64_t>(), best.data_ptr<int64_t>() + best.numel());
+    torch::Tensor best = read("best_placement");
+    best_placement_.assign(best.data_ptr<int64_t>(), best.data_ptr<int64_t>() + best.numel());
     best_time_s_ = read("best_time_s").item<double>();
 
     // The curve keeps the rows up to the checkpoint; later ones are redone.
@@ -483,7 +490,7 @@ class Trainer {
   int64_t samples_ = 0;
   double seconds_before_ = 0;  // from before a resume
   Clock::time_point start_;
-  std::vector<int32_t> best_devices_;
+  Placement best_placement_;  // op by op: a warm start's target may be finer than the groups
   double best_time_s_ = 0;
 };
 

@@ -63,7 +63,7 @@ struct RlOptions {
   int64_t checkpoint_every = 50;  // steps between checkpoints (0 = never)
   bool resume = false;            // continue from out_dir's checkpoint
   std::string warm_start;         // a baseline method, placement file or "best" to imitate first ("" = none)
-  int64_t warm_start_steps = 200;
+  int64_t warm_start_steps = 300;
 };
 
 struct RlProgress {
