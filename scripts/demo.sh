@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what devplace needs, builds it, and runs the main job: the 2017
 # paper's learned placer on NMT with 1 CPU + 4 K80 under a short budget,
-# then the baselines on the same graph and cluster for comparison.
+# then the baselines on the same graph and cluster for comparison, and a
+# report of both (one HTML file that opens offline).
 #   GRAPH=rnnlm CLUSTER=k80x2 SECONDS_BUDGET=300 bash scripts/demo.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,4 +20,6 @@ echo "== the baselines"
 "$devplace" compare --graph "$graph" --cluster "$cluster" 2>/dev/null
 echo
 "$devplace" simulate --graph "$graph" --cluster "$cluster" --placement "$out/best_placement.json" --trace "$out/trace.json" > /dev/null
+"$devplace" report --graph "$graph" --cluster "$cluster" --run "$out" -o "$out/report.html" 2>/dev/null
 echo "learned placement: $out/best_placement.json; its timeline: $out/trace.json (open in Perfetto); search curve: $out/curve.csv"
+echo "report: $out/report.html (comparison, search curve, per-device load and memory, timeline, graph by device)"
