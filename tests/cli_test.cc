@@ -1,46 +1,22 @@
 // End-to-end tests of the devplace program: exit codes, messages, files.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <nlohmann/json.hpp>
-#include <sys/wait.h>
 
+#include "run_devplace.h"
 #include "test_util.h"
 
 namespace devplace {
 namespace {
 
+using testing::ExpectCleanError;
+using testing::Outcome;
 using testing::TempDir;
 
-struct Outcome {
-  int exit_code;
-  std::string out;  // stdout and stderr together
-};
-
-Outcome Devplace(const std::string& args) {
-  std::string command = std::string(DEVPLACE_BINARY) + " " + args + " 2>&1";
-  Outcome outcome{-1, ""};
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) return outcome;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) outcome.out.append(buffer.data(), n);
-  int status = ::pclose(pipe);
-  outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return outcome;
-}
-
-// A bad input must give one line naming the problem and a non-zero exit.
-void ExpectCleanError(const Outcome& o, const std::string& must_mention) {
-  EXPECT_NE(o.exit_code, 0) << o.out;
-  EXPECT_EQ(o.out.rfind("devplace: error: ", 0), 0u) << o.out;
-  EXPECT_EQ(std::count(o.out.begin(), o.out.end(), '\n'), 1) << "not one line: " << o.out;
-  EXPECT_NE(o.out.find(must_mention), std::string::npos) << o.out;
-}
+Outcome Devplace(const std::string& args) { return testing::RunDevplace(args); }
 
 TEST(CliTest, HelpListsEverySubcommand) {
   Outcome o = Devplace("--help");
