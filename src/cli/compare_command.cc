@@ -26,8 +26,7 @@ void RunCompare(const CompareFlags& flags) {
   std::vector<const PlacerInfo*> placers = PlacersByName(flags.methods);
   Graph graph = ResolveGraph(flags.graph);
   Cluster cluster = ResolveCluster(flags.cluster);
-  OpTimeTable measured = flags.op_times.empty() ? OpTimeTable{} : OpTimeTable::Load(flags.op_times);
-  CostModel cost(cluster, std::move(measured));
+  CostModel cost = MakeCostModel(cluster, flags.op_times);
   Simulator simulator(graph, cluster, cost);
   PlacementProblem problem{graph, cluster, cost, simulator, flags.seed};
   Comparison comparison = CompareMethods(problem, placers, /*progress=*/!flags.json);

@@ -47,8 +47,7 @@ void RunExport(const ExportFlags& flags) {
   if (!flags.placement.empty()) {
     placement = ResolvePlacement(flags.placement, graph, cluster);
   } else {
-    OpTimeTable measured = flags.op_times.empty() ? OpTimeTable{} : OpTimeTable::Load(flags.op_times);
-    CostModel cost(cluster, std::move(measured));
+    CostModel cost = MakeCostModel(cluster, flags.op_times);
     Simulator simulator(graph, cluster, cost);
     PlacementProblem problem{graph, cluster, cost, simulator, flags.seed};
     PlacerOutput output = FindPlacer(flags.method).place(problem);

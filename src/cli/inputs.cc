@@ -30,4 +30,8 @@ Graph ResolveGraph(const std::string& model_or_path) {
   return LoadGraphFile(model_or_path);
 }
 
+CostModel MakeCostModel(const Cluster& cluster, const std::string& op_times_path) {
+  return CostModel(cluster, op_times_path.empty() ? OpTimeTable{} : OpTimeTable::Load(op_times_path));
+}
+
 }  // namespace devplace

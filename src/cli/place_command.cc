@@ -62,8 +62,7 @@ void RunPlace(PlaceFlags flags) {
   if (flags.method != "rl") FindPlacer(flags.method);  // fail early on a bad name
   Graph graph = ResolveGraph(flags.graph);
   Cluster cluster = ResolveCluster(flags.cluster);
-  OpTimeTable measured = flags.op_times.empty() ? OpTimeTable{} : OpTimeTable::Load(flags.op_times);
-  CostModel cost(cluster, std::move(measured));
+  CostModel cost = MakeCostModel(cluster, flags.op_times);
   Simulator simulator(graph, cluster, cost);
   PlacementProblem problem{graph, cluster, cost, simulator, flags.rl.seed};
   if (flags.out_dir.empty()) flags.out_dir = "runs/" + graph.name + "-" + cluster.name + "-" + flags.method;

@@ -66,8 +66,7 @@ void RunReport(const ReportFlags& flags) {
   Cluster cluster = ResolveCluster(flags.cluster);
   std::optional<RunFolder> run;
   if (!flags.run.empty()) run = LoadRunFolder(flags.run, graph, cluster);
-  OpTimeTable measured = flags.op_times.empty() ? OpTimeTable{} : OpTimeTable::Load(flags.op_times);
-  CostModel cost(cluster, std::move(measured));
+  CostModel cost = MakeCostModel(cluster, flags.op_times);
   Simulator simulator(graph, cluster, cost);
   PlacementProblem problem{graph, cluster, cost, simulator, flags.seed};
 

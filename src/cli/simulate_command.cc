@@ -32,8 +32,7 @@ void RunSimulate(const SimulateFlags& flags) {
   Graph graph = ResolveGraph(flags.graph);
   Cluster cluster = ResolveCluster(flags.cluster);
   Placement placement = ResolvePlacement(flags.placement, graph, cluster);
-  OpTimeTable measured = flags.op_times.empty() ? OpTimeTable{} : OpTimeTable::Load(flags.op_times);
-  CostModel cost(cluster, std::move(measured));
+  CostModel cost = MakeCostModel(cluster, flags.op_times);
   Simulator simulator(graph, cluster, cost);
 
   SimOptions options;
