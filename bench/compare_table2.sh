@@ -10,7 +10,7 @@ devplace=build/devplace
 [ -x "$devplace" ] || bash scripts/build.sh
 
 section=$(mktemp)
-trap 'rm -f "$section" "$section.new"' EXIT
+trap 'rm -f "$section"' EXIT
 {
   echo "<!-- compare:begin -->"
   echo "Produced by \`bash bench/compare_table2.sh\` on $(date -u +%Y-%m-%d), $(nproc) cores."
@@ -28,14 +28,4 @@ trap 'rm -f "$section" "$section.new"' EXIT
   echo "<!-- compare:end -->"
 } > "$section"
 
-# Splice the section into BENCHMARKS.md, replacing the previous one.
-if grep -q "<!-- compare:begin -->" BENCHMARKS.md; then
-  awk -v file="$section" '
-    /<!-- compare:begin -->/ { while ((getline line < file) > 0) print line; skipping = 1; next }
-    /<!-- compare:end -->/ { skipping = 0; next }
-    !skipping { print }' BENCHMARKS.md > "$section.new"
-else
-  { cat BENCHMARKS.md; echo; echo "## Baselines on the 2017 paper's settings"; echo; cat "$section"; } > "$section.new"
-fi
-mv "$section.new" BENCHMARKS.md
-echo "BENCHMARKS.md updated"
+bash bench/splice_section.sh compare "$section" "Baselines on the 2017 paper's settings"
