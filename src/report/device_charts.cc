@@ -1,6 +1,7 @@
 #include "report/device_charts.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "report/charts.h"
 #include "report/device_colors.h"
@@ -33,6 +34,16 @@ std::vector<LegendEntry> ShadeLegend(const std::vector<std::pair<std::string, do
   return legend;
 }
 
+// One group per used device, one bar in it per placement, made by `make_bar`.
+void AddDeviceGroups(BarChartSpec& spec, const Cluster& cluster, const std::vector<LabelledResult>& placements,
+                     const std::function<Bar(const LabelledResult&, int32_t device)>& make_bar) {
+  for (int32_t d : UsedDevices(cluster, placements)) {
+    BarGroup group{cluster.devices[d].name, {}};
+    for (const LabelledResult& p : placements) group.bars.push_back(make_bar(p, d));
+    spec.groups.push_back(std::move(group));
+  }
+}
+
 }  // namespace
 
 std::string DeviceComputeChart(const Cluster& cluster, const std::vector<LabelledResult>& placements,
@@ -41,20 +52,15 @@ std::string DeviceComputeChart(const Cluster& cluster, const std::vector<Labelle
   spec.id = "device-compute";
   spec.y_label = "compute time (s)";
   spec.legend = ShadeLegend({{"forward", 0.45}, {"backward", 0}, {"update, other", -0.35}});
-  for (int32_t d : UsedDevices(cluster, placements)) {
-    BarGroup group{cluster.devices[d].name, {}};
-    for (const LabelledResult& p : placements) {
-      const DeviceStats& s = p.result->devices[d];
-      const std::string who = p.label + " on " + cluster.devices[d].name + ": ";
-      const double rest_us = s.compute_us[static_cast<int>(Phase::kUpdate)] + s.compute_us[static_cast<int>(Phase::kOther)];
-      group.bars.push_back(
-          {p.label,
-           {{s.compute_us[0] * 1e-6, Shade(colors[d], 0.45), who + "forward " + Seconds(s.compute_us[0])},
-            {s.compute_us[1] * 1e-6, colors[d], who + "backward " + Seconds(s.compute_us[1])},
-            {rest_us * 1e-6, Shade(colors[d], -0.35), who + "update and other " + Seconds(rest_us)}}});
-    }
-    spec.groups.push_back(std::move(group));
-  }
+  AddDeviceGroups(spec, cluster, placements, [&](const LabelledResult& p, int32_t d) -> Bar {
+    const DeviceStats& s = p.result->devices[d];
+    const std::string who = p.label + " on " + cluster.devices[d].name + ": ";
+    const double rest_us = s.compute_us[static_cast<int>(Phase::kUpdate)] + s.compute_us[static_cast<int>(Phase::kOther)];
+    return {p.label,
+            {{s.compute_us[0] * 1e-6, Shade(colors[d], 0.45), who + "forward " + Seconds(s.compute_us[0])},
+             {s.compute_us[1] * 1e-6, colors[d], who + "backward " + Seconds(s.compute_us[1])},
+             {rest_us * 1e-6, Shade(colors[d], -0.35), who + "update and other " + Seconds(rest_us)}}};
+  });
   return StackedBarChart(spec);
 }
 
@@ -64,19 +70,14 @@ std::string DeviceCopyChart(const Cluster& cluster, const std::vector<LabelledRe
   spec.id = "device-copies";
   spec.y_label = "copy time (s)";
   spec.legend = ShadeLegend({{"arriving", 0}, {"leaving", 0.45}});
-  for (int32_t d : UsedDevices(cluster, placements)) {
-    BarGroup group{cluster.devices[d].name, {}};
-    for (const LabelledResult& p : placements) {
-      const DeviceStats& s = p.result->devices[d];
-      const std::string who = p.label + " on " + cluster.devices[d].name + ": ";
-      group.bars.push_back(
-          {p.label,
-           {{s.copy_in_us * 1e-6, colors[d], who + "arriving " + Seconds(s.copy_in_us) + ", " + FormatBytes(s.bytes_in)},
-            {s.copy_out_us * 1e-6, Shade(colors[d], 0.45),
-             who + "leaving " + Seconds(s.copy_out_us) + ", " + FormatBytes(s.bytes_out)}}});
-    }
-    spec.groups.push_back(std::move(group));
-  }
+  AddDeviceGroups(spec, cluster, placements, [&](const LabelledResult& p, int32_t d) -> Bar {
+    const DeviceStats& s = p.result->devices[d];
+    const std::string who = p.label + " on " + cluster.devices[d].name + ": ";
+    return {p.label,
+            {{s.copy_in_us * 1e-6, colors[d], who + "arriving " + Seconds(s.copy_in_us) + ", " + FormatBytes(s.bytes_in)},
+             {s.copy_out_us * 1e-6, Shade(colors[d], 0.45),
+              who + "leaving " + Seconds(s.copy_out_us) + ", " + FormatBytes(s.bytes_out)}}};
+  });
   return StackedBarChart(spec);
 }
 
@@ -88,21 +89,16 @@ std::string DeviceMemoryChart(const Cluster& cluster, const std::vector<Labelled
   spec.legend = ShadeLegend({{"persistent", -0.35}, {"rest of the peak", 0.45}});
   spec.y_reference = 100;
   spec.y_reference_label = "capacity";
-  for (int32_t d : UsedDevices(cluster, placements)) {
+  AddDeviceGroups(spec, cluster, placements, [&](const LabelledResult& p, int32_t d) -> Bar {
     const double capacity = static_cast<double>(std::max<int64_t>(cluster.devices[d].usable_memory_bytes(), 1));
-    BarGroup group{cluster.devices[d].name, {}};
-    for (const LabelledResult& p : placements) {
-      const DeviceStats& s = p.result->devices[d];
-      const int64_t persistent = std::min(s.persistent_bytes, s.peak_memory_bytes);
-      const std::string who = p.label + " on " + cluster.devices[d].name + ": peak " + FormatBytes(s.peak_memory_bytes) +
-                              " of " + FormatBytes(cluster.devices[d].usable_memory_bytes()) + (s.oom ? ", OUT OF MEMORY" : "");
-      group.bars.push_back({p.label + (s.oom ? "!" : ""),
-                            {{100.0 * persistent / capacity, Shade(colors[d], -0.35),
-                              who + "; persistent " + FormatBytes(persistent)},
-                             {100.0 * (s.peak_memory_bytes - persistent) / capacity, Shade(colors[d], 0.45), who}}});
-    }
-    spec.groups.push_back(std::move(group));
-  }
+    const DeviceStats& s = p.result->devices[d];
+    const int64_t persistent = std::min(s.persistent_bytes, s.peak_memory_bytes);
+    const std::string who = p.label + " on " + cluster.devices[d].name + ": peak " + FormatBytes(s.peak_memory_bytes) +
+                            " of " + FormatBytes(cluster.devices[d].usable_memory_bytes()) + (s.oom ? ", OUT OF MEMORY" : "");
+    return {p.label + (s.oom ? "!" : ""),
+            {{100.0 * persistent / capacity, Shade(colors[d], -0.35), who + "; persistent " + FormatBytes(persistent)},
+             {100.0 * (s.peak_memory_bytes - persistent) / capacity, Shade(colors[d], 0.45), who}}};
+  });
   return StackedBarChart(spec);
 }
 
