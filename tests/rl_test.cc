@@ -77,6 +77,43 @@ TEST(Seq2SeqPolicyTest, SampledLogProbabilitiesEqualRecomputedOnes) {
   for (const auto& placement : sampled.devices) EXPECT_EQ(placement[input_group], 0);
 }
 
+TEST(Seq2SeqPolicyTest, StayBiasKeepsTheProbabilitiesConsistentAndMakesRuns) {
+  SyntheticOptions options;
+  options.num_ops = 120;
+  options.width = 2;
+  Graph graph = MakeSyntheticGraph(options);
+  Cluster cluster = testing::MakeSlowCpuCluster();
+  Grouping grouping = BuildGrouping(graph);
+  GroupFeatures features = BuildGroupFeatures(graph, grouping, cluster);
+  auto switches = [&](double stay_bias) {
+    torch::manual_seed(3);
+    Seq2SeqOptions policy_options;
+    policy_options.stay_bias = stay_bias;
+    Seq2SeqPolicy policy(features, cluster.num_devices(), policy_options);
+    torch::Generator generator = at::make_generator<at::CPUGeneratorImpl>(5);
+    Seq2SeqPolicyImpl::Samples sampled;
+    {
+      torch::NoGradGuard no_grad;
+      sampled = policy->Sample(8, generator);
+    }
+    // Sampling and scoring agree with the bias as without it.
+    Seq2SeqPolicyImpl::Samples scored = policy->Score(sampled.devices);
+    EXPECT_TRUE(torch::allclose(sampled.log_prob, scored.log_prob.detach(), 1e-4, 1e-3));
+    int count = 0;
+    for (const auto& placement : sampled.devices) {
+      for (size_t g = 1; g < placement.size(); ++g) count += placement[g] != placement[g - 1];
+    }
+    return count;
+  };
+  // Uniform at the start, the policy switches devices about two times in
+  // three; a strong bias makes long runs (only groups that cannot stay, like
+  // the CPU-only input, force a switch).
+  const int uniform = switches(0.0);
+  const int sticky = switches(6.0);
+  EXPECT_GT(uniform, 8 * static_cast<int>(grouping.num_groups()) / 3);
+  EXPECT_LT(sticky, uniform / 10);
+}
+
 TEST(ReinforceTest, FindsTheClearlyBestPlacementOfATinyGraph) {
   // Four 30 ms chains: two per GPU is best (60 ms); anything on the slow
   // CPU or three chains on one GPU is much worse.

@@ -157,6 +157,10 @@ void AddPlaceCommand(CLI::App& app) {
       ->group(g)->check(CLI::NonNegativeNumber);
   cmd->add_option("--tanh-constant", rl.tanh_constant, "Logits become C * tanh(logits / T): C")->group(g)->check(CLI::PositiveNumber);
   cmd->add_option("--temperature", rl.temperature, "Logits become C * tanh(logits / T): T")->group(g)->check(CLI::PositiveNumber);
+  cmd->add_option("--stay-bias", rl.stay_bias, "Starting bonus on the logit of the device the previous group got (learned)")->group(g);
+  cmd->add_option("--group-order", rl.group_order, "Order the policy reads the groups in: chain (each chain to its end) or topological")
+      ->group(g)
+      ->check(CLI::IsMember({"chain", "topological"}));
   cmd->add_option("--encoder-hidden", rl.encoder_hidden, "LSTM units per encoder direction")->group(g)->check(CLI::Range(1, 4096));
   cmd->add_option("--decoder-hidden", rl.decoder_hidden, "LSTM units in the decoder")->group(g)->check(CLI::Range(1, 4096));
   cmd->add_option("--jitter", rl.jitter, "Noisy environment: std of the log of op and transfer times")

@@ -16,6 +16,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "graph/group_order.h"
 #include "rl/group_features.h"
 #include "rl/rl_placer.h"
 #include "rl/seq2seq_policy.h"
@@ -117,6 +118,14 @@ class Evaluator {
   std::unordered_map<std::string, Outcome> cache_;
 };
 
+// The groups, numbered in the order the policy reads them.
+Grouping PolicyGrouping(const Graph& graph, const std::string& order) {
+  Grouping grouping = BuildGrouping(graph);
+  if (order == "topological") return grouping;
+  if (order != "chain") throw Error("unknown group order '" + order + "' (chain or topological)");
+  return RenumberGroups(grouping, ChainFollowingOrder(grouping));
+}
+
 struct Controller {
   int32_t id = 0;
   Seq2SeqPolicy policy{nullptr};  // the shared policy, or its own copy when there are several
@@ -137,13 +146,14 @@ class Trainer {
   Trainer(const PlacementProblem& problem, const RlOptions& options)
       : problem_(problem),
         options_(options),
-        grouping_(BuildGrouping(problem.graph)),
+        grouping_(PolicyGrouping(problem.graph, options.group_order)),
         features_(BuildGroupFeatures(problem.graph, grouping_, problem.cluster)) {
     if (grouping_.num_groups() == 0) throw Error("graph " + problem.graph.name + " has no ops to place");
     torch::manual_seed(static_cast<uint64_t>(options.seed));
     Seq2SeqOptions policy_options;
     policy_options.tanh_constant = options.tanh_constant;
     policy_options.temperature = options.temperature;
+    policy_options.stay_bias = options.stay_bias;
     policy_options.encoder_hidden = options.encoder_hidden;
     policy_options.decoder_hidden = options.decoder_hidden;
     shared_ = Seq2SeqPolicy(features_, problem.cluster.num_devices(), policy_options);

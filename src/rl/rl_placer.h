@@ -19,15 +19,18 @@ struct RlOptions {
   double max_seconds = 0;
   int64_t max_samples = 0;
 
-  int32_t samples_per_step = 4;  // K: placements sampled per controller per update (§3.1)
+  // K: placements sampled per controller per update (§3.1). Sampling and
+  // scoring 16 at once costs about twice what 4 do (docs/rl.md).
+  int32_t samples_per_step = 16;
   int32_t controllers = 1;       // §3.4: controllers sharing parameters, each with K workers
   int32_t worker_threads = 0;    // threads evaluating placements; 0 = one per core
 
   // Optimisation. The public implementation's Adam learning rate is 0.1;
   // with Adam every weight moves by about the learning rate at each step, and
   // at 0.1 (or even 0.01) the first update already collapses this policy onto
-  // whatever it sampled first (see docs/rl.md). 0.001 learns reliably.
-  double learning_rate = 0.001;
+  // whatever it sampled first; at 0.001 it still settles on one device
+  // within some 100 updates on the LSTM models (see docs/rl.md).
+  double learning_rate = 0.0003;
   double lr_decay = 0.95;
   int64_t lr_decay_every = 50;
   int64_t lr_decay_start = 400;
@@ -43,12 +46,20 @@ struct RlOptions {
   int64_t logit_noise_steps = 750; // ...for this many steps
   double tanh_constant = 5.0;
   double temperature = 1.0;
+  // Starting bonus on the logit of the device the previous group got
+  // (learned from there): with groups read chain by chain, a good placement
+  // is a few long runs of one device (docs/rl.md).
+  double stay_bias = 2.0;
   // Network sizes. The public implementation uses 256 per encoder direction
   // and 512 in the decoder; on a 2-core machine half of each trains about
   // three times faster (a recurrent weight's gradient is rewritten at every
   // one of the hundreds of decoder steps), so these are the defaults.
   int64_t encoder_hidden = 128;
   int64_t decoder_hidden = 256;
+  // The order the policy reads the groups in: "chain" follows each chain of
+  // the graph to its end (an LSTM layer through time) before the next,
+  // "topological" is the graph's own order (docs/rl.md says why chain).
+  std::string group_order = "chain";
 
   // The environment: deterministic by default; with noise, each placement is
   // measured the paper's way (run `measure_steps`, drop the first, average).

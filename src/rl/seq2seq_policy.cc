@@ -41,6 +41,7 @@ Seq2SeqPolicyImpl::Seq2SeqPolicyImpl(const GroupFeatures& features, int64_t num_
   torch::NoGradGuard no_grad;
   output_->weight.zero_();
   output_->bias.zero_();
+  stay_bias_ = register_parameter("stay_bias", torch::tensor(static_cast<float>(options.stay_bias)));
 }
 
 Seq2SeqPolicyImpl::Encoded Seq2SeqPolicyImpl::Encode() {
@@ -54,7 +55,8 @@ Seq2SeqPolicyImpl::Encoded Seq2SeqPolicyImpl::Encode() {
   return e;
 }
 
-torch::Tensor Seq2SeqPolicyImpl::Logits(const Encoded& encoded, const torch::Tensor& query, int64_t first) {
+torch::Tensor Seq2SeqPolicyImpl::Logits(const Encoded& encoded, const torch::Tensor& query, int64_t first,
+                                        const torch::Tensor& previous) {
   const int64_t K = query.size(0);
   const int64_t T = query.size(1);
   // Bahdanau attention: score(step, group) = v . tanh(W_k key_group + W_q query_step).
@@ -64,6 +66,9 @@ torch::Tensor Seq2SeqPolicyImpl::Logits(const Encoded& encoded, const torch::Ten
   torch::Tensor context = torch::matmul(weights, encoded.values.expand({K, encoded.values.size(1), encoded.values.size(2)}));  // [K, T, 2H]
   torch::Tensor logits = output_(torch::cat({query, context}, 2));  // [K, T, D]
   logits = options_.tanh_constant * torch::tanh(logits / options_.temperature);
+  // The start token is one class past the devices: its column is dropped.
+  torch::Tensor was_previous = torch::one_hot(previous, num_devices_ + 1).narrow(2, 0, num_devices_).to(torch::kFloat);
+  logits = logits + stay_bias_ * was_previous;
   torch::Tensor blocked = allowed_.narrow(0, first, T).logical_not().unsqueeze(0);  // [1, T, D]
   return logits.masked_fill(blocked, -1e9);
 }
@@ -92,7 +97,7 @@ Seq2SeqPolicyImpl::Samples Seq2SeqPolicyImpl::Sample(const Encoded& encoded, int
   choices.reserve(G);
   for (int64_t g = 0; g < G; ++g) {
     std::tie(h, c) = torch::lstm_cell(device_embedding_(previous), {h, c}, w_ih, w_hh, b_ih, b_hh);
-    torch::Tensor logits = Logits(encoded, h.unsqueeze(1), g).squeeze(1);  // [K, D]
+    torch::Tensor logits = Logits(encoded, h.unsqueeze(1), g, previous.unsqueeze(1)).squeeze(1);  // [K, D]
     if (logit_noise_std > 0) {
       logits = logits + torch::randn(logits.sizes(), generator) * logit_noise_std;
       logits = logits.masked_fill(allowed_[g].logical_not().unsqueeze(0), -1e9);
@@ -133,7 +138,7 @@ Seq2SeqPolicyImpl::Samples Seq2SeqPolicyImpl::Score(const Encoded& encoded, cons
   auto state = std::make_tuple(encoded.h0.expand({1, K, encoded.h0.size(2)}).contiguous(),
                                encoded.c0.expand({1, K, encoded.c0.size(2)}).contiguous());
   torch::Tensor outputs = std::get<0>(decoder_->forward(device_embedding_(previous), state));  // [K, G, decoder]
-  torch::Tensor log_probs = torch::log_softmax(Logits(encoded, outputs, 0), 2);               // [K, G, D]
+  torch::Tensor log_probs = torch::log_softmax(Logits(encoded, outputs, 0, previous), 2);     // [K, G, D]
   Samples out;
   out.devices = devices;
   out.log_prob = log_probs.gather(2, chosen.unsqueeze(2)).squeeze(2).sum(1);

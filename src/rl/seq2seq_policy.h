@@ -26,6 +26,11 @@ struct Seq2SeqOptions {
   int64_t attention_hidden = 32;  // cost grows with groups squared times this
   double temperature = 1.0;      // logits -> tanh_constant * tanh(logits / temperature)
   double tanh_constant = 5.0;
+  // Added to the logit of the device chosen at the step before, learned from
+  // this starting value (0: none). Groups read chain by chain make a good
+  // placement a few long runs of one device; starting out sticky makes the
+  // first samples such runs rather than devices drawn afresh per group.
+  double stay_bias = 0.0;
 };
 
 class Seq2SeqPolicyImpl : public torch::nn::Module {
@@ -65,8 +70,9 @@ class Seq2SeqPolicyImpl : public torch::nn::Module {
 
  private:
   // Device logits from decoder outputs `query` [K, T, decoder] and their
-  // attention over the groups; masked for groups `first`..`first`+T-1.
-  torch::Tensor Logits(const Encoded& encoded, const torch::Tensor& query, int64_t first);
+  // attention over the groups, for groups `first`..`first`+T-1, whose
+  // previous choices are `previous` [K, T] (num_devices: the start token).
+  torch::Tensor Logits(const Encoded& encoded, const torch::Tensor& query, int64_t first, const torch::Tensor& previous);
 
   int64_t num_groups_;
   int64_t num_devices_;
@@ -84,6 +90,7 @@ class Seq2SeqPolicyImpl : public torch::nn::Module {
   torch::nn::Linear attention_decoder_{nullptr};
   torch::nn::Linear attention_score_{nullptr};
   torch::nn::Linear output_{nullptr};
+  torch::Tensor stay_bias_;  // scalar, learned
 };
 TORCH_MODULE(Seq2SeqPolicy);
 
