@@ -180,7 +180,7 @@ TEST(CliTest, PlaceWithRlWritesPlacementCurveAndCheckpointAndResumes) {
   EXPECT_EQ(j["method"], "rl");
   EXPECT_GT(j["step_time_s"].get<double>(), 0);
   EXPECT_FALSE(j["oom"].get<bool>());
-  EXPECT_EQ(j["samples"].get<int64_t>(), 12);  // 3 steps of 4
+  EXPECT_EQ(j["samples"].get<int64_t>(), 48);  // 3 steps of the default K = 16
   EXPECT_GE(j["search_seconds"].get<double>(), 0);
   std::string placement = j["placement_file"].get<std::string>();
   EXPECT_TRUE(std::filesystem::exists(placement));
@@ -193,7 +193,7 @@ TEST(CliTest, PlaceWithRlWritesPlacementCurveAndCheckpointAndResumes) {
 
   Outcome resumed = Devplace("place --graph tiny --cluster k80x2 --max-steps 5 --json --resume --out " + out);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.out;
-  EXPECT_EQ(nlohmann::json::parse(resumed.out)["samples"].get<int64_t>(), 20);  // continued from 12
+  EXPECT_EQ(nlohmann::json::parse(resumed.out)["samples"].get<int64_t>(), 80);  // continued from 48
   ExpectCleanError(Devplace("place --graph tiny --cluster k80x4 --max-steps 1 --resume --out " + out), "another graph or cluster");
 }
 
@@ -207,6 +207,19 @@ TEST(CliTest, PlaceRunsABaselineAndRejectsUnknownMethods) {
   EXPECT_TRUE(std::filesystem::exists(j["placement_file"].get<std::string>()));
   ExpectCleanError(Devplace("place --graph tiny --cluster k80x2 --method alchemy"), "alchemy");
   ExpectCleanError(Devplace("place --graph tiny --cluster k80x2 --samples-per-step 0"), "samples-per-step");
+  ExpectCleanError(Devplace("place --graph tiny --cluster k80x2 --group-order sideways"), "group-order");
+}
+
+TEST(CliTest, PlaceReadsTheGroupsInEitherOrder) {
+  TempDir dir;
+  for (const char* order : {"chain", "topological"}) {
+    Outcome o = Devplace(std::string("place --graph tiny --cluster k80x2 --max-steps 2 --samples-per-step 2 --json --group-order ") +
+                         order + " --stay-bias 0.5 --out " + dir.File(order));
+    ASSERT_EQ(o.exit_code, 0) << order << ": " << o.out;
+    nlohmann::json j = nlohmann::json::parse(o.out);
+    EXPECT_EQ(j["samples"].get<int64_t>(), 4) << order;
+    EXPECT_FALSE(j["oom"].get<bool>()) << order;
+  }
 }
 
 TEST(CliTest, ClustersAndModelsAreListed) {
