@@ -48,14 +48,20 @@ struct Problem {
   PlacementProblem get(uint64_t seed = 0) { return {graph, cluster, cost, simulator, seed}; }
 };
 
-TEST(Seq2SeqPolicyTest, SampledLogProbabilitiesEqualRecomputedOnes) {
-  SyntheticOptions options;
-  options.num_ops = 120;
-  options.width = 2;
-  Graph graph = MakeSyntheticGraph(options);
+// What a policy reads: a 120-op synthetic graph's groups on the slow-CPU cluster.
+struct PolicyInputs {
+  Graph graph = MakeSyntheticGraph(SyntheticOptions{.num_ops = 120, .width = 2});
   Cluster cluster = testing::MakeSlowCpuCluster();
   Grouping grouping = BuildGrouping(graph);
   GroupFeatures features = BuildGroupFeatures(graph, grouping, cluster);
+};
+
+TEST(Seq2SeqPolicyTest, SampledLogProbabilitiesEqualRecomputedOnes) {
+  PolicyInputs in;
+  const Graph& graph = in.graph;
+  const Cluster& cluster = in.cluster;
+  const Grouping& grouping = in.grouping;
+  const GroupFeatures& features = in.features;
   torch::manual_seed(3);
   Seq2SeqPolicy policy(features, cluster.num_devices(), Seq2SeqOptions{});
   torch::Generator generator = at::make_generator<at::CPUGeneratorImpl>(5);
@@ -78,13 +84,10 @@ TEST(Seq2SeqPolicyTest, SampledLogProbabilitiesEqualRecomputedOnes) {
 }
 
 TEST(Seq2SeqPolicyTest, StayBiasKeepsTheProbabilitiesConsistentAndMakesRuns) {
-  SyntheticOptions options;
-  options.num_ops = 120;
-  options.width = 2;
-  Graph graph = MakeSyntheticGraph(options);
-  Cluster cluster = testing::MakeSlowCpuCluster();
-  Grouping grouping = BuildGrouping(graph);
-  GroupFeatures features = BuildGroupFeatures(graph, grouping, cluster);
+  PolicyInputs in;
+  const Cluster& cluster = in.cluster;
+  const Grouping& grouping = in.grouping;
+  const GroupFeatures& features = in.features;
   auto switches = [&](double stay_bias) {
     torch::manual_seed(3);
     Seq2SeqOptions policy_options;
