@@ -58,12 +58,8 @@ struct PolicyInputs {
 
 TEST(Seq2SeqPolicyTest, SampledLogProbabilitiesEqualRecomputedOnes) {
   PolicyInputs in;
-  const Graph& graph = in.graph;
-  const Cluster& cluster = in.cluster;
-  const Grouping& grouping = in.grouping;
-  const GroupFeatures& features = in.features;
   torch::manual_seed(3);
-  Seq2SeqPolicy policy(features, cluster.num_devices(), Seq2SeqOptions{});
+  Seq2SeqPolicy policy(in.features, in.cluster.num_devices(), Seq2SeqOptions{});
   torch::Generator generator = at::make_generator<at::CPUGeneratorImpl>(5);
   Seq2SeqPolicyImpl::Samples sampled;
   {
@@ -79,20 +75,17 @@ TEST(Seq2SeqPolicyTest, SampledLogProbabilitiesEqualRecomputedOnes) {
   EXPECT_LT(scored.log_prob.max().item<float>(), 0.0f);
   EXPECT_TRUE(torch::isfinite(scored.log_prob).all().item<bool>());
   // The CPU-only input group never lands on a GPU.
-  int32_t input_group = grouping.group_of_op[graph.FindOp("input/batch")];
+  int32_t input_group = in.grouping.group_of_op[in.graph.FindOp("input/batch")];
   for (const auto& placement : sampled.devices) EXPECT_EQ(placement[input_group], 0);
 }
 
 TEST(Seq2SeqPolicyTest, StayBiasKeepsTheProbabilitiesConsistentAndMakesRuns) {
   PolicyInputs in;
-  const Cluster& cluster = in.cluster;
-  const Grouping& grouping = in.grouping;
-  const GroupFeatures& features = in.features;
   auto switches = [&](double stay_bias) {
     torch::manual_seed(3);
     Seq2SeqOptions policy_options;
     policy_options.stay_bias = stay_bias;
-    Seq2SeqPolicy policy(features, cluster.num_devices(), policy_options);
+    Seq2SeqPolicy policy(in.features, in.cluster.num_devices(), policy_options);
     torch::Generator generator = at::make_generator<at::CPUGeneratorImpl>(5);
     Seq2SeqPolicyImpl::Samples sampled;
     {
@@ -113,7 +106,7 @@ TEST(Seq2SeqPolicyTest, StayBiasKeepsTheProbabilitiesConsistentAndMakesRuns) {
   // the CPU-only input, force a switch).
   const int uniform = switches(0.0);
   const int sticky = switches(6.0);
-  EXPECT_GT(uniform, 8 * static_cast<int>(grouping.num_groups()) / 3);
+  EXPECT_GT(uniform, 8 * static_cast<int>(in.grouping.num_groups()) / 3);
   EXPECT_LT(sticky, uniform / 10);
 }
 

@@ -46,10 +46,11 @@ struct ScotchState {
     SCOTCH_stratInit(&map_strategy);
     Check(SCOTCH_contextOptionSetNum(&context, SCOTCH_OPTIONNUMDETERMINISTIC, 1), "making the context deterministic");
     Check(SCOTCH_contextRandomClone(&context), "giving the context its own random generator");
-    SCOTCH_contextRandomSeed(&context, static_cast<SCOTCH_Num>(seed & 0x7fffffff));
+    const auto scotch_seed = static_cast<SCOTCH_Num>(seed & 0x7fffffff);
+    SCOTCH_contextRandomSeed(&context, scotch_seed);
     SCOTCH_contextRandomReset(&context);
     // Building the target architecture draws from the global generator.
-    SCOTCH_randomSeed(static_cast<SCOTCH_Num>(seed & 0x7fffffff));
+    SCOTCH_randomSeed(scotch_seed);
     SCOTCH_randomReset();
   }
   ~ScotchState() {
