@@ -195,6 +195,8 @@ TEST(CliTest, PlaceWithRlWritesPlacementCurveAndCheckpointAndResumes) {
   ASSERT_EQ(resumed.exit_code, 0) << resumed.out;
   EXPECT_EQ(nlohmann::json::parse(resumed.out)["samples"].get<int64_t>(), 80);  // continued from 48
   ExpectCleanError(Devplace("place --graph tiny --cluster k80x4 --max-steps 1 --resume --out " + out), "another graph or cluster");
+  ExpectCleanError(Devplace("place --graph tiny --cluster k80x2 --max-steps 6 --resume --encoder-hidden 8 --out " + out),
+                   "does not match");
 }
 
 TEST(CliTest, PlaceRunsABaselineAndRejectsUnknownMethods) {

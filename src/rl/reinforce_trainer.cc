@@ -446,12 +446,26 @@ class Trainer {
       throw Error(path + ": checkpoint has " + std::to_string(read("num_controllers").item<int64_t>()) +
                   " controllers; resume with the same --controllers");
     }
-    torch::serialize::InputArchive policy_archive;
-    archive.read("policy", policy_archive);
-    shared_->load(policy_archive);
-    torch::serialize::InputArchive optimizer_archive;
-    archive.read("optimizer", optimizer_archive);
-    optimizer_->load(optimizer_archive);
+    // A policy of other sizes, or one saved before a parameter was added
+    // (the stay bias), does not load: say so in one line, not torch's trace.
+    // Loading replaces tensors whatever their shape, so shapes are compared.
+    const std::string mismatch = path + ": checkpoint's policy does not match this one (other network sizes, or an older devplace)";
+    std::vector<std::vector<int64_t>> shapes;
+    for (const torch::Tensor& p : shared_->parameters()) shapes.push_back(p.sizes().vec());
+    try {
+      torch::serialize::InputArchive policy_archive;
+      archive.read("policy", policy_archive);
+      shared_->load(policy_archive);
+      torch::serialize::InputArchive optimizer_archive;
+      archive.read("optimizer", optimizer_archive);
+      optimizer_->load(optimizer_archive);
+    } catch (const c10::Error&) {
+      throw Error(mismatch);
+    }
+    auto loaded = shared_->parameters();
+    for (size_t i = 0; i < loaded.size(); ++i) {
+      if (loaded[i].sizes().vec() != shapes[i]) throw Error(mismatch);
+    }
     step_ = read("step").item<int64_t>();
     samples_ = read("samples").item<int64_t>();
     seconds_before_ = read("seconds").item<double>();
