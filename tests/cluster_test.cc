@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "cluster/cluster_json.h"
 #include "cluster/presets.h"
 #include "test_util.h"
@@ -142,6 +144,148 @@ TEST(ClusterJsonTest, SingleDeviceClusterNeedsNoLinks) {
   Cluster c = LoadClusterFile(dir.Write("c.json", std::string(R"({"version": 1, "devices": [)") + kDevice + "]}"));
   EXPECT_EQ(c.num_devices(), 1);
   EXPECT_EQ(c.devices[0].memory_bytes, 16ll * 1024 * 1024 * 1024);
+}
+
+// A one-device cluster file with `fields` added to (or replacing) the
+// device's (a JSON fragment; later keys win).
+std::string OneDevice(const std::string& fields) {
+  std::string device = kDevice;
+  device.pop_back();
+  return R"({"version": 1, "devices": [)" + device + (fields.empty() ? "" : ", " + fields) + "}]}";
+}
+
+void ExpectOneLineError(const std::string& message) {
+  EXPECT_NE(message, "");
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  EXPECT_EQ(message.find("internal"), std::string::npos) << message;
+}
+
+TEST(ClusterJsonHostileTest, OneDeviceHelperLoads) { EXPECT_EQ(ClusterError(OneDevice("")), ""); }
+
+TEST(ClusterJsonHostileTest, DeepNestingAndHugeNumbersAreNamedErrors) {
+  std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  std::string nested = ClusterError(OneDevice(R"("parallel_ops": )" + deep));
+  ExpectOneLineError(nested);
+  EXPECT_NE(nested.find("nested"), std::string::npos) << nested;
+  for (const char* fields : {R"("peak_tflops": 1e400)", R"("memory_gib": -1e999)"}) {
+    ExpectOneLineError(ClusterError(OneDevice(fields)));
+  }
+}
+
+TEST(ClusterJsonHostileTest, EveryFieldOfTheWrongTypeIsANamedError) {
+  const char* bad_devices[] = {R"("name": 5)", R"("kind": 1)", R"("peak_tflops": "10")", R"("memory_bandwidth_gb_per_s": [])",
+                               R"("memory_bytes": 1.5)", R"("memory_gib": "16")", R"("reserved_bytes": "1")",
+                               R"("reserved_gib": {})", R"("launch_overhead_us": "5")", R"("parallel_ops": 1.5)"};
+  for (const char* fields : bad_devices) {
+    SCOPED_TRACE(fields);
+    ExpectOneLineError(ClusterError(OneDevice(fields)));
+  }
+  std::string device = kDevice;
+  const std::string bad_tops[] = {
+      R"({"version": 1, "name": 5, "devices": [)" + device + "]}",
+      R"({"version": "1", "devices": [)" + device + "]}",
+      R"({"version": 1, "devices": {}})",
+      R"({"version": 1, "devices": [5]})",
+      R"({"version": 1, "devices": [)" + device + R"(], "buses": "x"})",
+      R"({"version": 1, "devices": [)" + device + R"(], "buses": [1]})",
+      R"({"version": 1, "devices": [)" + device + R"(], "links": {}})",
+      R"({"version": 1, "devices": [)" + device + R"(], "links": [5]})",
+      R"({"version": 1, "devices": [)" + device + R"(], "links": [{"between": "gpu:0"}]})",
+      R"({"version": 1, "devices": [)" + device + R"(], "links": [{"between": [1, 2]}]})",
+      R"({"version": 1, "devices": [)" + device + R"(, {"name": "g1", "kind": "gpu", "peak_tflops": 1, "memory_bandwidth_gb_per_s": 1, "memory_gib": 1}], "links": [{"between": ["gpu:0", "g1"], "bandwidth_gb_per_s": "1"}]})",
+      R"({"version": 1, "devices": [)" + device + R"(, {"name": "g1", "kind": "gpu", "peak_tflops": 1, "memory_bandwidth_gb_per_s": 1, "memory_gib": 1}], "links": [{"between": ["gpu:0", "g1"], "bandwidth_gb_per_s": 1, "bus": 5}]})",
+  };
+  for (const std::string& text : bad_tops) {
+    SCOPED_TRACE(text);
+    ExpectOneLineError(ClusterError(text));
+  }
+  EXPECT_NE(ClusterError(bad_tops[0]).find("'name'"), std::string::npos);
+}
+
+TEST(ClusterJsonHostileTest, NumbersOutOfRangeAreRejectedNotCutOrInfinite) {
+  // 2^32 + 1 parallel ops would be 1 in an int32.
+  std::string parallel = ClusterError(OneDevice(R"("parallel_ops": 4294967297)"));
+  EXPECT_NE(parallel.find("'parallel_ops'"), std::string::npos) << parallel;
+  EXPECT_NE(ClusterError(OneDevice(R"("parallel_ops": 1025)")).find("'parallel_ops'"), std::string::npos);
+  EXPECT_NE(ClusterError(OneDevice(R"("parallel_ops": 0)")).find("'parallel_ops'"), std::string::npos);
+  // 1e300 TFLOP/s is 1e312 FLOP/s: infinite as a double.
+  EXPECT_NE(ClusterError(OneDevice(R"("peak_tflops": 1e300)")).find("finite"), std::string::npos);
+  EXPECT_NE(ClusterError(OneDevice(R"("memory_bandwidth_gb_per_s": 1e305)")).find("finite"), std::string::npos);
+  EXPECT_NE(ClusterError(OneDevice(R"("peak_tflops": 0)")).find("'peak_tflops'"), std::string::npos);
+  EXPECT_NE(ClusterError(OneDevice(R"("launch_overhead_us": -1)")).find("'launch_overhead_us'"), std::string::npos);
+  // Capacities that do not fit in int64 bytes.
+  EXPECT_NE(ClusterError(OneDevice(R"("memory_gib": 1e10)")).find("'memory_gib'"), std::string::npos);
+  EXPECT_NE(ClusterError(OneDevice(R"("memory_bytes": 18446744073709551615)")).find("'memory_bytes'"), std::string::npos);
+  EXPECT_NE(ClusterError(OneDevice(R"("memory_bytes": 0)")).find("'memory_bytes'"), std::string::npos);
+  EXPECT_NE(ClusterError(OneDevice(R"("reserved_bytes": -1)")).find("'reserved_bytes'"), std::string::npos);
+  EXPECT_NE(ClusterError(OneDevice(R"("reserved_gib": 16)")).find("reserved memory"), std::string::npos);
+  EXPECT_NE(ClusterError(OneDevice(R"("reserved_gib": 1e300)")).find("'reserved_gib'"), std::string::npos);
+  std::string two = std::string(R"({"version": 1, "devices": [)") + kDevice +
+                    R"(, {"name": "g1", "kind": "gpu", "peak_tflops": 1, "memory_bandwidth_gb_per_s": 1, "memory_gib": 1}], "links": [{"between": ["gpu:0", "g1"], )";
+  EXPECT_NE(ClusterError(two + R"("bandwidth_gb_per_s": 1e305}]})").find("finite"), std::string::npos);
+  EXPECT_NE(ClusterError(two + R"("bandwidth_gb_per_s": 1, "latency_us": -5}]})").find("'latency_us'"), std::string::npos);
+  EXPECT_EQ(ClusterError(two + R"("bandwidth_gb_per_s": 1}]})"), "");
+}
+
+TEST(ClusterJsonHostileTest, ClustersBuiltInCodeAreCheckedToo) {
+  Cluster c = *MakeClusterPreset("k80x2");
+  c.devices[1].peak_flops_per_s = std::numeric_limits<double>::infinity();
+  EXPECT_THROW(c.Finalize("built"), Error);
+  c = *MakeClusterPreset("k80x2");
+  c.links[0].latency_us = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_THROW(c.Finalize("built"), Error);
+  c = *MakeClusterPreset("k80x2");
+  c.devices[1].name = "gpu\xff";
+  try {
+    c.Finalize("built");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("UTF-8"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("gpu\\xFF"), std::string::npos) << e.what();
+  }
+  c = *MakeClusterPreset("k80x2");
+  c.buses.push_back(c.buses.front());
+  EXPECT_THROW(c.Finalize("built"), Error);
+  c = *MakeClusterPreset("k80x2");
+  for (int i = 0; i < 2100; ++i) c.buses.push_back("extra" + std::to_string(i));
+  EXPECT_THROW(c.Finalize("built"), Error);
+}
+
+TEST(ClusterJsonHostileTest, ANonUtf8FileNameStillGivesAUsableName) {
+  TempDir dir;
+  Cluster c = LoadClusterFile(dir.Write("box\xff.json", std::string(R"({"version": 1, "devices": [)") + kDevice + "]}"));
+  EXPECT_EQ(c.name, "box\\xFF");
+  EXPECT_NO_THROW(ClusterToJson(c).dump());
+}
+
+TEST(ClusterJsonHostileTest, NamesInMessagesAreEscapedAndTruncated) {
+  std::string kind = ClusterError(R"({"version": 1, "devices": [{"name": "a\nb", "kind": "t\npu"}]})");
+  ExpectOneLineError(kind);
+  EXPECT_NE(kind.find("a\\nb"), std::string::npos) << kind;
+  std::string device = kDevice;
+  std::string link = ClusterError(R"({"version": 1, "devices": [)" + device +
+                                  R"(], "links": [{"between": ["gpu:0", "x\ny"], "bandwidth_gb_per_s": 1}]})");
+  ExpectOneLineError(link);
+  EXPECT_NE(link.find("x\\ny"), std::string::npos) << link;
+  const std::string huge(8 << 20, 'd');
+  std::string message = ClusterError(R"({"version": 1, "devices": [{"name": ")" + huge + R"(", "kind": "tpu"}]})");
+  EXPECT_NE(message.find("tpu"), std::string::npos);
+  EXPECT_LT(message.size(), 1000u);
+  std::string duplicate = ClusterError(std::string(R"({"version": 1, "devices": [)") + kDevice + "," + kDevice + R"(],
+      "buses": ["b\n", "b\n"]})");
+  ExpectOneLineError(duplicate);
+}
+
+TEST(ClusterJsonHostileTest, ResolveClusterNamesWhatItCannotFind) {
+  for (const std::string& spec : {std::string(5000, 'c'), std::string("no\nsuch"), std::string(8 << 20, 'x')}) {
+    try {
+      ResolveCluster(spec);
+      FAIL();
+    } catch (const Error& e) {
+      ExpectOneLineError(e.what());
+      EXPECT_LT(std::string(e.what()).size(), 1000u);
+    }
+  }
 }
 
 }  // namespace

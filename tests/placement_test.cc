@@ -88,5 +88,56 @@ TEST(PlacementTest, FileRoundTripAndErrors) {
   EXPECT_NE(error_of(R"([1])").find("'placement'"), std::string::npos);
 }
 
+TEST(PlacementTest, HostileFilesGiveOneNamedLine) {
+  Graph g = ThreeOps();
+  Cluster c = MakeTestCluster();
+  TempDir dir;
+  auto error_of = [&](const std::string& text) {
+    std::string file = dir.Write("bad.json", text);
+    try {
+      LoadPlacementFile(file, g, c);
+    } catch (const Error& e) {
+      std::string message = e.what();
+      EXPECT_NE(message.find(file), std::string::npos) << message;
+      EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+      return message;
+    }
+    return std::string();
+  };
+  std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  EXPECT_NE(error_of(R"({"placement": {"input": )" + deep + "}}").find("nested"), std::string::npos);
+  EXPECT_NE(error_of(R"({"placement": {"input": 1e400}})").find("number"), std::string::npos);
+  for (const char* text : {R"({"placement": {"input": 5, "mid": "gpu:0", "last": "gpu:0"}})",
+                           R"({"placement": {"input": ["cpu:0"], "mid": "gpu:0", "last": "gpu:0"}})",
+                           R"({"placement": ["input"]})", R"({"placement": "x"})", R"({"placement": null})", "5",
+                           R"({"placement": {"input": "cpu:0", "mid": "gpu:0", "last": "gpu:0", "a\nb": "gpu:0"}})",
+                           R"({"placement": {"input": "c\npu", "mid": "gpu:0", "last": "gpu:0"}})"}) {
+    SCOPED_TRACE(text);
+    EXPECT_NE(error_of(text), "");
+  }
+  EXPECT_NE(error_of(R"({"placement": {"input": 5}})").find("must be a string, not 5"), std::string::npos);
+  const std::string huge(8 << 20, 'o');
+  std::string message = error_of(R"({"placement": {")" + huge + R"(": "cpu:0"}})");
+  EXPECT_NE(message.find("unknown op"), std::string::npos);
+  EXPECT_LT(message.size(), 1000u);
+}
+
+TEST(PlacementTest, SpecsAndNamesAreEscapedInMessages) {
+  Graph g = ThreeOps();
+  Cluster c = MakeTestCluster();
+  try {
+    ResolvePlacement("single:gpu\n9", g, c);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+  }
+  Graph named = ThreeOps();
+  named.mutable_op(0).name = "in\nput";
+  named.Finalize();
+  auto problem = CheckPlacement(named, c, {1, 1, 2});
+  ASSERT_TRUE(problem.has_value());
+  EXPECT_NE(problem->find("in\\nput"), std::string::npos) << *problem;
+}
+
 }  // namespace
 }  // namespace devplace

@@ -1,10 +1,12 @@
 #include "cluster/cluster.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <set>
 
 #include "util/error.h"
+#include "util/json_fields.h"
 
 namespace devplace {
 
@@ -33,40 +35,76 @@ std::string Cluster::ChannelName(int32_t channel) const {
   return "bus " + buses[bus_channel / 2] + (bus_channel % 2 == 0 ? " (a->b)" : " (b->a)");
 }
 
-void Cluster::Finalize(const std::string& source) {
-  const std::string where = source + ": ";
-  const int32_t n = num_devices();
-  if (n == 0) throw Error(where + "the cluster has no devices");
-  // The simulator tracks a tensor's destinations in a 64-bit mask.
-  if (n > 64) throw Error(where + "the cluster has " + std::to_string(n) + " devices; devplace handles at most 64");
+namespace {
 
+bool PositiveFinite(double value) { return value > 0 && std::isfinite(value); }
+bool NonNegativeFinite(double value) { return value >= 0 && std::isfinite(value); }
+
+}  // namespace
+
+void Cluster::CheckDevices(const std::string& where) const {
   std::set<std::string> names;
   for (const Device& d : devices) {
-    std::string what = where + "device '" + d.name + "': ";
     if (d.name.empty()) throw Error(where + "a device has an empty name");
-    if (!names.insert(d.name).second) throw Error(where + "duplicate device name '" + d.name + "'");
-    if (!(d.peak_flops_per_s > 0)) throw Error(what + "peak FLOP/s must be positive");
-    if (!(d.memory_bandwidth_bytes_per_s > 0)) throw Error(what + "memory bandwidth must be positive");
+    std::string what = where + "device '" + ForMessage(d.name) + "': ";
+    if (!IsValidUtf8(d.name)) throw Error(what + "the name is not valid UTF-8");
+    if (!names.insert(d.name).second) throw Error(where + "duplicate device name '" + ForMessage(d.name) + "'");
+    if (!PositiveFinite(d.peak_flops_per_s)) throw Error(what + "peak FLOP/s must be positive and finite");
+    if (!PositiveFinite(d.memory_bandwidth_bytes_per_s)) throw Error(what + "memory bandwidth must be positive and finite");
     if (d.memory_bytes <= 0) throw Error(what + "memory capacity must be positive");
+    // Also keeps usable_memory_bytes() positive.
     if (d.reserved_bytes < 0 || d.reserved_bytes >= d.memory_bytes) {
       throw Error(what + "reserved memory must be at least 0 and less than the capacity");
     }
-    if (d.launch_overhead_us < 0) throw Error(what + "launch overhead must not be negative");
-    if (d.parallel_ops < 1) throw Error(what + "parallel_ops must be at least 1");
+    if (!NonNegativeFinite(d.launch_overhead_us)) throw Error(what + "launch overhead must be finite and not negative");
+    if (d.parallel_ops < 1 || d.parallel_ops > kMaxParallelOps) {
+      throw Error(what + "parallel_ops must be 1.." + std::to_string(kMaxParallelOps));
+    }
+  }
+}
+
+void Cluster::CheckLinks(const std::string& where) const {
+  const int32_t n = num_devices();
+  // A bus is useful only with a link on it, and a cluster has at most one
+  // link per pair of devices; more buses than that only cost memory.
+  const size_t max_links = static_cast<size_t>(kMaxDevices) * (kMaxDevices - 1) / 2;
+  if (buses.size() > max_links || links.size() > max_links) {
+    throw Error(where + "more than " + std::to_string(max_links) + " buses or links (one per pair of 64 devices)");
+  }
+  std::set<std::string> bus_names;
+  for (const std::string& bus : buses) {
+    if (!IsValidUtf8(bus)) throw Error(where + "bus '" + ForMessage(bus) + "': the name is not valid UTF-8");
+    if (!bus_names.insert(bus).second) throw Error(where + "duplicate bus name '" + ForMessage(bus) + "'");
   }
   std::set<std::pair<int32_t, int32_t>> linked;
   for (const Link& link : links) {
     if (link.a < 0 || link.a >= n || link.b < 0 || link.b >= n) throw Error(where + "a link joins a missing device");
-    std::string what = where + "link " + devices[link.a].name + " - " + devices[link.b].name + ": ";
+    std::string what = where + "link " + ForMessage(devices[link.a].name) + " - " + ForMessage(devices[link.b].name) + ": ";
     if (link.a == link.b) throw Error(what + "joins a device to itself");
     if (!linked.insert(std::minmax(link.a, link.b)).second) throw Error(what + "duplicate link");
-    if (!(link.bandwidth_bytes_per_s > 0)) throw Error(what + "bandwidth must be positive");
-    if (link.latency_us < 0) throw Error(what + "latency must not be negative");
+    if (!PositiveFinite(link.bandwidth_bytes_per_s)) throw Error(what + "bandwidth must be positive and finite");
+    if (!NonNegativeFinite(link.latency_us)) throw Error(what + "latency must be finite and not negative");
     if (link.bus < -1 || link.bus >= static_cast<int32_t>(buses.size())) throw Error(what + "refers to a missing bus");
   }
+}
 
-  // Routes. With a dozen devices, a Bellman-Ford over (hops, -bottleneck)
-  // from every source is instant.
+void Cluster::Finalize(const std::string& source) {
+  const std::string where = ForMessage(source) + ": ";
+  if (devices.empty()) throw Error(where + "the cluster has no devices");
+  if (devices.size() > static_cast<size_t>(kMaxDevices)) {
+    throw Error(where + "the cluster has " + std::to_string(devices.size()) + " devices; devplace handles at most " +
+                std::to_string(kMaxDevices));
+  }
+  const int32_t n = num_devices();
+  if (!IsValidUtf8(name)) throw Error(where + "the cluster's name '" + ForMessage(name) + "' is not valid UTF-8");
+  CheckDevices(where);
+  CheckLinks(where);
+
+  // Routes: fewest hops, then the widest bottleneck; among routes still
+  // equal, the one whose last intermediate device comes first in the device
+  // list, then the one before it, and so on (docs/simulator.md). The rule
+  // names devices, not the order links are listed in, so reordering a
+  // cluster file's links changes no route.
   const int32_t num_link_channels = static_cast<int32_t>(2 * links.size());
   auto make_hop = [&](int32_t link_index, int32_t from) {
     const Link& link = links[link_index];
@@ -77,35 +115,54 @@ void Cluster::Finalize(const std::string& source) {
   };
   hops_.clear();
   route_offsets_.assign(static_cast<size_t>(n) * n, {0, 0});
+  // Links at each device, by the device at their other end.
+  std::vector<std::vector<std::pair<int32_t, int32_t>>> neighbours(n);  // (device, link)
+  for (int32_t l = 0; l < static_cast<int32_t>(links.size()); ++l) {
+    neighbours[links[l].a].push_back({links[l].b, l});
+    neighbours[links[l].b].push_back({links[l].a, l});
+  }
+  for (auto& list : neighbours) std::sort(list.begin(), list.end());
   for (int32_t src = 0; src < n; ++src) {
     const int kUnreached = std::numeric_limits<int>::max();
     std::vector<int> hops(n, kUnreached);
-    std::vector<double> bottleneck(n, 0);
-    std::vector<int32_t> via_link(n, -1);
+    std::vector<double> bottleneck(n, 0);  // widest over the fewest-hop routes
     hops[src] = 0;
     bottleneck[src] = std::numeric_limits<double>::infinity();
-    for (int round = 0; round < n; ++round) {
-      bool changed = false;
-      for (int32_t l = 0; l < static_cast<int32_t>(links.size()); ++l) {
-        for (int side = 0; side < 2; ++side) {
-          int32_t from = side == 0 ? links[l].a : links[l].b;
-          int32_t to = side == 0 ? links[l].b : links[l].a;
-          if (hops[from] == kUnreached) continue;
-          int candidate_hops = hops[from] + 1;
-          double candidate_width = std::min(bottleneck[from], links[l].bandwidth_bytes_per_s);
-          if (candidate_hops < hops[to] || (candidate_hops == hops[to] && candidate_width > bottleneck[to])) {
-            hops[to] = candidate_hops;
-            bottleneck[to] = candidate_width;
-            via_link[to] = l;
-            changed = true;
+    // Breadth first: the devices k hops away get their widest bottleneck
+    // from those k - 1 hops away.
+    std::vector<int32_t> layer = {src};
+    while (!layer.empty()) {
+      std::vector<int32_t> next;
+      for (int32_t from : layer) {
+        for (auto [to, l] : neighbours[from]) {
+          if (hops[to] == kUnreached) {
+            hops[to] = hops[from] + 1;
+            next.push_back(to);
+          }
+          if (hops[to] == hops[from] + 1) {
+            bottleneck[to] = std::max(bottleneck[to], std::min(bottleneck[from], links[l].bandwidth_bytes_per_s));
           }
         }
       }
-      if (!changed) break;
+      layer = std::move(next);
+    }
+    // Each device's last hop comes from the first device (by index) one hop
+    // closer through which the widest bottleneck is reached.
+    std::vector<int32_t> via_link(n, -1);
+    for (int32_t to = 0; to < n; ++to) {
+      if (to == src || hops[to] == kUnreached) continue;
+      for (auto [from, l] : neighbours[to]) {
+        if (hops[from] + 1 == hops[to] &&
+            std::min(bottleneck[from], links[l].bandwidth_bytes_per_s) == bottleneck[to]) {
+          via_link[to] = l;
+          break;
+        }
+      }
     }
     for (int32_t dst = 0; dst < n; ++dst) {
       if (hops[dst] == kUnreached) {
-        throw Error(where + "device '" + devices[dst].name + "' cannot be reached from '" + devices[src].name + "'");
+        throw Error(where + "device '" + ForMessage(devices[dst].name) + "' cannot be reached from '" +
+                    ForMessage(devices[src].name) + "'");
       }
       std::vector<Hop> path;
       for (int32_t at = dst; at != src;) {

@@ -13,6 +13,12 @@
 
 namespace devplace {
 
+// The simulator tracks a tensor's destinations in a 64-bit mask.
+inline constexpr int32_t kMaxDevices = 64;
+// Far more than any device runs at once, and small enough that the sum over
+// kMaxDevices devices stays an easy int32.
+inline constexpr int32_t kMaxParallelOps = 1024;
+
 struct Device {
   std::string name;  // "cpu:0", "gpu:1", ...
   DeviceKind kind = DeviceKind::kGpu;
@@ -60,7 +66,9 @@ class Cluster {
   // Validates and computes routes: fewest hops, then widest bottleneck.
   // Devices without a direct link talk through intermediate devices (a GPU
   // with no peer link stages through host memory). Throws Error naming
-  // `source` on a bad cluster.
+  // `source` on a bad cluster: speeds, bandwidths and capacities that are
+  // not finite and positive, names that are empty, duplicated or not UTF-8,
+  // more than kMaxDevices devices, parallel_ops outside 1..kMaxParallelOps.
   void Finalize(const std::string& source = "cluster");
 
   int32_t num_devices() const { return static_cast<int32_t>(devices.size()); }
@@ -86,6 +94,9 @@ class Cluster {
   DeviceKindMask kinds_present() const;
 
  private:
+  void CheckDevices(const std::string& where) const;
+  void CheckLinks(const std::string& where) const;
+
   std::vector<Hop> hops_;
   std::vector<std::pair<int32_t, int32_t>> route_offsets_;
 };

@@ -1,124 +1,124 @@
 #include "cluster/cluster_json.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <limits>
+#include <system_error>
 
 #include "cluster/presets.h"
 #include "util/error.h"
 #include "util/files.h"
+#include "util/json_fields.h"
 
 namespace devplace {
 namespace {
 
 using nlohmann::json;
 
-[[noreturn]] void Fail(const std::string& where, const std::string& problem) { throw Error(where + ": " + problem); }
+constexpr double kBytesPerGib = 1073741824.0;
+// The largest double below 2^63, so that converting it to int64 is defined.
+constexpr double kMaxBytesAsDouble = 9223372036854774784.0;
 
-double PositiveNumber(const json& node, const char* field, const std::string& where, bool required,
-                      double fallback = 0) {
-  if (!node.contains(field)) {
-    if (required) Fail(where, std::string("missing required field '") + field + "'");
-    return fallback;
-  }
-  if (!node[field].is_number()) Fail(where, std::string("field '") + field + "' must be a number");
-  double value = node[field].get<double>();
-  if (value < 0) Fail(where, std::string("field '") + field + "' must not be negative");
-  return value;
+// A capacity in GiB as bytes; a value that does not fit in int64 is an error.
+int64_t GibAsBytes(const JsonFields& r, const char* field, Sign sign) {
+  const double bytes = r.Number(field, sign) * kBytesPerGib;
+  if (bytes > kMaxBytesAsDouble) r.Fail(std::string("field '") + field + "' is more bytes than fit in 64 bits");
+  return static_cast<int64_t>(bytes);
 }
 
-std::string RequiredString(const json& node, const char* field, const std::string& where) {
-  if (!node.contains(field)) Fail(where, std::string("missing required field '") + field + "'");
-  if (!node[field].is_string()) Fail(where, std::string("field '") + field + "' must be a string");
-  return node[field].get<std::string>();
+// Either `bytes_field` (an integer) or `gib_field` (a number of GiB).
+int64_t ReadBytes(const JsonFields& r, const char* bytes_field, const char* gib_field, bool required) {
+  const Sign sign = required ? Sign::kPositive : Sign::kNonNegative;
+  if (r.Has(bytes_field)) return r.Integer(bytes_field, IntRange{required ? 1 : 0, std::numeric_limits<int64_t>::max()});
+  if (r.Has(gib_field)) return GibAsBytes(r, gib_field, sign);
+  if (required) r.Fail(std::string("missing required field '") + bytes_field + "' (or '" + gib_field + "')");
+  return 0;
+}
+
+Device ReadDevice(const json& node, const std::string& source, size_t index) {
+  JsonFields unnamed(node, source + ": devices[" + std::to_string(index) + "]");
+  if (!node.is_object()) unnamed.Fail("must be an object, not " + DescribeJsonValue(node));
+  Device d;
+  d.name = unnamed.String("name");
+  JsonFields r(node, source + ": device '" + ForMessage(d.name) + "'");
+  std::string kind = r.String("kind");
+  auto parsed = ParseDeviceKind(kind);
+  if (!parsed) r.Fail("unknown kind '" + ForMessage(kind) + "' (expected cpu or gpu)");
+  d.kind = *parsed;
+  // Finalize rejects the products that overflow to infinity.
+  d.peak_flops_per_s = r.Number("peak_tflops", Sign::kPositive) * 1e12;
+  d.memory_bandwidth_bytes_per_s = r.Number("memory_bandwidth_gb_per_s", Sign::kPositive) * 1e9;
+  d.memory_bytes = ReadBytes(r, "memory_bytes", "memory_gib", /*required=*/true);
+  d.reserved_bytes = ReadBytes(r, "reserved_bytes", "reserved_gib", /*required=*/false);
+  d.launch_overhead_us = r.Number("launch_overhead_us", 0, Sign::kNonNegative);
+  d.parallel_ops = static_cast<int32_t>(r.Integer("parallel_ops", 1, IntRange{1, kMaxParallelOps}));
+  return d;
+}
+
+Link ReadLink(const json& node, const Cluster& cluster, const std::string& source, size_t index) {
+  JsonFields r(node, source + ": links[" + std::to_string(index) + "]");
+  if (!node.is_object()) r.Fail("must be an object, not " + DescribeJsonValue(node));
+  const json& between = r.RequiredArray("between");
+  if (between.size() != 2 || !between[0].is_string() || !between[1].is_string()) {
+    r.Fail("field 'between' must name two devices");
+  }
+  Link link;
+  for (int side = 0; side < 2; ++side) {
+    const std::string& device_name = between[side].get_ref<const std::string&>();
+    int32_t d = cluster.FindDevice(device_name);
+    if (d < 0) r.Fail("unknown device '" + ForMessage(device_name) + "'");
+    (side == 0 ? link.a : link.b) = d;
+  }
+  link.bandwidth_bytes_per_s = r.Number("bandwidth_gb_per_s", Sign::kPositive) * 1e9;
+  link.latency_us = r.Number("latency_us", 0, Sign::kNonNegative);
+  if (r.Has("bus")) {
+    std::string bus = r.String("bus");
+    auto it = std::find(cluster.buses.begin(), cluster.buses.end(), bus);
+    if (it == cluster.buses.end()) r.Fail("unknown bus '" + ForMessage(bus) + "' (declare it under 'buses')");
+    link.bus = static_cast<int32_t>(it - cluster.buses.begin());
+  }
+  return link;
+}
+
+Cluster ReadCluster(const json& document, const std::string& raw_source) {
+  const std::string source = ForMessage(raw_source);
+  JsonFields top(document, source);
+  if (!document.is_object()) top.Fail("expected a JSON object with 'version' and 'devices'");
+  int64_t version = top.Integer("version");
+  if (version < 1 || version > kClusterFormatVersion) {
+    top.Fail("unsupported cluster format version " + std::to_string(version));
+  }
+  Cluster cluster;
+  // The file name's stem may hold any bytes; a name must be UTF-8.
+  cluster.name = top.String("name", ForMessage(std::filesystem::path(raw_source).stem().string()));
+
+  const json& devices = top.RequiredArray("devices");
+  // Finalize says the same; stopping here keeps a huge list from being read.
+  if (devices.size() > static_cast<size_t>(kMaxDevices)) {
+    top.Fail("the cluster has " + std::to_string(devices.size()) + " devices; devplace handles at most " +
+             std::to_string(kMaxDevices));
+  }
+  for (size_t i = 0; i < devices.size(); ++i) cluster.devices.push_back(ReadDevice(devices[i], source, i));
+
+  for (const json& bus : top.Array("buses")) {
+    if (!bus.is_string()) top.Fail("field 'buses' must be an array of names, not hold " + DescribeJsonValue(bus));
+    cluster.buses.push_back(bus.get<std::string>());
+  }
+  const json& links = top.Array("links");
+  for (size_t i = 0; i < links.size(); ++i) cluster.links.push_back(ReadLink(links[i], cluster, source, i));
+  return cluster;
 }
 
 }  // namespace
 
 Cluster ClusterFromJson(const json& document, const std::string& source) {
-  if (!document.is_object()) Fail(source, "expected a JSON object with 'version' and 'devices'");
-  if (!document.contains("version") || !document["version"].is_number_integer()) {
-    Fail(source, "missing required field 'version' (an integer)");
-  }
-  int64_t version = document["version"].get<int64_t>();
-  if (version < 1 || version > kClusterFormatVersion) {
-    Fail(source, "unsupported cluster format version " + std::to_string(version));
-  }
   Cluster cluster;
-  cluster.name = document.value("name", std::filesystem::path(source).stem().string());
-
-  if (!document.contains("devices") || !document["devices"].is_array()) {
-    Fail(source, "missing required field 'devices' (an array)");
-  }
-  for (size_t i = 0; i < document["devices"].size(); ++i) {
-    const json& node = document["devices"][i];
-    std::string where = source + ": devices[" + std::to_string(i) + "]";
-    if (!node.is_object()) Fail(where, "must be an object");
-    Device d;
-    d.name = RequiredString(node, "name", where);
-    where = source + ": device '" + d.name + "'";
-    std::string kind = RequiredString(node, "kind", where);
-    auto parsed = ParseDeviceKind(kind);
-    if (!parsed) Fail(where, "unknown kind '" + kind + "' (expected cpu or gpu)");
-    d.kind = *parsed;
-    d.peak_flops_per_s = PositiveNumber(node, "peak_tflops", where, true) * 1e12;
-    d.memory_bandwidth_bytes_per_s = PositiveNumber(node, "memory_bandwidth_gb_per_s", where, true) * 1e9;
-    if (node.contains("memory_bytes")) {
-      if (!node["memory_bytes"].is_number_integer()) Fail(where, "field 'memory_bytes' must be an integer");
-      d.memory_bytes = node["memory_bytes"].get<int64_t>();
-    } else if (node.contains("memory_gib")) {
-      d.memory_bytes = static_cast<int64_t>(PositiveNumber(node, "memory_gib", where, true) * 1073741824.0);
-    } else {
-      Fail(where, "missing required field 'memory_bytes' (or 'memory_gib')");
-    }
-    if (node.contains("reserved_bytes")) {
-      if (!node["reserved_bytes"].is_number_integer()) Fail(where, "field 'reserved_bytes' must be an integer");
-      d.reserved_bytes = node["reserved_bytes"].get<int64_t>();
-    } else if (node.contains("reserved_gib")) {
-      d.reserved_bytes = static_cast<int64_t>(PositiveNumber(node, "reserved_gib", where, false, 0) * 1073741824.0);
-    }
-    d.launch_overhead_us = PositiveNumber(node, "launch_overhead_us", where, false, 0);
-    if (node.contains("parallel_ops")) {
-      if (!node["parallel_ops"].is_number_integer()) Fail(where, "field 'parallel_ops' must be an integer");
-      d.parallel_ops = node["parallel_ops"].get<int32_t>();
-    }
-    cluster.devices.push_back(std::move(d));
-  }
-
-  if (document.contains("buses")) {
-    if (!document["buses"].is_array()) Fail(source, "field 'buses' must be an array of names");
-    for (const json& bus : document["buses"]) {
-      if (!bus.is_string()) Fail(source, "field 'buses' must be an array of names");
-      cluster.buses.push_back(bus.get<std::string>());
-    }
-  }
-
-  if (document.contains("links")) {
-    if (!document["links"].is_array()) Fail(source, "field 'links' must be an array");
-    for (size_t i = 0; i < document["links"].size(); ++i) {
-      const json& node = document["links"][i];
-      std::string where = source + ": links[" + std::to_string(i) + "]";
-      if (!node.is_object()) Fail(where, "must be an object");
-      if (!node.contains("between") || !node["between"].is_array() || node["between"].size() != 2 ||
-          !node["between"][0].is_string() || !node["between"][1].is_string()) {
-        Fail(where, "field 'between' must name two devices");
-      }
-      Link link;
-      for (int side = 0; side < 2; ++side) {
-        std::string device_name = node["between"][side].get<std::string>();
-        int32_t d = cluster.FindDevice(device_name);
-        if (d < 0) Fail(where, "unknown device '" + device_name + "'");
-        (side == 0 ? link.a : link.b) = d;
-      }
-      link.bandwidth_bytes_per_s = PositiveNumber(node, "bandwidth_gb_per_s", where, true) * 1e9;
-      link.latency_us = PositiveNumber(node, "latency_us", where, false, 0);
-      if (node.contains("bus")) {
-        if (!node["bus"].is_string()) Fail(where, "field 'bus' must be a string");
-        std::string bus = node["bus"].get<std::string>();
-        auto it = std::find(cluster.buses.begin(), cluster.buses.end(), bus);
-        if (it == cluster.buses.end()) Fail(where, "unknown bus '" + bus + "' (declare it under 'buses')");
-        link.bus = static_cast<int32_t>(it - cluster.buses.begin());
-      }
-      cluster.links.push_back(link);
-    }
+  try {
+    cluster = ReadCluster(document, source);
+  } catch (const nlohmann::json::exception& e) {
+    // The checked readers should leave nothing for nlohmann to throw; if one
+    // slips through, it still names the input.
+    throw Error(ForMessage(source) + ": unexpected JSON content (" + ForMessage(e.what()) + ")");
   }
   cluster.Finalize(source);
   return cluster;
@@ -152,10 +152,13 @@ json ClusterToJson(const Cluster& cluster) {
 
 Cluster ResolveCluster(const std::string& preset_or_path) {
   if (auto preset = MakeClusterPreset(preset_or_path)) return *preset;
-  if (!std::filesystem::exists(preset_or_path)) {
+  // The error_code form: a path the system cannot even look up (too long)
+  // falls through to the reader, whose error says why.
+  std::error_code error;
+  if (!std::filesystem::exists(preset_or_path, error) && !error) {
     std::string names;
     for (const auto& info : ListClusterPresets()) names += (names.empty() ? "" : ", ") + info.name;
-    throw Error("cluster '" + preset_or_path + "' is neither a preset (" + names + ") nor a file");
+    throw Error("cluster '" + ForMessage(preset_or_path) + "' is neither a preset (" + names + ") nor a file");
   }
   return LoadClusterFile(preset_or_path);
 }

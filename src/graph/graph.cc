@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 
 #include "util/error.h"
+#include "util/json_fields.h"
 
 namespace devplace {
 
@@ -51,11 +54,34 @@ int64_t DtypeBytes(std::string_view dtype) {
   return 0;
 }
 
+std::optional<int64_t> TensorSpec::CheckedBytes(std::span<const int64_t> shape, int64_t element_bytes) {
+  if (element_bytes < 0) return std::nullopt;
+  int64_t bytes = element_bytes;
+  for (int64_t d : shape) {
+    if (d < 0 || __builtin_mul_overflow(bytes, d, &bytes)) return std::nullopt;
+  }
+  return bytes;
+}
+
+namespace {
+
+std::string ShapeText(std::span<const int64_t> shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size() && i < 8; ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  if (shape.size() > 8) text += ", ...";
+  return text + "]";
+}
+
+}  // namespace
+
 TensorSpec TensorSpec::Make(std::vector<int64_t> shape, std::string dtype) {
+  std::optional<int64_t> bytes = CheckedBytes(shape, DtypeBytes(dtype));
+  if (!bytes) {
+    throw Error("a tensor of shape " + ShapeText(shape) + " and dtype " + ForMessage(dtype) +
+                " has a negative dimension or more bytes than fit in 64 bits");
+  }
   TensorSpec tensor;
-  int64_t elements = 1;
-  for (int64_t d : shape) elements *= d;
-  tensor.bytes = elements * DtypeBytes(dtype);
+  tensor.bytes = *bytes;
   tensor.shape = std::move(shape);
   tensor.dtype = std::move(dtype);
   return tensor;
@@ -78,7 +104,18 @@ void Graph::AddControlEdge(int32_t src, int32_t dst) {
 }
 
 std::string Graph::Describe(int32_t op) const {
-  return "op " + std::to_string(ops_[op].id) + " ('" + ops_[op].name + "')";
+  return "op " + std::to_string(ops_[op].id) + " ('" + ForMessage(ops_[op].name) + "')";
+}
+
+void Graph::CheckOpText(int32_t i, const std::string& where) const {
+  const Op& op = ops_[i];
+  auto check = [&](const std::string& text, const char* field) {
+    if (!IsValidUtf8(text)) throw Error(where + Describe(i) + ": " + field + " '" + ForMessage(text) + "' is not valid UTF-8");
+  };
+  check(op.name, "name");
+  check(op.type, "type");
+  check(op.colocation_group, "colocation_group");
+  for (const TensorSpec& t : op.outputs) check(t.dtype, "output dtype");
 }
 
 namespace {
@@ -97,15 +134,25 @@ void BuildCsr(int32_t num_nodes, const std::vector<std::pair<int32_t, int32_t>>&
 }  // namespace
 
 void Graph::Finalize(const std::string& source) {
+  const std::string where = ForMessage(source) + ": ";
+  // Indices are int32 everywhere downstream.
+  constexpr size_t kMaxItems = std::numeric_limits<int32_t>::max();
+  if (ops_.size() >= kMaxItems || data_edges_.size() >= kMaxItems || control_edges_.size() >= kMaxItems) {
+    throw Error(where + "more than 2^31 - 1 ops or edges");
+  }
   const int32_t n = num_ops();
-  const std::string where = source + ": ";
+  if (!IsValidUtf8(name)) throw Error(where + "the graph's name '" + ForMessage(name) + "' is not valid UTF-8");
+  if (expert_stages < 0) throw Error(where + "negative expert_stages " + std::to_string(expert_stages));
 
   // Ids and names are unique.
   {
     std::map<int64_t, int32_t> by_id;
     for (int32_t i = 0; i < n; ++i) {
       auto [it, inserted] = by_id.emplace(ops_[i].id, i);
-      if (!inserted) throw Error(where + "duplicate op id " + std::to_string(ops_[i].id) + " ('" + ops_[it->second].name + "' and '" + ops_[i].name + "')");
+      if (!inserted) {
+        throw Error(where + "duplicate op id " + std::to_string(ops_[i].id) + " ('" + ForMessage(ops_[it->second].name) +
+                    "' and '" + ForMessage(ops_[i].name) + "')");
+      }
     }
   }
   ops_by_name_.resize(n);
@@ -116,19 +163,30 @@ void Graph::Finalize(const std::string& source) {
     const Op& op = ops_[ops_by_name_[i]];
     if (op.name.empty()) throw Error(where + "op " + std::to_string(op.id) + " has an empty name");
     if (i > 0 && ops_[ops_by_name_[i - 1]].name == op.name) {
-      throw Error(where + "duplicate op name '" + op.name + "'");
+      throw Error(where + "duplicate op name '" + ForMessage(op.name) + "'");
     }
   }
 
-  // Sizes are sane.
+  // Sizes are sane, and so are their sums: a total that wraps around int64
+  // would make an impossible graph look small.
+  int64_t total_bytes = 0;
+  double flops_sum = 0;
+  auto add_bytes = [&](int64_t bytes, int32_t op) {
+    if (__builtin_add_overflow(total_bytes, bytes, &total_bytes) || total_bytes > kMaxGraphBytes) {
+      throw Error(where + Describe(op) + ": the graph's byte counts add up to more than 2^60 bytes (1 EiB)");
+    }
+  };
   for (int32_t i = 0; i < n; ++i) {
     const Op& op = ops_[i];
+    CheckOpText(i, where);
     auto negative = [&](const char* field) { throw Error(where + Describe(i) + ": negative " + field); };
+    if (!std::isfinite(op.flops)) throw Error(where + Describe(i) + ": flops is not a finite number");
     if (op.flops < 0) negative("flops");
     if (op.bytes_read < 0) negative("bytes_read");
     if (op.bytes_written < 0) negative("bytes_written");
     if (op.persistent_bytes < 0) negative("persistent_bytes");
     if (op.temporary_bytes < 0) negative("temporary_bytes");
+    for (int64_t bytes : {op.bytes_read, op.bytes_written, op.persistent_bytes, op.temporary_bytes}) add_bytes(bytes, i);
     for (const TensorSpec& t : op.outputs) {
       if (t.bytes < 0) negative("output bytes");
       if (t.aliases_persistent && t.bytes > op.persistent_bytes) {
@@ -137,7 +195,10 @@ void Graph::Finalize(const std::string& source) {
       for (int64_t d : t.shape) {
         if (d < 0) negative("output dimension");
       }
+      add_bytes(t.bytes, i);
     }
+    flops_sum += op.flops;
+    if (!std::isfinite(flops_sum)) throw Error(where + Describe(i) + ": the graph's flops add up to more than a double holds");
     if ((op.device_kinds & kAllDeviceKinds) == 0) throw Error(where + Describe(i) + ": no device kind can run it");
     if (expert_stages > 0 && (op.expert_stage < kExpertHost || op.expert_stage >= expert_stages)) {
       throw Error(where + Describe(i) + ": expert_stage " + std::to_string(op.expert_stage) + " is outside 0.." +
@@ -154,6 +215,8 @@ void Graph::Finalize(const std::string& source) {
                   Describe(e.src) + ", which has " + std::to_string(ops_[e.src].outputs.size()) + " outputs");
     }
     if (e.src == e.dst) throw Error(where + Describe(e.dst) + ": consumes its own output (a cycle)");
+    // A tensor may be copied once per consumer, so each edge counts.
+    add_bytes(ops_[e.src].outputs[e.src_output].bytes, e.dst);
   }
   for (const ControlEdge& e : control_edges_) {
     if (e.dst < 0 || e.dst >= n) throw Error(where + "control edge into a missing op (index " + std::to_string(e.dst) + ")");
@@ -172,7 +235,8 @@ void Graph::Finalize(const std::string& source) {
     for (int32_t i = 0; i < n; ++i) {
       const Op& op = ops_[i];
       if (!op.colocation_group.empty() && group_kinds[op.colocation_group] == 0) {
-        throw Error(where + "co-location group '" + op.colocation_group + "' has no device kind that can run all its ops (" +
+        throw Error(where + "co-location group '" + ForMessage(op.colocation_group) +
+                    "' has no device kind that can run all its ops (" +
                     Describe(i) + " is one of them)");
       }
     }

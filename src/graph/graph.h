@@ -39,9 +39,21 @@ struct TensorSpec {
   // producing it allocates nothing new; copies sent to other devices do.
   bool aliases_persistent = false;
 
-  // A tensor whose byte size follows from its shape and dtype.
+  // A tensor whose byte size follows from its shape and dtype. Throws Error
+  // on a negative dimension or a size that does not fit in int64.
   static TensorSpec Make(std::vector<int64_t> shape, std::string dtype = "float32");
+
+  // The bytes of `shape` elements of `element_bytes` each, or nullopt when a
+  // dimension is negative or the product overflows int64.
+  static std::optional<int64_t> CheckedBytes(std::span<const int64_t> shape, int64_t element_bytes);
 };
+
+// The most bytes one graph may add up to: every op's persistent, temporary,
+// read, written and output bytes plus the bytes of every data edge (2^60, an
+// exbibyte). Far above any machine, and low enough that every sum devplace
+// forms from these (a device's memory, the bytes between groups, a copy
+// volume) stays clear of int64 overflow.
+inline constexpr int64_t kMaxGraphBytes = int64_t{1} << 60;
 
 struct Op {
   int64_t id = 0;    // as written in the graph file; unique within a graph
@@ -91,7 +103,8 @@ class Graph {
 
   // Validates the graph and builds its adjacency and topological order.
   // Throws Error naming `source` and the offending op: duplicate ids or
-  // names, negative sizes, dangling edges, cycles, ops no device can run,
+  // names, names that are not UTF-8, negative or non-finite sizes, totals
+  // above kMaxGraphBytes, dangling edges, cycles, ops no device can run,
   // co-location groups no single device kind can run.
   void Finalize(const std::string& source = "graph");
   bool finalized() const { return finalized_; }
@@ -127,6 +140,9 @@ class Graph {
     return {items.data() + offsets[op], items.data() + offsets[op + 1]};
   }
   std::string Describe(int32_t op) const;
+  // Throws Error unless the op's strings are UTF-8, as the JSON it may be
+  // written to requires.
+  void CheckOpText(int32_t op, const std::string& where) const;
 
   std::vector<Op> ops_;
   std::vector<DataEdge> data_edges_;

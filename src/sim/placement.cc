@@ -4,6 +4,7 @@
 
 #include "util/error.h"
 #include "util/files.h"
+#include "util/json_fields.h"
 
 namespace devplace {
 
@@ -23,7 +24,9 @@ Placement SingleDevicePlacement(const Graph& graph, const Cluster& cluster, int3
 }
 
 Placement ExpertPlacement(const Graph& graph, const Cluster& cluster) {
-  if (graph.expert_stages <= 0) throw Error("graph " + graph.name + " has no expert placement (no expert_stages)");
+  if (graph.expert_stages <= 0) {
+    throw Error("graph " + ForMessage(graph.name) + " has no expert placement (no expert_stages)");
+  }
   std::vector<int32_t> gpus, cpus;
   for (int32_t d = 0; d < cluster.num_devices(); ++d) {
     (cluster.devices[d].kind == DeviceKind::kGpu ? gpus : cpus).push_back(d);
@@ -64,15 +67,16 @@ std::optional<std::string> CheckPlacement(const Graph& graph, const Cluster& clu
   for (int32_t op = 0; op < graph.num_ops(); ++op) {
     const Op& o = graph.op(op);
     int32_t d = placement[op];
-    if (d < 0 || d >= cluster.num_devices()) return "op '" + o.name + "' is on no device of the cluster";
+    if (d < 0 || d >= cluster.num_devices()) return "op '" + ForMessage(o.name) + "' is on no device of the cluster";
     if (!(o.device_kinds & MaskOf(cluster.devices[d].kind))) {
-      return "op '" + o.name + "' (" + o.type + ") cannot run on " + cluster.devices[d].name;
+      return "op '" + ForMessage(o.name) + "' (" + ForMessage(o.type) + ") cannot run on " +
+             ForMessage(cluster.devices[d].name);
     }
     if (!o.colocation_group.empty()) {
       auto [it, inserted] = device_of_group.emplace(o.colocation_group, d);
       if (!inserted && it->second != d) {
-        return "co-location group '" + o.colocation_group + "' is split across " + cluster.devices[it->second].name +
-               " and " + cluster.devices[d].name;
+        return "co-location group '" + ForMessage(o.colocation_group) + "' is split across " +
+               ForMessage(cluster.devices[it->second].name) + " and " + ForMessage(cluster.devices[d].name);
       }
     }
   }
@@ -85,28 +89,40 @@ Placement ResolvePlacement(const std::string& spec, const Graph& graph, const Cl
   if (spec.rfind(kSingle, 0) == 0) {
     std::string device = spec.substr(kSingle.size());
     int32_t d = cluster.FindDevice(device);
-    if (d < 0) throw Error("placement '" + spec + "': cluster " + cluster.name + " has no device '" + device + "'");
+    if (d < 0) {
+      throw Error("placement '" + ForMessage(spec) + "': cluster " + ForMessage(cluster.name) + " has no device '" +
+                  ForMessage(device) + "'");
+    }
     return SingleDevicePlacement(graph, cluster, d);
   }
   return LoadPlacementFile(spec, graph, cluster);
 }
 
 Placement LoadPlacementFile(const std::string& path, const Graph& graph, const Cluster& cluster) {
-  nlohmann::json document = ReadJsonFile(path);
-  if (!document.is_object() || !document.contains("placement") || !document["placement"].is_object()) {
-    throw Error(path + ": expected an object with a 'placement' object mapping op names to devices");
+  const nlohmann::json document = ReadJsonFile(path);
+  const std::string where = ForMessage(path);
+  JsonFields top(document, where);
+  if (!document.is_object() || !top.Has("placement") || !top.Required("placement").is_object()) {
+    top.Fail("expected an object with a 'placement' object mapping op names to devices");
   }
   Placement placement(graph.num_ops(), -1);
-  for (const auto& [op_name, device] : document["placement"].items()) {
+  for (const auto& [op_name, device] : top.Required("placement").items()) {
+    const std::string op_where = where + ": op '" + ForMessage(op_name) + "'";
     int32_t op = graph.FindOp(op_name);
-    if (op < 0) throw Error(path + ": unknown op '" + op_name + "' (not in graph " + graph.name + ")");
-    if (!device.is_string()) throw Error(path + ": op '" + op_name + "': device must be a string");
-    int32_t d = cluster.FindDevice(device.get<std::string>());
-    if (d < 0) throw Error(path + ": op '" + op_name + "': unknown device '" + device.get<std::string>() + "' (not in cluster " + cluster.name + ")");
+    if (op < 0) {
+      throw Error(where + ": unknown op '" + ForMessage(op_name) + "' (not in graph " + ForMessage(graph.name) + ")");
+    }
+    if (!device.is_string()) throw Error(op_where + ": device must be a string, not " + DescribeJsonValue(device));
+    const std::string& device_name = device.get_ref<const std::string&>();
+    int32_t d = cluster.FindDevice(device_name);
+    if (d < 0) {
+      throw Error(op_where + ": unknown device '" + ForMessage(device_name) + "' (not in cluster " +
+                  ForMessage(cluster.name) + ")");
+    }
     placement[op] = d;
   }
   for (int32_t op = 0; op < graph.num_ops(); ++op) {
-    if (placement[op] < 0) throw Error(path + ": op '" + graph.op(op).name + "' has no device");
+    if (placement[op] < 0) throw Error(where + ": op '" + ForMessage(graph.op(op).name) + "' has no device");
   }
   return placement;
 }
@@ -119,7 +135,14 @@ nlohmann::json PlacementToJson(const Graph& graph, const Cluster& cluster, const
 }
 
 void SavePlacementFile(const std::string& path, const Graph& graph, const Cluster& cluster, const Placement& placement) {
-  WriteFileAtomically(path, PlacementToJson(graph, cluster, placement).dump(1) + "\n");
+  std::string text;
+  try {
+    text = PlacementToJson(graph, cluster, placement).dump(1) + "\n";
+  } catch (const nlohmann::json::exception& e) {
+    // Finalize admits only UTF-8 names, so only unfinalized inputs get here.
+    throw Error(ForMessage(path) + ": cannot write the placement: " + ForMessage(e.what()));
+  }
+  WriteFileAtomically(path, text);
 }
 
 }  // namespace devplace

@@ -1,9 +1,74 @@
 #include "util/error.h"
 
+#include <algorithm>
+#include <cstdio>
+
 namespace devplace {
 
 void Require(bool condition, const std::string& message) {
   if (!condition) throw Error(message);
+}
+
+namespace {
+
+// Length of the valid UTF-8 sequence starting at text[i], or 0 if the bytes
+// there are not one (overlong forms and surrogates count as invalid).
+size_t Utf8SequenceLength(std::string_view text, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char lead = byte(i);
+  size_t length = 0;
+  unsigned min_code = 0;
+  unsigned code = 0;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2, min_code = 0x80, code = lead & 0x1F;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3, min_code = 0x800, code = lead & 0x0F;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4, min_code = 0x10000, code = lead & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + length > text.size()) return 0;
+  for (size_t k = 1; k < length; ++k) {
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+    code = (code << 6) | (byte(i + k) & 0x3F);
+  }
+  if (code < min_code || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return 0;
+  return length;
+}
+
+}  // namespace
+
+std::string ForMessage(std::string_view text, size_t max_bytes) {
+  std::string out;
+  out.reserve(std::min(text.size(), max_bytes) + 16);
+  size_t i = 0;
+  while (i < text.size() && out.size() < max_bytes) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') {
+      out += "\\n", ++i;
+    } else if (c == '\t') {
+      out += "\\t", ++i;
+    } else if (c == '\r') {
+      out += "\\r", ++i;
+    } else if (c == '\\') {
+      out += "\\\\", ++i;
+    } else if (c < 0x20 || c == 0x7F) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02X", c);
+      out += hex, ++i;
+    } else if (c < 0x80) {
+      out += static_cast<char>(c), ++i;
+    } else if (size_t n = Utf8SequenceLength(text, i); n > 0) {
+      out.append(text.substr(i, n)), i += n;
+    } else {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02X", c);
+      out += hex, ++i;
+    }
+  }
+  if (i < text.size()) out += "...(" + std::to_string(text.size()) + " bytes)";
+  return out;
 }
 
 }  // namespace devplace

@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace devplace {
 
@@ -16,5 +17,13 @@ class Error : public std::runtime_error {
 // Throws Error(message) when `condition` is false. For input validation at
 // boundaries; internal invariants use assert.
 void Require(bool condition, const std::string& message);
+
+// A name or value taken from the input, made safe to put in a one-line
+// message: control characters, backslashes and bytes that are not UTF-8 are
+// escaped (\n, \t, \xNN), and anything longer than `max_bytes` is cut with
+// "...(N bytes)" appended, so that a hostile 8 MiB name with newlines in it
+// still gives one short line. Use it for every user-supplied name or path
+// echoed in an Error.
+std::string ForMessage(std::string_view text, size_t max_bytes = 160);
 
 }  // namespace devplace

@@ -1,16 +1,36 @@
 // Reading inputs and writing outputs safely: whole-file reads with clear
-// errors, JSON parsing that names the file, and atomic writes (temporary
-// file, then rename) so that a failed run never leaves half a file behind.
+// errors and a size limit, JSON parsing that names the file and bounds the
+// nesting depth, and atomic writes (temporary file, then rename) so that a
+// failed run never leaves half a file behind.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 namespace devplace {
 
-std::string ReadTextFile(const std::string& path);
+// The most devplace reads from one input file: 1 GiB. Above the largest
+// graph devplace generates itself (10^6 synthetic ops, about 430 MB), and a
+// bound on memory for inputs that never end (--graph /dev/zero).
+inline constexpr int64_t kMaxInputFileBytes = int64_t{1} << 30;
 
-// Parses `path` as JSON; a syntax error names the file and the byte offset.
+// The deepest nesting of arrays and objects a JSON input may have. devplace's
+// formats need 6; the bound keeps nlohmann's recursive code (dump, compare)
+// from overflowing the stack on hostile input.
+inline constexpr int kMaxJsonDepth = 64;
+
+// Reads the whole file, which may be a pipe or device: stops with an Error
+// naming the file once more than `max_bytes` arrive.
+std::string ReadTextFile(const std::string& path, int64_t max_bytes = kMaxInputFileBytes);
+
+// Parses `text` as JSON. Every problem — a syntax error (with its byte
+// offset), nesting deeper than kMaxJsonDepth, a number outside double range —
+// is an Error naming `source` (a file path, or what the text came from).
+nlohmann::json ParseJson(std::string_view text, const std::string& source);
+
+// ReadTextFile then ParseJson; an empty file is an Error too.
 nlohmann::json ReadJsonFile(const std::string& path);
 
 // Writes `contents` to `path` through a temporary file in the same folder and
