@@ -1,9 +1,32 @@
 // devplace: learns where each op of a training step should run.
 #include <cstdio>
 #include <exception>
+#include <filesystem>
+#include <new>
+#include <string>
+#include <system_error>
+
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "util/error.h"
+
+namespace {
+
+// The backstop of the one-line rule: readers escape the names they echo, but
+// a library's message may carry newlines (torch appends a stack trace) or be
+// huge. Keeps the first line, cut to a readable length.
+std::string OneLine(const std::string& message) {
+  constexpr size_t kMaxBytes = 1000;
+  std::string line = message.substr(0, message.find('\n'));
+  for (char& c : line) {
+    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+  }
+  if (line.size() > kMaxBytes) line = line.substr(0, kMaxBytes) + "...";
+  return line;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -23,6 +46,7 @@ int main(int argc, char** argv) {
   devplace::AddInfoCommands(app);
   devplace::AddExportCommand(app);
   devplace::AddReportCommand(app);
+  devplace::AddNumericFlagChecks(app);
   try {
     app.parse(argc, argv);
     if (app.get_subcommands().empty()) {
@@ -35,13 +59,28 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // One line, as every devplace error: what is wrong and where to look.
-    std::fprintf(stderr, "devplace: error: %s (see devplace --help)\n", e.what());
+    std::fprintf(stderr, "devplace: error: %s (see devplace --help)\n", OneLine(e.what()).c_str());
     return 2;
   } catch (const devplace::Error& e) {
-    std::fprintf(stderr, "devplace: error: %s\n", e.what());
+    std::fprintf(stderr, "devplace: error: %s\n", OneLine(e.what()).c_str());
+    return 1;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A path the user gave that the system refuses: an --out that is a file,
+    // a name longer than the system allows, a folder without permission.
+    std::string path = e.path1().empty() ? std::string("a path") : e.path1().string();
+    std::fprintf(stderr, "devplace: error: %s: %s\n", devplace::ForMessage(path).c_str(),
+                 devplace::ForMessage(e.code().message()).c_str());
+    return 1;
+  } catch (const std::system_error& e) {
+    std::fprintf(stderr, "devplace: error: %s\n", OneLine(e.what()).c_str());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "devplace: error: out of memory (is an input or a size flag far larger than meant?)\n");
     return 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "devplace: internal error: %s\n", e.what());
+    // Anything else is a bug of ours; still one line, however long or
+    // multi-line the library's message (torch appends a stack trace).
+    std::fprintf(stderr, "devplace: internal error: %s\n", OneLine(e.what()).c_str());
     return 3;
   }
   return 0;
