@@ -4,9 +4,11 @@
 #include "models/synthetic.h"
 #include "placers/methods.h"
 #include "placers/placer.h"
+#include "report/compare_table.h"
 #include "sim/lower_bound.h"
 #include "test_util.h"
 #include "util/error.h"
+#include "util/random.h"
 
 namespace devplace {
 namespace {
@@ -95,6 +97,209 @@ TEST_P(OversizedTest, OpTooBigForAnyGpuGoesToTheCpu) {
 
 INSTANTIATE_TEST_SUITE_P(Placers, OversizedTest,
                          ::testing::Values("scotch", "mincut", "metis", "m_topo", "m_etf", "m_sct"));
+
+// Every registered placer's name.
+std::vector<std::string> AllPlacerNames();
+
+// Two GPUs and no CPU.
+Cluster GpuOnlyCluster() {
+  Cluster c;
+  c.name = "gpu_only";
+  c.devices = {MakeDevice("gpu:0", DeviceKind::kGpu), MakeDevice("gpu:1", DeviceKind::kGpu)};
+  c.links = {{0, 1, 1e9, 10, -1}};
+  c.Finalize("gpu-only cluster");
+  return c;
+}
+
+// Two CPUs and no GPU.
+Cluster CpuOnlyCluster() {
+  Cluster c;
+  c.name = "cpu_only";
+  c.devices = {MakeDevice("cpu:0", DeviceKind::kCpu), MakeDevice("cpu:1", DeviceKind::kCpu)};
+  c.links = {{0, 1, 1e9, 10, -1}};
+  c.Finalize("cpu-only cluster");
+  return c;
+}
+
+// TwoHeavyBranches with one more op, `only` of kind `kind`, feeding a0.
+Graph WithOpOnlyFor(DeviceKind kind, const std::string& only) {
+  Graph g = TwoHeavyBranches();
+  Op op = MakeOp(100, only, 1e6, 1000);
+  op.device_kinds = MaskOf(kind);
+  int32_t index = g.AddOp(op);
+  g.AddDataEdge(index, 0, /*a0=*/0);
+  return g;
+}
+
+class ClusterKindsTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ClusterKindsTest, OpNoDeviceCanRunIsAnErrorNamingOpKindsAndCluster) {
+  struct Case {
+    DeviceKind only;
+    Cluster cluster;
+  };
+  for (Case& c : std::vector<Case>{{DeviceKind::kCpu, GpuOnlyCluster()}, {DeviceKind::kGpu, CpuOnlyCluster()}}) {
+    Harness h(WithOpOnlyFor(c.only, "input_pipeline"), c.cluster);
+    try {
+      h.Place(GetParam());
+      ADD_FAILURE() << GetParam() << " placed an op no device of " << h.cluster.name << " can run";
+    } catch (const Error& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find("'input_pipeline'"), std::string::npos) << message;
+      EXPECT_NE(message.find(std::string("only on ") + DeviceKindName(c.only)), std::string::npos) << message;
+      EXPECT_NE(message.find("'" + h.cluster.name + "'"), std::string::npos) << message;
+      EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    }
+  }
+}
+
+TEST_P(ClusterKindsTest, ClustersOfOneKindGetCompleteValidPlacements) {
+  for (Cluster cluster : {GpuOnlyCluster(), CpuOnlyCluster()}) {
+    SyntheticOptions options;
+    options.num_ops = 120;
+    Graph g = MakeSyntheticGraph(options);
+    // The synthetic graph's CPU-only ops may go anywhere here.
+    for (int32_t op = 0; op < g.num_ops(); ++op) g.mutable_op(op).device_kinds = kAllDeviceKinds;
+    g.Finalize("synthetic");
+    CostModel cost(cluster);
+    Simulator simulator(g, cluster, cost);
+    PlacementProblem problem{g, cluster, cost, simulator, 5};
+    PlacerOutput out = FindPlacer(GetParam()).place(problem);
+    ASSERT_EQ(out.placement.size(), static_cast<size_t>(g.num_ops()));
+    auto problem_text = CheckPlacement(g, cluster, out.placement);
+    EXPECT_FALSE(problem_text.has_value()) << cluster.name << ": " << *problem_text;
+    SimResult r = simulator.Run(out.placement);
+    EXPECT_FALSE(r.invalid) << cluster.name << ": " << r.reason;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Placers, ClusterKindsTest, ::testing::ValuesIn(AllPlacerNames()));
+
+// Checks that `method` placed every op of `h.graph` on a device that can
+// run it, kept co-location, and that the placement simulates.
+void ExpectCompleteValidPlacement(Harness& h, const std::string& method, uint64_t seed, const std::string& what) {
+  PlacerOutput out = h.Place(method, seed);
+  ASSERT_EQ(out.placement.size(), static_cast<size_t>(h.graph.num_ops())) << method << " " << what;
+  for (int32_t op = 0; op < h.graph.num_ops(); ++op) {
+    ASSERT_GE(out.placement[op], 0) << method << " " << what << ": op " << h.graph.op(op).name << " on no device";
+    ASSERT_LT(out.placement[op], h.cluster.num_devices()) << method << " " << what;
+  }
+  auto problem_text = CheckPlacement(h.graph, h.cluster, out.placement);
+  EXPECT_FALSE(problem_text.has_value()) << method << " " << what << ": " << *problem_text;
+  SimResult r = h.simulator.Run(out.placement);
+  EXPECT_FALSE(r.invalid) << method << " " << what << ": " << r.reason;
+}
+
+class ReadinessTest : public ::testing::TestWithParam<std::string> {};
+
+// A variable shares a co-location group with its update further on, and
+// has a control edge to the op that reads it: the list schedulers defer the
+// variable, and once left the reader and all after it unreleased.
+TEST_P(ReadinessTest, ControlEdgeFromAGroupedSourceReleasesItsSuccessors) {
+  Graph g;
+  int32_t x = g.AddOp(MakeOp(0, "x", 1e6, 1000));
+  Op var = MakeOp(1, "var", 0, 4000);
+  var.persistent_bytes = 4000;
+  var.outputs[0].aliases_persistent = true;
+  var.colocation_group = "layer";
+  int32_t v = g.AddOp(var);
+  int32_t a = g.AddOp(MakeOp(2, "a", 1e9, 1000));
+  int32_t b = g.AddOp(MakeOp(3, "b", 1e9, 1000));
+  Op update = MakeOp(4, "update", 1e6, 4);
+  update.colocation_group = "layer";
+  int32_t u = g.AddOp(update);
+  int32_t c = g.AddOp(MakeOp(5, "c", 1e9, 1000));
+  g.AddDataEdge(x, 0, a);
+  g.AddControlEdge(v, a);
+  g.AddDataEdge(a, 0, b);
+  g.AddDataEdge(v, 0, b);
+  g.AddDataEdge(b, 0, u);
+  g.AddDataEdge(b, 0, c);
+  Harness h(std::move(g), testing::MakeSlowCpuCluster());
+  ExpectCompleteValidPlacement(h, GetParam(), 0, "grouped source with a control edge");
+}
+
+// Small random graphs with data and control edges, co-location groups
+// (their sources included) and CPU-only ops: every op placed, validly.
+TEST_P(ReadinessTest, RandomGraphsWithControlEdgesAndGroupsArePlacedCompletely) {
+  for (uint64_t seed = 0; seed < 60; ++seed) {
+    Random random(seed);
+    Graph g;
+    const int n = 2 + static_cast<int>(random.Below(18));
+    for (int i = 0; i < n; ++i) {
+      Op op = MakeOp(i, "op" + std::to_string(i), 1e6 * (1 + random.Below(1000)), 1000 * (1 + random.Below(1000)));
+      if (random.Below(4) == 0) op.persistent_bytes = 1000 * random.Below(200000);
+      if (random.Below(8) == 0) op.device_kinds = MaskOf(DeviceKind::kCpu);
+      if (random.Below(3) == 0) op.colocation_group = "group" + std::to_string(random.Below(3));
+      g.AddOp(op);
+      if (i == 0) continue;
+      for (uint64_t k = random.Below(3); k > 0; --k) g.AddDataEdge(static_cast<int32_t>(random.Below(i)), 0, i);
+      if (random.Below(3) == 0) g.AddControlEdge(static_cast<int32_t>(random.Below(i)), i);
+    }
+    // Small GPUs in every other case, so that memory limits bite too.
+    Harness h(std::move(g), testing::MakeSlowCpuCluster(seed % 2 ? 60'000'000 : 1'000'000'000));
+    ExpectCompleteValidPlacement(h, GetParam(), seed, "random graph " + std::to_string(seed));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Placers, ReadinessTest, ::testing::ValuesIn(AllPlacerNames()));
+
+// A chain of 12 layers of 100 MB parameters each: 1.2 GB, more than either
+// 1 GB GPU holds. Merged whole, the list schedulers could only put it on the
+// CPU; bounded by the GPUs' memory, its groups go to the GPUs.
+Graph HeavyChain() {
+  Graph g;
+  int32_t prev = -1;
+  for (int i = 0; i < 12; ++i) {
+    Op op = MakeOp(i, "layer" + std::to_string(i), 1e9, 10'000'000);
+    op.persistent_bytes = 100'000'000;
+    int32_t next = g.AddOp(op);
+    if (prev >= 0) g.AddDataEdge(prev, 0, next);
+    prev = next;
+  }
+  return g;
+}
+
+TEST(PlacersTest, ListSchedulersPutAChainTooBigForOneGpuOnTheGpus) {
+  Harness h(HeavyChain(), testing::MakeSlowCpuCluster());
+  for (const char* method : {"m_topo", "m_etf", "m_sct"}) {
+    PlacerOutput out = h.Place(method);
+    for (int32_t op = 0; op < h.graph.num_ops(); ++op) {
+      EXPECT_EQ(h.cluster.devices[out.placement[op]].kind, DeviceKind::kGpu) << method << " " << h.graph.op(op).name;
+    }
+    SimResult r = h.simulator.Run(out.placement);
+    EXPECT_TRUE(r.ok()) << method << ": " << r.reason;
+  }
+}
+
+TEST(PlacersTest, GroupingBoundIsHalfTheSmallestUsableMemoryOfEachKind) {
+  Cluster c = testing::MakeSlowCpuCluster();
+  c.devices[2].reserved_bytes = 200'000'000;  // gpu:1: 800 MB usable
+  GroupingOptions options = GroupingOptionsFor(c);
+  EXPECT_EQ(options.max_group_bytes_of_kind[static_cast<int>(DeviceKind::kGpu)], 400'000'000);
+  EXPECT_EQ(options.max_group_bytes_of_kind[static_cast<int>(DeviceKind::kCpu)], 50'000'000'000);
+  EXPECT_EQ(options.MaxGroupBytes(kAllDeviceKinds), 400'000'000);
+  // A kind the cluster lacks bounds nothing.
+  EXPECT_EQ(GroupingOptionsFor(GpuOnlyCluster()).MaxGroupBytes(MaskOf(DeviceKind::kCpu)), kNoGroupBytesBound);
+  // And the heavy chain, grouped for this cluster, splits under 400 MB.
+  Graph g = HeavyChain();
+  g.Finalize("chain");
+  Grouping grouping = BuildGrouping(g, options);
+  EXPECT_GE(grouping.num_groups(), 4);  // 1.32 GB in groups of at most 400 MB
+  for (const Group& group : grouping.groups) EXPECT_LE(group.memory_bytes(), 400'000'000) << group.name;
+}
+
+TEST(CompareTableTest, WorkBoundSaysItDividesByOpSlots) {
+  Harness h(TwoHeavyBranches(), testing::MakeSlowCpuCluster());
+  h.cluster.devices[1].parallel_ops = 2;  // gpu:0 runs two ops at once: 4 slots on 3 devices
+  Comparison comparison;
+  comparison.graph_name = "branches";
+  comparison.cluster_name = h.cluster.name;
+  comparison.bound = StepTimeLowerBound(h.graph, h.cluster, h.cost);
+  EXPECT_NEAR(comparison.bound.work_us, 60'000.0 / 4, 1);  // six 10 ms ops over 4 slots
+  const std::string text = FormatComparisonText(h.cluster, comparison);
+  EXPECT_NE(text.find("total work over 4 op slots on 3 devices 0.015000 s"), std::string::npos) << text;
+}
 
 TEST(PlacersTest, SingleDevicePlacersUseTheirDevice) {
   Harness h(OversizedOp(), testing::MakeSlowCpuCluster());

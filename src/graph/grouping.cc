@@ -9,6 +9,19 @@
 namespace devplace {
 namespace {
 
+// a + b, or kNoGroupBytesBound where that overflows (it then exceeds every
+// finite bound, which is what a merge check needs).
+int64_t SaturatingAdd(int64_t a, int64_t b) {
+  int64_t sum;
+  return __builtin_add_overflow(a, b, &sum) ? kNoGroupBytesBound : sum;
+}
+
+int64_t OpMemoryBytes(const Op& op) {
+  int64_t bytes = op.persistent_bytes;
+  for (const TensorSpec& t : op.outputs) bytes = SaturatingAdd(bytes, t.bytes);
+  return bytes;
+}
+
 class UnionFind {
  public:
   explicit UnionFind(int32_t n) : parent_(n) { std::iota(parent_.begin(), parent_.end(), 0); }
@@ -44,8 +57,8 @@ Grouping Materialize(const Graph& graph, UnionFind& sets) {
     const Op& o = graph.op(op);
     group.ops.push_back(op);
     group.flops += o.flops;
-    group.persistent_bytes += o.persistent_bytes;
-    for (const TensorSpec& t : o.outputs) group.output_bytes += t.bytes;
+    group.persistent_bytes = SaturatingAdd(group.persistent_bytes, o.persistent_bytes);
+    for (const TensorSpec& t : o.outputs) group.output_bytes = SaturatingAdd(group.output_bytes, t.bytes);
     group.device_kinds &= o.device_kinds;
     if (!o.colocation_group.empty()) group.name = o.colocation_group;
   }
@@ -80,6 +93,16 @@ Grouping Materialize(const Graph& graph, UnionFind& sets) {
 
 }  // namespace
 
+int64_t Group::memory_bytes() const { return SaturatingAdd(persistent_bytes, output_bytes); }
+
+int64_t GroupingOptions::MaxGroupBytes(DeviceKindMask kinds) const {
+  int64_t bound = kNoGroupBytesBound;
+  for (int k = 0; k < kNumDeviceKinds; ++k) {
+    if (kinds & MaskOf(static_cast<DeviceKind>(k))) bound = std::min(bound, max_group_bytes_of_kind[k]);
+  }
+  return bound;
+}
+
 Grouping BuildGrouping(const Graph& graph, const GroupingOptions& options) {
   assert(graph.finalized());
   const int32_t n = graph.num_ops();
@@ -99,10 +122,12 @@ Grouping BuildGrouping(const Graph& graph, const GroupingOptions& options) {
   if (options.merge_single_consumer) {
     std::vector<std::vector<int32_t>> members(n);
     std::vector<DeviceKindMask> kinds(n, kAllDeviceKinds);
+    std::vector<int64_t> bytes(n, 0);
     for (int32_t op = 0; op < n; ++op) {
       int32_t root = sets.Find(op);
       members[root].push_back(op);
       kinds[root] &= graph.op(op).device_kinds;
+      bytes[root] = SaturatingAdd(bytes[root], OpMemoryBytes(graph.op(op)));
     }
     const auto& order = graph.topological_order();
     std::vector<int32_t> visited_in_pass(n, -1);
@@ -132,12 +157,16 @@ Grouping BuildGrouping(const Graph& graph, const GroupingOptions& options) {
         if (several || only_consumer < 0) continue;
         // Merging must not narrow where the consumer may run.
         if ((kinds[root] & kinds[only_consumer]) != kinds[only_consumer]) continue;
+        // Nor make a group too large for the smallest device that could run it.
+        const int64_t merged_bytes = SaturatingAdd(bytes[root], bytes[only_consumer]);
+        if (merged_bytes > options.MaxGroupBytes(kinds[root] & kinds[only_consumer])) continue;
         // Keep the larger member list as the surviving root (cheaper moves).
         int32_t keep = only_consumer;
         int32_t drop = root;
         if (members[drop].size() > members[keep].size()) std::swap(keep, drop);
         sets.MergeInto(drop, keep);
         kinds[keep] &= kinds[drop];
+        bytes[keep] = merged_bytes;
         members[keep].insert(members[keep].end(), members[drop].begin(), members[drop].end());
         members[drop].clear();
         members[drop].shrink_to_fit();

@@ -3,7 +3,9 @@
 // hundred groups instead of tens of thousands of ops.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,11 @@ struct Group {
   int64_t persistent_bytes = 0;
   int64_t output_bytes = 0;     // sum of the members' output tensors
   DeviceKindMask device_kinds = kAllDeviceKinds;  // kinds that can run every member
+
+  // The size the memory bound of the single-consumer merge is checked
+  // against: parameters plus every output, an over-estimate of what the
+  // group adds to a device's peak (activations are not all live at once).
+  int64_t memory_bytes() const;
 };
 
 // Bytes that flow from group `src` to group `dst`; each tensor counts once
@@ -36,12 +43,26 @@ struct Grouping {
   int32_t num_groups() const { return static_cast<int32_t>(groups.size()); }
 };
 
+inline constexpr int64_t kNoGroupBytesBound = std::numeric_limits<int64_t>::max();
+
 struct GroupingOptions {
   // Merge a group into its only consumer group, recursively, until nothing
   // merges. A group is merged only where that does not narrow the device
   // kinds its consumer may use (an input pipeline stuck on the CPU does not
-  // drag its consumer there).
+  // drag its consumer there), and only where the merged group stays within
+  // the memory bound below.
   bool merge_single_consumer = true;
+  // Per device kind, the most Group::memory_bytes() a merged group that can
+  // run on that kind may have; a merged group must be within the bound of
+  // every kind it can run on (so it fits the smallest device that could run
+  // it). Without it a chain-shaped graph collapses into one group larger
+  // than any GPU. The graph knows no devices: callers that place derive it
+  // from their cluster (GroupingOptionsFor in placers/placer.h). Groups the
+  // co-location constraints form are never split, however large.
+  std::array<int64_t, kNumDeviceKinds> max_group_bytes_of_kind{kNoGroupBytesBound, kNoGroupBytesBound};
+
+  // The bound for a group that can run on `kinds`.
+  int64_t MaxGroupBytes(DeviceKindMask kinds) const;
 };
 
 // Groups a finalized graph: first the given co-location constraints, then

@@ -6,7 +6,10 @@
 // Variables and other source ops bound by co-location to ops further on
 // (a variable and its update) are "deferred": placed at the end with their
 // unit, so that they do not pin their unit to a device before the scheduler
-// knows where the real work goes.
+// knows where the real work goes. A deferred op is never scheduled, so no
+// op waits for it: neither its data edges nor its control edges hold back
+// their destinations (else those, and all that follows them, are never
+// released and stay on no device).
 //
 // The memory estimate: a co-location unit's parameters are reserved when its
 // first op is placed; an op's outputs are added when it is placed and freed
@@ -15,10 +18,12 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "placers/memory_repair.h"
 #include "placers/methods.h"
+#include "util/error.h"
 
 namespace devplace {
 namespace {
@@ -31,7 +36,7 @@ class ListScheduleState {
       : problem_(problem),
         graph_(problem.graph),
         cluster_(problem.cluster),
-        units_(BuildGrouping(problem.graph)),
+        units_(BuildGrouping(problem.graph, GroupingOptionsFor(problem.cluster))),
         device_of_op_(graph_.num_ops(), -1),
         device_of_unit_(units_.num_groups(), -1),
         memory_bytes_(cluster_.num_devices(), 0),
@@ -74,8 +79,11 @@ class ListScheduleState {
   int32_t unit_device(int32_t op) const { return device_of_unit_[units_.group_of_op[op]]; }
   int32_t device_of(int32_t op) const { return device_of_op_[op]; }
 
+  // Whether `d` can run `op` and the rest of its unit, which must follow it
+  // there: a unit merged into a CPU-only consumer may go nowhere else, even
+  // if the op placed first could.
   bool CanRun(int32_t op, int32_t d) const {
-    return (graph_.op(op).device_kinds & MaskOf(cluster_.devices[d].kind)) != 0;
+    return (units_.groups[units_.group_of_op[op]].device_kinds & MaskOf(cluster_.devices[d].kind)) != 0;
   }
 
   // Bytes placing `op` on `d` adds to d's estimate.
@@ -228,7 +236,7 @@ PlacerOutput EarliestTaskFirst(const PlacementProblem& problem, const std::vecto
   std::vector<double> device_free_us(D, 0);
   std::vector<int32_t> pending(n, 0);
   for (const DataEdge& e : graph.data_edges()) pending[e.dst] += !state.deferred(e.src);
-  for (const ControlEdge& e : graph.control_edges()) ++pending[e.dst];
+  for (const ControlEdge& e : graph.control_edges()) pending[e.dst] += !state.deferred(e.src);
   // Copies queue on link channels as in the simulator: each channel carries
   // one transfer at a time, and a tensor goes to a device once. Without
   // this, ETF spreads ops as if copies were free to overlap, and the
@@ -290,13 +298,15 @@ PlacerOutput EarliestTaskFirst(const PlacementProblem& problem, const std::vecto
       for (int32_t d : candidates) {
         double start = std::max(device_free_us[d], data_ready_us(op, d, /*book=*/false));
         double finish = start + problem.cost.OpTimeUs(graph.op(op), d);
-        if (finish < op_finish) {
+        // The first candidate even at an infinite time, so that an op no
+        // device can run still gets one (the simulator then says why).
+        if (op_device < 0 || finish < op_finish) {
           op_device = d;
           op_start = start;
           op_finish = finish;
         }
       }
-      if (op_start < best_start || (op_start == best_start && op_finish < best_finish)) {
+      if (best_device < 0 || op_start < best_start || (op_start == best_start && op_finish < best_finish)) {
         best_index = i;
         best_device = op_device;
         best_start = op_start;
@@ -315,6 +325,13 @@ PlacerOutput EarliestTaskFirst(const PlacementProblem& problem, const std::vecto
     };
     for (int32_t e : graph.out_data_edges(op)) release(graph.data_edges()[e].dst);
     for (int32_t next : graph.control_successors(op)) release(next);
+  }
+  // Every op not deferred must have been released and placed; one that was
+  // not would leave its unit on no device.
+  for (int32_t op = 0; op < n; ++op) {
+    if (!state.deferred(op) && state.device_of(op) < 0) {
+      throw std::logic_error("list scheduler: op '" + ForMessage(graph.op(op).name) + "' was never ready");
+    }
   }
   state.PlaceDeferred(pool);
   return state.Finish();

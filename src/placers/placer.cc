@@ -8,20 +8,73 @@
 
 namespace devplace {
 
+namespace {
+
+using PlaceFunction = PlacerOutput (*)(const PlacementProblem&);
+
+// `place` behind the check every placer needs, so that none of them has to
+// cope with an op it has no device for.
+std::function<PlacerOutput(const PlacementProblem&)> Checked(PlaceFunction place) {
+  return [place](const PlacementProblem& problem) {
+    CheckClusterCanRun(problem.graph, problem.cluster);
+    return place(problem);
+  };
+}
+
+// "cpu", "cpu or gpu": the kinds in `kinds`, for messages.
+std::string KindNames(DeviceKindMask kinds) {
+  std::string names;
+  for (int k = 0; k < kNumDeviceKinds; ++k) {
+    if (!(kinds & MaskOf(static_cast<DeviceKind>(k)))) continue;
+    names += (names.empty() ? "" : " or ") + std::string(DeviceKindName(static_cast<DeviceKind>(k)));
+  }
+  return names.empty() ? "none" : names;
+}
+
+std::string CannotRunMessage(const std::string& what, DeviceKindMask kinds, const Cluster& cluster) {
+  return what + " can run only on " + KindNames(kinds) + ", and cluster '" + ForMessage(cluster.name) +
+         "' has none (its devices: " + KindNames(cluster.kinds_present()) + ")";
+}
+
+}  // namespace
+
 const std::vector<PlacerInfo>& ListPlacers() {
   static const std::vector<PlacerInfo> placers = {
-      {"single_cpu", "every op on the CPU", PlaceSingleCpu},
-      {"single_gpu", "every op on gpu:0; ops with no GPU kernel on the CPU", PlaceSingleGpu},
-      {"expert", "the human expert's layer-wise placement that comes with the model", PlaceExpert},
-      {"scotch", "Scotch static mapping onto all devices (compute and bytes as weights)", PlaceScotch},
-      {"mincut", "Scotch static mapping onto the GPUs only", PlaceMinCut},
-      {"metis", "METIS k-way partition, part weights by device speed", PlaceMetis},
-      {"m_topo", "Baechi m-TOPO: topological order, filling each device to its share", PlaceMTopo},
-      {"m_etf", "Baechi m-ETF: earliest task first list scheduling under memory limits", PlaceMEtf},
-      {"m_sct", "Baechi m-SCT: ETF keeping each op's favourite child on its device", PlaceMSct},
-      {"random", "each co-location group on a random device (seeded)", PlaceRandom},
+      {"single_cpu", "every op on the CPU", Checked(PlaceSingleCpu)},
+      {"single_gpu", "every op on gpu:0; ops with no GPU kernel on the CPU", Checked(PlaceSingleGpu)},
+      {"expert", "the human expert's layer-wise placement that comes with the model", Checked(PlaceExpert)},
+      {"scotch", "Scotch static mapping onto all devices (compute and bytes as weights)", Checked(PlaceScotch)},
+      {"mincut", "Scotch static mapping onto the GPUs only", Checked(PlaceMinCut)},
+      {"metis", "METIS k-way partition, part weights by device speed", Checked(PlaceMetis)},
+      {"m_topo", "Baechi m-TOPO: topological order, filling each device to its share", Checked(PlaceMTopo)},
+      {"m_etf", "Baechi m-ETF: earliest task first list scheduling under memory limits", Checked(PlaceMEtf)},
+      {"m_sct", "Baechi m-SCT: ETF keeping each op's favourite child on its device", Checked(PlaceMSct)},
+      {"random", "each co-location group on a random device (seeded)", Checked(PlaceRandom)},
   };
   return placers;
+}
+
+void CheckClusterCanRun(const Graph& graph, const Cluster& cluster) {
+  const DeviceKindMask present = cluster.kinds_present();
+  for (const Op& op : graph.ops()) {
+    if (!(op.device_kinds & present)) {
+      throw Error(CannotRunMessage("op '" + ForMessage(op.name) + "'", op.device_kinds, cluster));
+    }
+  }
+  // Co-location groups need no check of their own: Graph::Finalize made
+  // sure each group's ops share a kind, and with two kinds a cluster that
+  // has a kind for every op has the shared one too (it has both kinds, or
+  // every op allows its one kind).
+  static_assert(kNumDeviceKinds == 2, "with more kinds, check each co-location group's shared kinds too");
+}
+
+GroupingOptions GroupingOptionsFor(const Cluster& cluster) {
+  GroupingOptions options;
+  for (const Device& d : cluster.devices) {
+    int64_t& bound = options.max_group_bytes_of_kind[static_cast<int>(d.kind)];
+    bound = std::min(bound, std::max<int64_t>(d.usable_memory_bytes(), 0) / 2);
+  }
+  return options;
 }
 
 const PlacerInfo& FindPlacer(const std::string& name) {

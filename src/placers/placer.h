@@ -38,10 +38,26 @@ struct PlacerInfo {
   std::function<PlacerOutput(const PlacementProblem&)> place;
 };
 
-// Every placer devplace knows, in the order `compare` runs them.
+// Every placer devplace knows, in the order `compare` runs them. Each one's
+// `place` first calls CheckClusterCanRun, so no placer meets an op that no
+// device of its cluster can run.
 const std::vector<PlacerInfo>& ListPlacers();
 // The placer called `name`; throws Error listing the known ones.
 const PlacerInfo& FindPlacer(const std::string& name);
+
+// Throws Error naming the first op that no device of
+// `cluster` can run, the device kinds it may use, and the cluster: no
+// placement of such a graph is valid, so there is nothing to search for.
+void CheckClusterCanRun(const Graph& graph, const Cluster& cluster);
+
+// The grouping options for placing on `cluster`: the single-consumer merge
+// bounded, per device kind, by half the usable memory of the smallest device
+// of that kind (a merged group must then fit every kind it can run on).
+// Half, not all: a group's size counts its parameters and outputs only, and
+// its device also holds the tensors it receives from other groups and the
+// groups placed beside it; and a placer needs room to move groups between
+// devices to balance them.
+GroupingOptions GroupingOptionsFor(const Cluster& cluster);
 
 // Units of placement for the partitioners: the co-location groups alone,
 // without the single-consumer merge, so partitioners see the graph's real

@@ -29,10 +29,16 @@ std::string FormatComparisonText(const Cluster& cluster, const Comparison& c) {
   std::snprintf(line, sizeof line, "graph %s (%d ops) on cluster %s\n", c.graph_name.c_str(), c.num_ops,
                 c.cluster_name.c_str());
   out += line;
+  // The work bound divides by the ops the cluster runs at once (each
+  // device's parallel_ops), which is the device count only when every
+  // device runs one op at a time.
+  int64_t slots = 0;
+  for (const Device& d : cluster.devices) slots += d.parallel_ops;
   std::snprintf(line, sizeof line,
-                "step-time lower bound: %.6f s (critical path %.6f s, work over %d devices %.6f s)\n\n",
-                c.bound.step_time_us() * 1e-6, c.bound.critical_path_us * 1e-6, cluster.num_devices(),
-                c.bound.work_us * 1e-6);
+                "step-time lower bound: %.6f s (critical path %.6f s, total work over %lld op slots on %d devices "
+                "%.6f s)\n\n",
+                c.bound.step_time_us() * 1e-6, c.bound.critical_path_us * 1e-6, static_cast<long long>(slots),
+                cluster.num_devices(), c.bound.work_us * 1e-6);
   out += line;
   std::snprintf(line, sizeof line, "%-11s %12s %9s %9s %10s  %s\n", "method", "step_time_s", "vs_1gpu", "vs_bound",
                 "placer_s", "peak memory per device (* = out of memory)");
