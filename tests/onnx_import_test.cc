@@ -5,7 +5,10 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <limits>
+#include <tuple>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <sys/wait.h>
@@ -339,6 +342,402 @@ TEST(OnnxImportTest, TrainingAddsColocatedBackwardOpsAndUpdates) {
   EXPECT_LT(g.FindOp("x/grad"), 0);  // data inputs get no gradient
 }
 
+// The program: devplace import, and .onnx files wherever a graph goes.
+std::pair<int, std::string> Devplace(const std::string& args) {
+  std::string command = std::string(DEVPLACE_BINARY) + " " + args + " 2>&1";
+  std::string out;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (!pipe) return {-1, ""};
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) out.append(buffer.data(), n);
+  const int status = ::pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// ---- Hostile models: each class of defect gives an Error, never a signal. ----
+
+// An int64 scalar or vector as a Constant node.
+void AddIntConstant(onnx::ModelProto& m, const std::string& name, const std::vector<int64_t>& values,
+                    bool scalar = true) {
+  auto* node = AddNode(m, "Constant", name, {}, {name});
+  auto* a = node->add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  a->mutable_t()->set_data_type(onnx::TensorProto::INT64);
+  if (!scalar) a->mutable_t()->add_dims(static_cast<int64_t>(values.size()));
+  for (int64_t v : values) a->mutable_t()->add_int64_data(v);
+}
+
+// x [6] reshaped by a shape computed as Concat(Unsqueeze(op(a, b)), [-1]).
+onnx::ModelProto ReshapeByArithmetic(const std::string& op, int64_t a, int64_t b) {
+  onnx::ModelProto m = NewModel();
+  AddInput(m, "x", {"6"});
+  AddIntConstant(m, "a", {a});
+  AddIntConstant(m, "b", {b});
+  AddIntConstant(m, "axes", {0}, /*scalar=*/false);
+  AddIntConstant(m, "rest", {-1}, /*scalar=*/false);
+  AddNode(m, op, "arith", {"a", "b"}, {"c"});
+  AddNode(m, "Unsqueeze", "unsq", {"c", "axes"}, {"c1"});
+  AddNode(m, "Concat", "cat", {"c1", "rest"}, {"shape"});
+  SetInt(m.mutable_graph()->mutable_node(6), "axis", 0);
+  AddNode(m, "Reshape", "reshape", {"x", "shape"}, {"y"});
+  AddOutput(m, "y");
+  return m;
+}
+
+std::string ErrorOf(const std::string& path, const OnnxImportOptions& options = {}) {
+  try {
+    ImportOnnxFile(path, options);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// An error naming the file and `must_mention`, on one line.
+void ExpectImportError(const std::string& path, const std::vector<std::string>& must_mention) {
+  const std::string message = ErrorOf(path);
+  ASSERT_FALSE(message.empty()) << "expected an error for " << path;
+  EXPECT_NE(message.find(path), std::string::npos) << message;
+  for (const auto& m : must_mention) EXPECT_NE(message.find(m), std::string::npos) << m << " in: " << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+}
+
+TEST(OnnxHostileTest, IntegerFoldingNeverTrapsOrOverflows) {
+  TempDir dir;
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  // What cannot be computed (INT64_MIN / -1 traps, x / 0, overflowing
+  // products and sums) stays unfolded: the node is still in the graph.
+  for (const auto& [op, a, b] : std::vector<std::tuple<std::string, int64_t, int64_t>>{
+           {"Div", kMin, -1}, {"Div", 5, 0}, {"Mod", 5, 0}, {"Mul", kMax, 2}, {"Add", kMax, 1}, {"Sub", kMin, 1}}) {
+    SCOPED_TRACE(op + " " + std::to_string(a) + " " + std::to_string(b));
+    const std::string path = Save(dir, ReshapeByArithmetic(op, a, b), op + ".onnx");
+    try {
+      OnnxImportResult r = ImportOnnxFile(path);
+      EXPECT_GE(r.graph.FindOp("arith"), 0);
+      EXPECT_FALSE(r.unknown_shape_tensors.empty());
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    }
+  }
+  // Mod takes the divisor's sign (fmod=0): -7 mod 3 = 2, so [6] -> [2, 3].
+  auto folded_shape = [&](const std::string& op, int64_t a, int64_t b) {
+    OnnxImportResult r = ImportOnnxFile(Save(dir, ReshapeByArithmetic(op, a, b), "ok.onnx"));
+    EXPECT_LT(r.graph.FindOp("arith"), 0) << op << " was not folded";
+    return OpNamed(r.graph, "reshape").outputs[0].shape;
+  };
+  EXPECT_EQ(folded_shape("Mod", -7, 3), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(folded_shape("Div", -6, -2), (std::vector<int64_t>{3, 2}));
+  // INT64_MIN % -1 is 0 without a trap; Reshape's 0 copies x's dimension.
+  EXPECT_EQ(folded_shape("Mod", kMin, -1), (std::vector<int64_t>{6, 1}));
+}
+
+TEST(OnnxHostileTest, HugeRangesAreNotMaterialized) {
+  TempDir dir;
+  onnx::ModelProto m = NewModel();
+  AddInput(m, "x", {"4"});
+  AddIntConstant(m, "start", {0});
+  AddIntConstant(m, "limit", {std::numeric_limits<int64_t>::max()});
+  AddIntConstant(m, "delta", {1});
+  AddNode(m, "Range", "range", {"start", "limit", "delta"}, {"r"});
+  AddNode(m, "Shape", "shape", {"r"}, {"s"});
+  AddNode(m, "Relu", "relu", {"x"}, {"y"});
+  AddOutput(m, "y");
+  AddOutput(m, "s");
+  m.mutable_graph()->mutable_output(1)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+  const std::string path = Save(dir, m);
+  // Either the range stays a (huge) op or the import refuses it by name;
+  // it is never folded into 2^63 values.
+  try {
+    OnnxImportResult r = ImportOnnxFile(path);
+    EXPECT_GE(r.graph.FindOp("range"), 0);
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'r'"), std::string::npos) << e.what();
+  }
+}
+
+onnx::ModelProto ConvWith(const std::string& type, const std::string& attribute, const std::vector<int64_t>& values) {
+  onnx::ModelProto m = NewModel();
+  AddInput(m, "x", {"1", "3", "8", "8"});
+  std::vector<std::string> inputs = {"x"};
+  if (type == "Conv" || type == "ConvTranspose") {
+    AddWeight(m, "w", {4, 3, 3, 3});
+    inputs.push_back("w");
+  }
+  auto* node = AddNode(m, type, "bad/" + type, inputs, {"y"});
+  if (type != "Conv" && type != "ConvTranspose" && attribute != "kernel_shape") SetInts(node, "kernel_shape", {2, 2});
+  if (attribute == "group") {
+    SetInt(node, "group", values[0]);
+  } else {
+    SetInts(node, attribute, values);
+  }
+  AddOutput(m, "y");
+  return m;
+}
+
+TEST(OnnxHostileTest, AttributesShapeInferenceDividesByAreCheckedFirst) {
+  TempDir dir;
+  int i = 0;
+  for (const auto& [type, attribute, values] : std::vector<std::tuple<std::string, std::string, std::vector<int64_t>>>{
+           {"Conv", "strides", {0, 0}},
+           {"MaxPool", "strides", {0, 1}},
+           {"AveragePool", "strides", {-1, 1}},
+           {"Conv", "dilations", {0, 1}},
+           {"MaxPool", "dilations", {1, 0}},
+           {"Conv", "kernel_shape", {0, 3}},
+           {"MaxPool", "kernel_shape", {-2, 2}},
+           {"Conv", "pads", {1, 1, 1}},
+           {"MaxPool", "pads", {1, 1}},
+           {"Conv", "pads", {-1, 0, 0, 0}},
+           {"ConvTranspose", "output_padding", {0}},
+           {"ConvTranspose", "strides", {0, 0}},
+           {"Conv", "group", {0}},
+           {"Conv", "strides", {int64_t{1} << 40, 1}}}) {
+    SCOPED_TRACE(type + " " + attribute);
+    ExpectImportError(Save(dir, ConvWith(type, attribute, values), "m" + std::to_string(i++) + ".onnx"),
+                      {"bad/" + type, "'" + attribute + "'"});
+  }
+  for (const char* type : {"DepthToSpace", "SpaceToDepth"}) {
+    onnx::ModelProto m = NewModel();
+    AddInput(m, "x", {"1", "4", "2", "2"});
+    SetInt(AddNode(m, type, "blocks", {"x"}, {"y"}), "blocksize", 0);
+    AddOutput(m, "y");
+    ExpectImportError(Save(dir, m, std::string(type) + ".onnx"), {"blocks", "'blocksize'"});
+  }
+}
+
+TEST(OnnxHostileTest, MissingInputsOutputsAndBadTensorsAreErrors) {
+  TempDir dir;
+  int i = 0;
+  auto check = [&](onnx::ModelProto m, const std::vector<std::string>& mention) {
+    ExpectImportError(Save(dir, m, "m" + std::to_string(i++) + ".onnx"), mention);
+  };
+  // Each also with an op libonnx has no schema for, which once skipped the checker.
+  for (bool unregistered : {false, true}) {
+    SCOPED_TRACE(unregistered ? "with an unregistered op" : "checked");
+    auto base = [&] {
+      onnx::ModelProto m = NewModel();
+      AddInput(m, "x", {"2", "3"});
+      if (unregistered) AddNode(m, "NoSuchOp", "custom", {"x"}, {"z"});
+      return m;
+    };
+    {
+      onnx::ModelProto m = base();
+      AddNode(m, "Concat", "cat", {"x", ""}, {"y"});
+      SetInt(m.mutable_graph()->mutable_node(m.graph().node_size() - 1), "axis", 0);
+      AddOutput(m, "y");
+      check(m, {"'cat'", "empty name"});
+    }
+    {
+      onnx::ModelProto m = base();
+      AddNode(m, "Shape", "shape", {}, {"y"});
+      AddOutput(m, "y");
+      check(m, {"'shape'", "0 inputs"});
+    }
+    {
+      onnx::ModelProto m = base();
+      AddNode(m, "Add", "add", {"x", "absent_weight"}, {"y"});
+      AddOutput(m, "y");
+      check(m, {"'add'", "absent_weight"});
+    }
+    {
+      onnx::ModelProto m = base();
+      AddNode(m, "Relu", "relu", {"x"}, {});
+      check(m, {"'relu'", "0 outputs"});
+    }
+    {
+      onnx::ModelProto m = base();
+      AddNode(m, "Cast", "cast", {"x"}, {"y"});  // 'to' is required
+      AddOutput(m, "y");
+      check(m, {"'cast'", "'to'"});
+    }
+    {
+      onnx::ModelProto m = base();
+      AddNode(m, "Gemm", "gemm", {"x"}, {"y"});  // Gemm takes 2 to 3 inputs
+      AddOutput(m, "y");
+      check(m, {"'gemm'", "1 inputs"});
+    }
+  }
+  // Tensors whose data does not fill their dims, negative or overflowing dims.
+  {
+    onnx::ModelProto m = NewModel();
+    AddInput(m, "x", {"2", "3"});
+    AddWeight(m, "w", {2, 3});
+    m.mutable_graph()->mutable_initializer(0)->set_raw_data(std::string(5, '\0'));
+    AddNode(m, "Add", "add", {"x", "w"}, {"y"});
+    AddOutput(m, "y");
+    check(m, {"initializer 'w'", "5 bytes"});
+  }
+  {
+    onnx::ModelProto m = NewModel();
+    AddInput(m, "x", {"2"});
+    auto* shape = m.mutable_graph()->add_initializer();
+    shape->set_name("shape");
+    shape->set_data_type(onnx::TensorProto::INT64);
+    shape->add_dims(4);
+    shape->add_int64_data(2);  // one value for four elements
+    AddNode(m, "Reshape", "reshape", {"x", "shape"}, {"y"});
+    AddOutput(m, "y");
+    check(m, {"initializer 'shape'", "1 values for 4 elements"});
+  }
+  {
+    onnx::ModelProto m = NewModel();
+    AddInput(m, "x", {"2", "3"});
+    AddWeight(m, "w", {2, 3});
+    m.mutable_graph()->mutable_initializer(0)->set_dims(0, -2);
+    AddNode(m, "Add", "add", {"x", "w"}, {"y"});
+    AddOutput(m, "y");
+    check(m, {"initializer 'w'", "negative"});
+  }
+  {
+    onnx::ModelProto m = NewModel();
+    AddInput(m, "x", {"4294967296", "4294967296", "4294967296"});
+    AddNode(m, "Relu", "relu", {"x"}, {"y"});
+    AddOutput(m, "y");
+    check(m, {"'x'", "more elements"});
+  }
+  {
+    onnx::ModelProto m = NewModel();
+    AddInput(m, "x", {"2", "3"});
+    m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1)->set_dim_value(-3);
+    AddNode(m, "Relu", "relu", {"x"}, {"y"});
+    AddOutput(m, "y");
+    check(m, {"'x'", "-3"});
+  }
+  {
+    // A 1 PiB+ tensor with no data of its own (external) is refused by size.
+    onnx::ModelProto m = NewModel();
+    AddInput(m, "x", {"1048576", "1048576", "1024"});
+    AddNode(m, "Relu", "relu", {"x"}, {"y"});
+    AddOutput(m, "y");
+    check(m, {"1 PiB"});
+  }
+  {
+    // Shape inference gives a 5-wide kernel on a 3-wide input a negative size.
+    onnx::ModelProto m = NewModel();
+    AddInput(m, "x", {"1", "1", "3", "3"});
+    SetInts(AddNode(m, "MaxPool", "pool", {"x"}, {"y"}), "kernel_shape", {5, 5});
+    AddOutput(m, "y");
+    check(m, {"'y'", "-1"});
+  }
+}
+
+// Models on which libonnx 1.12's own shape inference reads out of bounds
+// (found by fuzzing): each is an Error naming the file, never a crash.
+TEST(OnnxHostileTest, ShapeInferenceCrashesBecomeErrors) {
+  TempDir dir;
+  auto scalar = [](onnx::ModelProto& m, const std::string& name, int32_t type, std::vector<int64_t> dims) {
+    auto* t = m.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(type);
+    int64_t n = 1;
+    for (int64_t d : dims) t->add_dims(d), n *= d;
+    for (int64_t i = 0; i < n; ++i) type == onnx::TensorProto::INT64 ? t->add_int64_data(0) : t->add_float_data(0);
+  };
+  std::vector<onnx::ModelProto> models;
+  {
+    onnx::ModelProto m = NewModel(8, 17);  // LayerNormalization of a scalar
+    scalar(m, "x", onnx::TensorProto::INT64, {});
+    scalar(m, "s", onnx::TensorProto::FLOAT, {3, 0});
+    AddNode(m, "LayerNormalization", "ln", {"x", "s"}, {"y", "m", "v"});
+    models.push_back(m);
+  }
+  {
+    onnx::ModelProto m = NewModel(8, 17);  // Sub of an empty tensor and a scalar
+    scalar(m, "a", onnx::TensorProto::INT64, {0});
+    scalar(m, "b", onnx::TensorProto::INT64, {});
+    AddNode(m, "Sub", "sub", {"a", "b"}, {"y"});
+    models.push_back(m);
+  }
+  {
+    onnx::ModelProto m = NewModel(8, 17);  // GatherND with batch_dims -1
+    AddInput(m, "x", {"1"});
+    scalar(m, "i", onnx::TensorProto::FLOAT, {2, 0});
+    SetInt(AddNode(m, "GatherND", "gnd", {"x", "i"}, {"y"}), "batch_dims", -1);
+    models.push_back(m);
+  }
+  {
+    onnx::ModelProto m = NewModel(8, 17);  // MaxUnpool with scalar indices
+    AddInput(m, "x", {"5", "2"});
+    scalar(m, "i", onnx::TensorProto::INT64, {});
+    SetInts(AddNode(m, "MaxUnpool", "unpool", {"x", "i"}, {"y"}), "kernel_shape", {});
+    models.push_back(m);
+  }
+  for (size_t i = 0; i < models.size(); ++i) {
+    for (bool newer : {false, true}) {  // with and without libonnx's checker
+      onnx::ModelProto m = models[i];
+      m.mutable_graph()->add_output()->set_name(m.graph().node(0).output(0));
+      if (newer) m.set_ir_version(99);
+      const std::string path = Save(dir, m, "m" + std::to_string(i) + (newer ? "n" : "") + ".onnx");
+      const std::string message = ErrorOf(path);
+      if (message.empty()) continue;  // imported: also no crash
+      EXPECT_NE(message.find(path), std::string::npos) << message;
+      EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    }
+  }
+}
+
+TEST(OnnxHostileTest, NamesThatAreNotUtf8AreCarriedEscaped) {
+  TempDir dir;
+  onnx::ModelProto m = SmallCnn();
+  const std::string bad_name = std::string("conv\xff\xfe") + "\nname";
+  m.mutable_graph()->mutable_node(0)->set_name(bad_name);
+  m.mutable_graph()->set_name("graph\xc3");
+  OnnxImportResult r = ImportOnnxFile(Save(dir, m));
+  const int32_t conv = r.graph.FindOp("conv\\xFF\\xFE\\nname");
+  ASSERT_GE(conv, 0);
+  EXPECT_DOUBLE_EQ(r.graph.op(conv).flops, kConvFlops);
+  EXPECT_EQ(r.graph.name, "graph\\xC3");
+  // A graph file is JSON: writing and reading it back must work.
+  SaveGraphFile(r.graph, dir.File("g.json"));
+  EXPECT_GE(LoadGraphFile(dir.File("g.json")).FindOp("conv\\xFF\\xFE\\nname"), 0);
+  // Valid UTF-8 names are kept as they are.
+  onnx::ModelProto ok = SmallCnn();
+  ok.mutable_graph()->mutable_node(0)->set_name("couche\xc3\xa9\\1");
+  EXPECT_GE(ImportOnnxFile(Save(dir, ok, "ok.onnx")).graph.FindOp("couche\xc3\xa9\\1"), 0);
+
+  // In an error the name is escaped onto one line.
+  auto* conv_node = m.mutable_graph()->mutable_node(0);
+  SetInts(conv_node, "strides", {0, 0});
+  ExpectImportError(Save(dir, m, "bad.onnx"), {"conv\\xFF\\xFE\\nname"});
+}
+
+TEST(OnnxHostileTest, FilesThatAreNotModelsAreNamedErrors) {
+  TempDir dir;
+  std::string random(4096, '\0');
+  uint32_t state = 12345;
+  for (char& c : random) c = static_cast<char>((state = state * 1103515245u + 12345u) >> 24);
+  ExpectImportError(dir.Write("random.onnx", random), {"random.onnx"});
+  ExpectImportError(dir.Write("zeros.onnx", std::string(100, '\0')), {"not"});
+  // A file past protobuf's 2 GiB is refused before it is read (sparse here).
+  const std::string huge = dir.Write("huge.onnx", "x");
+  std::filesystem::resize_file(huge, (uint64_t{3} << 30));
+  ExpectImportError(huge, {"2 GiB"});
+  std::filesystem::create_directory(dir.File("dir.onnx"));
+  ExpectImportError(dir.File("dir.onnx"), {"not a file"});
+  // A path with a newline is echoed escaped.
+  const std::string odd = dir.Write("odd\nname.onnx", "junk");
+  const std::string message = ErrorOf(odd);
+  EXPECT_NE(message.find("odd\\nname.onnx"), std::string::npos) << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+}
+
+TEST(OnnxHostileTest, CliReportsHostileModelsInOneLine) {
+  TempDir dir;
+  const std::string model = Save(dir, ConvWith("Conv", "strides", {0, 0}), "stride0.onnx");
+  const std::string out = dir.File("g.json");
+  auto [code, text] = Devplace("import " + model + " -o " + out);
+  EXPECT_EQ(code, 1) << text;
+  EXPECT_EQ(text.rfind("devplace: error: ", 0), 0u) << text;
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
+  EXPECT_FALSE(std::filesystem::exists(out));
+  auto [info_code, info_text] = Devplace("info --graph " + model);
+  EXPECT_EQ(info_code, 1) << info_text;
+  EXPECT_NE(info_text.find("strides"), std::string::npos) << info_text;
+}
+
 // torchvision's models, exported by tools/make_test_models.py (a ctest
 // fixture), against the published multiply-add counts and PyTorch's own
 // parameter counts.
@@ -426,19 +825,6 @@ def make_model(batch):
   EXPECT_GT(updates, 0);   // and the last layer's Adam update with it
   EXPECT_GE(g.FindOp("0.weight"), 0);
   EXPECT_EQ(g.op(g.FindOp("0.weight")).colocation_group, "0");
-}
-
-// The program: devplace import, and .onnx files wherever a graph goes.
-std::pair<int, std::string> Devplace(const std::string& args) {
-  std::string command = std::string(DEVPLACE_BINARY) + " " + args + " 2>&1";
-  std::string out;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) return {-1, ""};
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) out.append(buffer.data(), n);
-  const int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
 TEST(OnnxImportCliTest, ImportWritesAGraphAndOtherCommandsReadOnnx) {

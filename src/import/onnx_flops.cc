@@ -7,9 +7,11 @@
 namespace devplace {
 namespace {
 
-int64_t Product(const std::vector<int64_t>& dims, size_t from = 0) {
-  int64_t p = 1;
-  for (size_t i = from; i < dims.size(); ++i) p *= std::max<int64_t>(dims[i], 0);
+// In double: FLOPs are doubles, and attribute products (kernel_shape) are
+// not bounded the way tensor sizes are.
+double Product(const std::vector<int64_t>& dims, size_t from = 0) {
+  double p = 1;
+  for (size_t i = from; i < dims.size(); ++i) p *= static_cast<double>(std::max<int64_t>(dims[i], 0));
   return p;
 }
 
@@ -52,7 +54,14 @@ bool OnnxTensorInfo::fully_known() const {
   return std::all_of(dims.begin(), dims.end(), [](int64_t d) { return d >= 0; });
 }
 
-int64_t OnnxTensorInfo::elements() const { return fully_known() ? Product(dims) : 0; }
+int64_t OnnxTensorInfo::elements() const {
+  if (!fully_known()) return 0;
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (__builtin_mul_overflow(n, d, &n)) return 0;  // the importer rejects such tensors first
+  }
+  return n;
+}
 
 bool OnnxIsMatrixProduct(const std::string& t) {
   return t == "Conv" || t == "ConvTranspose" || t == "Gemm" || t == "MatMul" || t == "LSTM" || t == "GRU" ||
@@ -127,7 +136,7 @@ OnnxNodeCost EstimateOnnxNodeFlops(const onnx::NodeProto& node, const std::vecto
       const bool batch_first = IntAttribute(node, "layout", 0) == 1;
       const double steps = batch_first ? x->dims[1] : x->dims[0];
       const double batch = batch_first ? x->dims[0] : x->dims[1];
-      const double hidden_total = static_cast<double>(r->dims.size() == 3 ? r->dims[0] * r->dims[2] : 0);
+      const double hidden_total = r->dims.size() == 3 ? static_cast<double>(r->dims[0]) * r->dims[2] : 0;
       const double gate_work = t == "LSTM" ? 12 : (t == "GRU" ? 10 : 2);
       cost.flops = steps * batch * (2.0 * (Product(w->dims) + Product(r->dims)) + gate_work * hidden_total);
     }

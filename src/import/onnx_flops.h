@@ -17,6 +17,7 @@ struct OnnxTensorInfo {
   std::vector<int64_t> dims;
   bool has_shape = false;  // false: not even the rank is known
   std::string dtype = "float32";
+  int64_t element_bytes = 4;
 
   bool fully_known() const;
   // Element count; 0 when the shape is not fully known.

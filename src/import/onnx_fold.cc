@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -21,14 +22,24 @@ struct IntTensor {
 
 bool IsIntType(int32_t t) { return t == onnx::TensorProto::INT64 || t == onnx::TensorProto::INT32; }
 
+// Whether `v` is a value of elem_type: an int32 result out of range would
+// wrap at run time, which a shape must not silently do here.
+bool Fits(int64_t v, int32_t elem_type) {
+  return elem_type != onnx::TensorProto::INT32 ||
+         (v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max());
+}
+
+// The element count of `dims`, or nullopt when negative or past kMaxElements.
+std::optional<size_t> SmallCount(const std::vector<int64_t>& dims);
+
 std::optional<IntTensor> FromProto(const onnx::TensorProto& t) {
   if (!IsIntType(t.data_type()) || t.data_location() == onnx::TensorProto::EXTERNAL) return std::nullopt;
   IntTensor out;
   out.elem_type = t.data_type();
   out.dims.assign(t.dims().begin(), t.dims().end());
-  int64_t n = 1;
-  for (int64_t d : out.dims) n *= d;
-  if (n < 0 || static_cast<size_t>(n) > kMaxElements) return std::nullopt;
+  const std::optional<size_t> count = SmallCount(out.dims);
+  if (!count) return std::nullopt;
+  const int64_t n = static_cast<int64_t>(*count);
   if (t.has_raw_data()) {
     const size_t width = t.data_type() == onnx::TensorProto::INT64 ? 8 : 4;
     if (t.raw_data().size() != static_cast<size_t>(n) * width) return std::nullopt;
@@ -74,6 +85,17 @@ const onnx::AttributeProto* Attribute(const onnx::NodeProto& node, const std::st
   return nullptr;
 }
 
+std::optional<size_t> SmallCount(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0) return std::nullopt;
+  }
+  for (int64_t d : dims) {
+    if (__builtin_mul_overflow(n, d, &n) || n > static_cast<int64_t>(kMaxElements)) return std::nullopt;
+  }
+  return static_cast<size_t>(n);
+}
+
 IntTensor Vector(std::vector<int64_t> values) {
   IntTensor t;
   t.dims = {static_cast<int64_t>(values.size())};
@@ -83,23 +105,48 @@ IntTensor Vector(std::vector<int64_t> values) {
 
 int64_t Wrap(int64_t index, int64_t size) { return index < 0 ? index + size : index; }
 
+// One element of integer arithmetic as ONNX defines it, or nullopt where
+// the result is undefined or overflows (INT64_MIN / -1, division by zero):
+// such a node is left for the runtime rather than folded to a wrong value.
+std::optional<int64_t> Apply(const std::string& op, int64_t x, int64_t y, bool fmod) {
+  int64_t r = 0;
+  if (op == "Add") return __builtin_add_overflow(x, y, &r) ? std::nullopt : std::optional<int64_t>(r);
+  if (op == "Sub") return __builtin_sub_overflow(x, y, &r) ? std::nullopt : std::optional<int64_t>(r);
+  if (op == "Mul") return __builtin_mul_overflow(x, y, &r) ? std::nullopt : std::optional<int64_t>(r);
+  if (op == "Max") return std::max(x, y);
+  if (op == "Min") return std::min(x, y);
+  if (op == "Equal") return x == y;
+  if (y == 0) return std::nullopt;
+  if (y == -1) {
+    // x / -1 and x % -1 trap for INT64_MIN; the remainder is always 0.
+    if (op == "Mod") return 0;
+    if (op == "Div") return x == std::numeric_limits<int64_t>::min() ? std::nullopt : std::optional<int64_t>(-x);
+  }
+  if (op == "Div") return x / y;  // integer Div truncates, as ONNX runtimes do
+  if (op == "Mod") {
+    // fmod=0 (the default) takes the divisor's sign, as Python's %.
+    r = x % y;
+    if (!fmod && r != 0 && ((r < 0) != (y < 0))) r += y;
+    return r;
+  }
+  return std::nullopt;
+}
+
 // Element-wise arithmetic where one side may be a single element.
-std::optional<IntTensor> Arithmetic(const std::string& op, const IntTensor& a, const IntTensor& b) {
+std::optional<IntTensor> Arithmetic(const std::string& op, const IntTensor& a, const IntTensor& b, bool fmod) {
+  if (a.values.empty() || b.values.empty() || a.elem_type != b.elem_type) return std::nullopt;
   if (a.values.size() != b.values.size() && a.values.size() != 1 && b.values.size() != 1) return std::nullopt;
-  IntTensor out = a.values.size() >= b.values.size() ? a : b;
+  // The result takes the broadcast shape: the larger side, or the higher rank.
+  const bool a_shape = a.values.size() != b.values.size() ? a.values.size() > b.values.size()
+                                                          : a.dims.size() >= b.dims.size();
+  IntTensor out = a_shape ? a : b;
   out.elem_type = a.elem_type;
   for (size_t i = 0; i < out.values.size(); ++i) {
     const int64_t x = a.values[a.values.size() == 1 ? 0 : i];
     const int64_t y = b.values[b.values.size() == 1 ? 0 : i];
-    if (op == "Add") out.values[i] = x + y;
-    else if (op == "Sub") out.values[i] = x - y;
-    else if (op == "Mul") out.values[i] = x * y;
-    else if (op == "Div" && y != 0) out.values[i] = x / y;
-    else if (op == "Mod" && y != 0) out.values[i] = x % y;
-    else if (op == "Max") out.values[i] = std::max(x, y);
-    else if (op == "Min") out.values[i] = std::min(x, y);
-    else if (op == "Equal") out.values[i] = x == y;
-    else return std::nullopt;
+    const std::optional<int64_t> r = Apply(op, x, y, fmod);
+    if (!r || !Fits(*r, a.elem_type)) return std::nullopt;
+    out.values[i] = *r;
   }
   if (op == "Equal") out.elem_type = onnx::TensorProto::BOOL;
   return out;
@@ -115,7 +162,7 @@ class Folder {
       if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return;
       std::vector<int64_t> dims;
       for (const auto& d : v.type().tensor_type().shape().dim()) {
-        if (!d.has_dim_value()) return;
+        if (!d.has_dim_value() || d.dim_value() < 0) return;
         dims.push_back(d.dim_value());
       }
       shapes_[v.name()] = dims;
@@ -131,9 +178,14 @@ class Folder {
     for (int n = 0; n < graph_.node_size(); ++n) {
       const auto& node = graph_.node(n);
       if (!node.domain().empty() && node.domain() != "ai.onnx") continue;
-      if (node.output_size() != 1) continue;
+      if (node.output_size() != 1 || node.output(0).empty()) continue;
       std::optional<IntTensor> result = Evaluate(node);
       if (!result || result->values.size() > kMaxElements || result->elem_type == onnx::TensorProto::BOOL) continue;
+      if (SmallCount(result->dims) != result->values.size()) continue;
+      if (!std::all_of(result->values.begin(), result->values.end(),
+                       [&](int64_t v) { return Fits(v, result->elem_type); })) {
+        continue;
+      }
       values_[node.output(0)] = *result;
       folded[n] = true;
       ++count;
@@ -173,13 +225,16 @@ class Folder {
       return std::nullopt;
     }
     if (op == "Shape" || op == "Size") {
+      if (node.input_size() < 1) return std::nullopt;
       auto it = shapes_.find(node.input(0));
       if (it == shapes_.end()) return std::nullopt;
       const std::vector<int64_t>& dims = it->second;
       if (op == "Size") {
         IntTensor t;
         t.values = {1};
-        for (int64_t d : dims) t.values[0] *= d;
+        for (int64_t d : dims) {
+          if (d < 0 || __builtin_mul_overflow(t.values[0], d, &t.values[0])) return std::nullopt;
+        }
         return t;
       }
       const int64_t rank = static_cast<int64_t>(dims.size());
@@ -201,14 +256,25 @@ class Folder {
       if (!to || !IsIntType(static_cast<int32_t>(to->i()))) return std::nullopt;
       IntTensor t = *a;
       t.elem_type = static_cast<int32_t>(to->i());
+      // To int32, values wrap as the runtime's static_cast does.
+      if (t.elem_type == onnx::TensorProto::INT32) {
+        for (int64_t& v : t.values) v = static_cast<int32_t>(v);
+      }
       return t;
     }
     if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Mod" || op == "Max" || op == "Min") {
       if (!b || a->dims.size() > 1 || b->dims.size() > 1) return std::nullopt;
-      return Arithmetic(op, *a, *b);
+      const auto* fmod = Attribute(node, "fmod");
+      return Arithmetic(op, *a, *b, fmod && fmod->i() != 0);
     }
     if (op == "Unsqueeze" || op == "Squeeze") {
-      // Only scalars and vectors, which is what shape arithmetic makes.
+      // Only a scalar to a vector of one and back, which is what shape
+      // arithmetic makes; the axes (an attribute, or input 1 from opset 13)
+      // must name that one axis.
+      std::vector<int64_t> axes = {0};
+      if (const auto* attr = Attribute(node, "axes")) axes.assign(attr->ints().begin(), attr->ints().end());
+      if (b) axes = b->values;
+      if (axes.size() != 1 || (axes[0] != 0 && axes[0] != -1)) return std::nullopt;
       IntTensor t = *a;
       if (op == "Unsqueeze" && a->dims.empty()) t.dims = {1};
       else if (op == "Squeeze" && a->dims.size() == 1 && a->dims[0] == 1) t.dims = {};
@@ -220,7 +286,8 @@ class Folder {
       t.elem_type = a->elem_type;
       for (int i = 0; i < node.input_size(); ++i) {
         const IntTensor* part = Value(node, i);
-        if (part->dims.size() != 1) return std::nullopt;
+        if (!part || part->dims.size() != 1 || part->elem_type != t.elem_type) return std::nullopt;
+        if (t.values.size() + part->values.size() > kMaxElements) return std::nullopt;
         t.values.insert(t.values.end(), part->values.begin(), part->values.end());
       }
       t.dims = {static_cast<int64_t>(t.values.size())};
@@ -247,7 +314,8 @@ class Folder {
         return std::nullopt;
       }
       const int64_t size = static_cast<int64_t>(a->values.size());
-      const int64_t step = steps ? steps->values.at(0) : 1;
+      if (steps && steps->values.size() != 1) return std::nullopt;
+      const int64_t step = steps ? steps->values[0] : 1;
       if (step != 1) return std::nullopt;
       const int64_t start = std::clamp(Wrap(starts->values[0], size), int64_t{0}, size);
       const int64_t end = std::clamp(Wrap(std::min(ends->values[0], size), size), int64_t{0}, size);
@@ -257,12 +325,18 @@ class Folder {
     }
     if (op == "Range") {
       const IntTensor* delta = Value(node, 2);
-      if (!b || !delta || delta->values.at(0) == 0) return std::nullopt;
+      if (!b || !delta || a->values.size() != 1 || b->values.size() != 1 || delta->values.size() != 1) {
+        return std::nullopt;
+      }
+      const int64_t start = a->values[0], limit = b->values[0], step = delta->values[0];
+      if (step == 0) return std::nullopt;
+      // Stepped with checked adds and at most kMaxElements steps, so a huge
+      // range is left unfolded instead of filling memory.
       std::vector<int64_t> values;
-      for (int64_t v = a->values.at(0); delta->values[0] > 0 ? v < b->values.at(0) : v > b->values.at(0);
-           v += delta->values[0]) {
-        if (values.size() > kMaxElements) return std::nullopt;
+      for (int64_t v = start; step > 0 ? v < limit : v > limit;) {
+        if (values.size() >= kMaxElements) return std::nullopt;
         values.push_back(v);
+        if (__builtin_add_overflow(v, step, &v)) break;
       }
       IntTensor t = Vector(std::move(values));
       t.elem_type = a->elem_type;

@@ -1,8 +1,14 @@
 #include "import/onnx_import.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <numeric>
 #include <set>
@@ -11,6 +17,7 @@
 #include "import/onnx_flops.h"
 #include "import/onnx_fold.h"
 #include "import/onnx_training.h"
+#include "import/onnx_validate.h"
 #include "onnx/checker.h"
 #include "onnx/defs/schema.h"
 #include "onnx/shape_inference/implementation.h"
@@ -19,13 +26,31 @@
 namespace devplace {
 namespace {
 
-std::string Quoted(const std::string& path) { return "'" + path + "'"; }
+std::string Quoted(const std::string& path) { return "'" + ForMessage(path) + "'"; }
+
+// Protobuf cannot parse a message past 2 GiB; ONNX keeps larger weights in
+// external files. A bigger file is refused before it is read into memory.
+constexpr std::uintmax_t kMaxModelFileBytes = std::uintmax_t{2} << 30;
+
+// The first line of a library's message, made safe to print.
+std::string FirstLine(const std::string& message) { return ForMessage(message.substr(0, message.find('\n'))); }
 
 onnx::ModelProto ReadModel(const std::string& path) {
-  if (!std::filesystem::is_regular_file(path)) throw Error(Quoted(path) + " does not exist or is not a file");
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) throw Error(Quoted(path) + " does not exist or is not a file");
+  const std::uintmax_t size = std::filesystem::file_size(path, error);
+  if (error) throw Error("cannot read the size of " + Quoted(path) + ": " + error.message());
+  if (size > kMaxModelFileBytes) {
+    throw Error(Quoted(path) + " is " + std::to_string(size) +
+                " bytes, over the 2 GiB a protobuf ONNX model can be (large weights belong in external data)");
+  }
   std::ifstream file(path, std::ios::binary);
   if (!file) throw Error("cannot open " + Quoted(path));
-  const std::string bytes{std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+  std::string bytes;
+  bytes.reserve(static_cast<size_t>(size));
+  bytes.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+  if (file.bad()) throw Error("cannot read " + Quoted(path));
+  if (bytes.size() > kMaxModelFileBytes) throw Error(Quoted(path) + " grew past 2 GiB while being read");
   if (bytes.empty()) throw Error(Quoted(path) + " is empty, not an ONNX model");
   onnx::ModelProto model;
   if (!model.ParseFromString(bytes)) {
@@ -86,6 +111,7 @@ OnnxTensorInfo InfoOf(const onnx::ValueInfoProto& value) {
   if (!value.type().has_tensor_type()) return info;
   const auto& tensor = value.type().tensor_type();
   info.dtype = OnnxDtypeName(tensor.elem_type());
+  info.element_bytes = OnnxElementBytes(tensor.elem_type());
   if (tensor.has_shape()) {
     info.has_shape = true;
     for (const auto& d : tensor.shape().dim()) info.dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
@@ -115,12 +141,86 @@ class UnionFind {
   std::vector<int32_t> parent_;
 };
 
+bool WriteAll(int fd, const std::string& bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// Runs `work`, which transforms `model`, in a child process and takes back
+// the model it left. libonnx's shape inference (1.12) indexes shapes and
+// reads data it never checked for many op types (STFT, GatherND, pooling
+// with inputs of the wrong rank, ...); the importer validates what it can
+// beforehand, and this makes whatever is left an Error naming the file
+// instead of a crash of devplace. Without fork it runs in-process.
+void InferInChild(onnx::ModelProto& model, const std::function<void()>& work, const std::string& source) {
+  int fds[2];
+  if (::pipe(fds) != 0) {
+    work();
+    return;
+  }
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    work();
+    return;
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    std::string reply;
+    try {
+      work();
+      reply = "O";
+      if (!model.AppendToString(&reply)) reply = "E" + source + ": the model after shape inference is over 2 GiB";
+    } catch (const Error& e) {
+      reply = std::string("E") + e.what();
+    } catch (const std::exception& e) {
+      reply = "E" + source + ": ONNX shape inference failed: " + FirstLine(e.what());
+    }
+    ::_exit(WriteAll(fds[1], reply) ? 0 : 1);
+  }
+  ::close(fds[1]);
+  std::string reply;
+  char buffer[65536];
+  for (;;) {
+    const ssize_t n = ::read(fds[0], buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    reply.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status)) {
+    throw Error(source + ": libonnx's shape inference crashed on it (signal " + std::to_string(WTERMSIG(status)) +
+                "): the model is malformed in a way its checker misses (an input of the wrong rank?)");
+  }
+  if (reply.empty() || (reply[0] != 'O' && reply[0] != 'E')) {
+    throw Error(source + ": shape inference ended without a result (exit status " + std::to_string(status) + ")");
+  }
+  if (reply[0] == 'E') throw Error(reply.substr(1));
+  onnx::ModelProto inferred;
+  if (!inferred.ParseFromArray(reply.data() + 1, static_cast<int>(reply.size() - 1))) {
+    throw Error(source + ": cannot read back the model after shape inference");
+  }
+  model = std::move(inferred);
+}
+
 class Importer {
  public:
   Importer(std::string path, const OnnxImportOptions& options) : path_(std::move(path)), options_(options) {}
 
   OnnxImportResult Run() {
     model_ = ReadModel(path_);
+    ValidateOnnxModel(model_, Quoted(path_));
     CheckModel();
     ClassifyGraphInputs();
     ResolveDims();
@@ -146,9 +246,7 @@ class Importer {
     try {
       onnx::checker::check_model(model_);
     } catch (const std::exception& e) {
-      std::string message = e.what();
-      message = message.substr(0, message.find('\n'));
-      throw Error(Quoted(path_) + " fails the ONNX checker: " + message);
+      throw Error(Quoted(path_) + " fails the ONNX checker: " + FirstLine(e.what()));
     }
   }
 
@@ -181,7 +279,7 @@ class Importer {
       const bool weight = weight_inputs_.count(input.name()) > 0;
       auto* tensor = input.mutable_type()->mutable_tensor_type();
       if (!tensor->has_shape()) {
-        missing.push_back("the rank of input '" + input.name() + "'");
+        missing.push_back("the rank of input '" + ForMessage(input.name()) + "'");
         continue;
       }
       for (int i = 0; i < tensor->shape().dim_size(); ++i) {
@@ -194,15 +292,17 @@ class Importer {
         } else if (dim->has_dim_param() && params.count(dim->dim_param())) {
           dim->set_dim_value(params.at(dim->dim_param()));
         } else if (dim->has_dim_param()) {
-          if (std::find(missing.begin(), missing.end(), dim->dim_param()) == missing.end()) missing.push_back(dim->dim_param());
+          const std::string name = ForMessage(dim->dim_param());
+          if (std::find(missing.begin(), missing.end(), name) == missing.end()) missing.push_back(name);
         } else {
-          missing.push_back("dimension " + std::to_string(i) + " of input '" + input.name() + "'");
+          missing.push_back("dimension " + std::to_string(i) + " of input '" + ForMessage(input.name()) + "'");
         }
       }
     }
     if (!missing.empty()) {
       std::string names;
-      for (const auto& m : missing) names += (names.empty() ? "" : ", ") + m;
+      for (size_t i = 0; i < missing.size() && i < 20; ++i) names += (i ? ", " : "") + missing[i];
+      if (missing.size() > 20) names += ", ... (" + std::to_string(missing.size()) + " in all)";
       throw Error(Quoted(path_) + " has dynamic dimensions with no value: " + names +
                   "; give them with --dim NAME=VALUE (or --batch N for the first dimension)");
     }
@@ -215,19 +315,42 @@ class Importer {
   }
 
   void InferShapes() {
-    try {
-      onnx::ShapeInferenceOptions inference(/*check_type=*/false, /*error_mode=*/0, /*data_propagation=*/true);
-      // Each round folds the shape arithmetic whose inputs the last
-      // inference resolved, which lets the next resolve more.
-      for (int round = 0; round < 100; ++round) {
+    InferInChild(model_, [this] { InferAndFold(); }, Quoted(path_));
+    for (const auto& init : model_.graph().initializer()) initializers_.insert(init.name());
+  }
+
+  void InferAndFold() {
+    onnx::ShapeInferenceOptions inference(/*check_type=*/false, /*error_mode=*/0, /*data_propagation=*/true);
+    // Each round folds the shape arithmetic whose inputs the last
+    // inference resolved, which lets the next resolve more.
+    for (int round = 0; round < 100; ++round) {
+      try {
         onnx::shape_inference::InferShapes(model_, onnx::OpSchemaRegistry::Instance(), inference);
-        if (FoldShapeComputations(*model_.mutable_graph()) == 0) break;
+      } catch (const std::exception& e) {
+        throw Error(Quoted(path_) + ": ONNX shape inference failed: " + FirstLine(e.what()));
       }
-      for (const auto& init : model_.graph().initializer()) initializers_.insert(init.name());
-    } catch (const std::exception& e) {
-      std::string message = e.what();
-      throw Error(Quoted(path_) + ": ONNX shape inference failed: " + message.substr(0, message.find('\n')));
+      CheckInferredShapes();
+      if (FoldShapeComputations(*model_.mutable_graph()) == 0) break;
     }
+  }
+
+  // Shape inference computes what the attributes say, so a kernel larger
+  // than its padded input gives a negative size: the model is wrong, and
+  // folding or costing it would be a silent wrong answer.
+  void CheckInferredShapes() const {
+    auto check = [this](const onnx::ValueInfoProto& v) {
+      if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return;
+      const auto& shape = v.type().tensor_type().shape();
+      for (int i = 0; i < shape.dim_size(); ++i) {
+        if (shape.dim(i).has_dim_value() && shape.dim(i).dim_value() < 0) {
+          throw Error(Quoted(path_) + ": shape inference gives tensor '" + ForMessage(v.name()) + "' dimension " +
+                      std::to_string(i) + " = " + std::to_string(shape.dim(i).dim_value()) +
+                      " (the attributes of the node that makes it do not fit its input)");
+        }
+      }
+    };
+    for (const auto& v : model_.graph().value_info()) check(v);
+    for (const auto& v : model_.graph().output()) check(v);
   }
 
   void CollectTensorInfo() {
@@ -243,6 +366,7 @@ class Importer {
       info.has_shape = true;
       info.dims.assign(t.dims().begin(), t.dims().end());
       info.dtype = OnnxDtypeName(t.data_type());
+      info.element_bytes = OnnxElementBytes(t.data_type());
       infos_[t.name()] = info;
     }
   }
@@ -258,10 +382,17 @@ class Importer {
       return unknown;
     }
     const std::string dtype = it->second.dtype.empty() ? "float32" : it->second.dtype;
+    if (CheckedTensorBytes(it->second.dims, std::max<int64_t>(it->second.element_bytes, 4)) < 0) {
+      throw Error(Quoted(path_) + ": tensor '" + ForMessage(name) + "' is larger than 1 PiB (" +
+                  std::to_string(it->second.dims.size()) + " dims); the model or its --dim/--batch values are wrong");
+    }
     return TensorSpec::Make(it->second.dims, dtype);
   }
 
-  std::string UniqueName(std::string name) {
+  // Op names come from the model, which may hold any bytes: they are made
+  // valid UTF-8 (a graph file is JSON) and unique.
+  std::string UniqueName(const std::string& raw) {
+    const std::string name = SafeOnnxName(raw);
     if (names_.insert(name).second) return name;
     for (int i = 1;; ++i) {
       std::string candidate = name + "_" + std::to_string(i);
@@ -299,13 +430,19 @@ class Importer {
     op.type = trainable ? "VariableV2" : "Const";
     op.persistent_bytes = spec.bytes * (trainable && options_.training ? 1 + options_.optimizer_slots : 1);
     op.outputs.push_back(spec);
+    // Each tensor is bounded (SpecOf); their sums are checked, as external
+    // data lets a small file declare any number of huge weights.
+    bool overflow = false;
     if (trainable) {
       int64_t elements = 1;
-      for (int64_t d : spec.shape) elements *= d;
-      result_.parameter_count += elements;
-      result_.parameter_bytes += spec.bytes;
+      for (int64_t d : spec.shape) overflow |= __builtin_mul_overflow(elements, d, &elements);
+      overflow |= __builtin_add_overflow(result_.parameter_count, elements, &result_.parameter_count);
+      overflow |= __builtin_add_overflow(result_.parameter_bytes, spec.bytes, &result_.parameter_bytes);
     } else {
-      result_.buffer_bytes += spec.bytes;
+      overflow |= __builtin_add_overflow(result_.buffer_bytes, spec.bytes, &result_.buffer_bytes);
+    }
+    if (overflow || op.persistent_bytes < 0) {
+      throw Error(Quoted(path_) + ": the weights total more bytes than devplace handles (at '" + ForMessage(name) + "')");
     }
     const int32_t index = AddOp(std::move(op), trainable);
     producers_[name] = {index, 0};
@@ -315,7 +452,7 @@ class Importer {
   void BuildForward() {
     const auto& graph = model_.graph();
     Graph& g = result_.graph;
-    g.name = graph.name().empty() ? std::filesystem::path(path_).stem().string() : graph.name();
+    g.name = SafeOnnxName(graph.name().empty() ? std::filesystem::path(path_).stem().string() : graph.name());
     std::set<std::string> used;
     for (const auto& node : graph.node()) used.insert(node.input().begin(), node.input().end());
     for (const auto& v : graph.output()) used.insert(v.name());
@@ -342,7 +479,7 @@ class Importer {
       const auto& node = graph.node(n);
       Op op;
       op.name = node.name().empty() ? node.op_type() + "_" + std::to_string(n) : node.name();
-      op.type = node.op_type();
+      op.type = SafeOnnxName(node.op_type());
       std::vector<const OnnxTensorInfo*> in_infos, out_infos;
       std::vector<Producer> sources;
       for (const auto& name : node.input()) {
@@ -352,7 +489,7 @@ class Importer {
         }
         auto it = producers_.find(name);
         if (it == producers_.end()) {
-          throw Error(Quoted(path_) + ": node '" + op.name + "' reads tensor '" + name +
+          throw Error(Quoted(path_) + ": node '" + ForMessage(op.name) + "' reads tensor '" + ForMessage(name) +
                       "', which no input, initializer or earlier node produces");
         }
         sources.push_back(it->second);
@@ -368,7 +505,7 @@ class Importer {
       }
       const OnnxNodeCost cost = EstimateOnnxNodeFlops(node, in_infos, out_infos);
       op.flops = cost.flops;
-      if (!cost.known_type) unknown_types_.insert(node.op_type());
+      if (!cost.known_type) unknown_types_.insert(SafeOnnxName(node.op_type()));
       result_.forward_flops += cost.flops;
 
       const int32_t index = AddOp(std::move(op), false);
@@ -418,7 +555,17 @@ class Importer {
 }  // namespace
 
 OnnxImportResult ImportOnnxFile(const std::string& path, const OnnxImportOptions& options) {
-  return Importer(path, options).Run();
+  // The boundary: whatever libonnx or protobuf throws on a hostile model
+  // becomes one line naming the file.
+  try {
+    return Importer(path, options).Run();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw Error(Quoted(path) + ": out of memory importing the model (is it, or a --dim value, far too large?)");
+  } catch (const std::exception& e) {
+    throw Error(Quoted(path) + ": cannot import the ONNX model: " + FirstLine(e.what()));
+  }
 }
 
 std::string OnnxImportWarning(const std::string& path, const OnnxImportResult& result) {
@@ -429,15 +576,22 @@ std::string OnnxImportWarning(const std::string& path, const OnnxImportResult& r
     if (items.size() > most) text += ", ... (" + std::to_string(items.size()) + " in all)";
     return text;
   };
+  auto list_safe = [&list](const std::vector<std::string>& items, size_t most) {
+    std::vector<std::string> safe;
+    for (size_t i = 0; i < items.size() && i < most; ++i) safe.push_back(ForMessage(items[i], 80));
+    std::string text = list(safe, most);
+    if (items.size() > most) text += ", ... (" + std::to_string(items.size()) + " in all)";
+    return text;
+  };
   if (!result.unknown_op_types.empty()) {
-    parts.push_back("unknown op types costed from their tensor sizes: " + list(result.unknown_op_types, 20));
+    parts.push_back("unknown op types costed from their tensor sizes: " + list_safe(result.unknown_op_types, 20));
   }
   if (!result.unknown_shape_tensors.empty()) {
-    parts.push_back("tensors of unknown shape counted as 0 bytes: " + list(result.unknown_shape_tensors, 5));
+    parts.push_back("tensors of unknown shape counted as 0 bytes: " + list_safe(result.unknown_shape_tensors, 5));
   }
   if (result.checker_skipped) parts.push_back("the model is newer than libonnx's checker knows; checker skipped");
   if (parts.empty()) return "";
-  std::string line = "warning: " + path + ": ";
+  std::string line = "warning: " + ForMessage(path) + ": ";
   for (size_t i = 0; i < parts.size(); ++i) line += (i ? "; " : "") + parts[i];
   return line;
 }
