@@ -2,8 +2,17 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <numeric>
+
+#include "cluster/presets.h"
+#include "cost/op_time_table.h"
+#include "models/registry.h"
+#include "report/sim_report.h"
 #include "sim/measure.h"
+#include "sim/placement.h"
 #include "test_util.h"
+#include "util/random.h"
 
 namespace devplace {
 namespace {
@@ -245,20 +254,42 @@ TEST(SimulatorTest, ControlEdgeDelaysItsTarget) {
   EXPECT_DOUBLE_EQ(f.Run({kGpu0, kGpu0, kGpu1, kGpu1}).step_time_us, 4.0);
 }
 
-TEST(SimulatorTest, ReadyOpsRunInTheOrderTheyBecameReady) {
-  // r (1 us) releases p and q at once; p was released first because of its
-  // edge order, so p runs first. s depends on q only.
+TEST(SimulatorTest, OpsReadyAtTheSameInstantRunByRank) {
+  // r (1 us) releases p and q at once. q comes first in the file and in r's
+  // edges, but p's name sorts first, so p has the lower rank and runs first.
   Graph g;
   int32_t r = g.AddOp(MakeOp(0, "r", 1e6, 4));
-  int32_t p = g.AddOp(MakeOp(1, "p", 5e6, 4));
   int32_t q = g.AddOp(MakeOp(2, "q", 1e6, 4));
-  g.AddDataEdge(r, 0, p);
+  int32_t p = g.AddOp(MakeOp(1, "p", 5e6, 4));
   g.AddDataEdge(r, 0, q);
+  g.AddDataEdge(r, 0, p);
   Fixture f(std::move(g), MakeTestCluster());
   SimResult result = f.Run({kGpu0, kGpu0, kGpu0}, SimOptions{.record_events = true});
   ASSERT_EQ(result.op_events.size(), 3u);
   EXPECT_EQ(result.op_events[1].op, p);
   EXPECT_DOUBLE_EQ(result.op_events[2].start_us, 6.0);
+}
+
+TEST(SimulatorTest, AmongReadyOpsTheHigherRunsFirstThenTheNaturalName) {
+  // r releases p, q, x10 and x2 at once. q has a consumer (height 2), the
+  // others none (height 1): q runs first although "p" sorts before it.
+  // Among the leaves, names compare digits as numbers: p, x2, x10.
+  Graph g;
+  int32_t r = g.AddOp(MakeOp(0, "r", 1e6, 4));
+  int32_t x10 = g.AddOp(MakeOp(1, "x10", 1e6, 4));
+  int32_t x2 = g.AddOp(MakeOp(2, "x2", 1e6, 4));
+  int32_t p = g.AddOp(MakeOp(3, "p", 1e6, 4));
+  int32_t q = g.AddOp(MakeOp(4, "q", 1e6, 4));
+  int32_t s = g.AddOp(MakeOp(5, "s", 1e6, 4));
+  for (int32_t dst : {x10, x2, p, q}) g.AddDataEdge(r, 0, dst);
+  g.AddDataEdge(q, 0, s);
+  Fixture f(std::move(g), MakeTestCluster());
+  SimResult result = f.Run({kGpu0, kGpu0, kGpu0, kGpu0, kGpu0, kGpu0}, SimOptions{.record_events = true});
+  ASSERT_EQ(result.op_events.size(), 6u);
+  EXPECT_EQ(result.op_events[1].op, q);
+  EXPECT_EQ(result.op_events[2].op, p);
+  EXPECT_EQ(result.op_events[3].op, x2);
+  EXPECT_EQ(result.op_events[4].op, x10);
 }
 
 TEST(SimulatorTest, SameSeedGivesTheSameNoisyResult) {
@@ -320,6 +351,381 @@ TEST(SimulatorTest, RepeatedRunsReuseStateCorrectly) {
   f.Run({kGpu0, kGpu0, kGpu0});
   f.Run({kCpu, kCpu, kGpu1});
   EXPECT_DOUBLE_EQ(f.Run({kCpu, kGpu0, kGpu1}).step_time_us, first);
+}
+
+// --- One graph, one answer: the tie rules (docs/simulator.md, "Ties") ---
+
+TEST(SimulatorTest, OpsReadyEarlierRunFirstWhateverTheirRank) {
+  // gpu:0 is busy with "long" until 5 us. "z" becomes ready at 1 us (p2 on
+  // the CPU ends), "a" at 3 us (p1 on gpu:1 ends); a has the lower rank
+  // (p1 sorts before p2), but z was ready first, so z runs first.
+  Graph g;
+  int32_t lng = g.AddOp(MakeOp(0, "long", 5e6, 4));
+  int32_t p1 = g.AddOp(MakeOp(1, "p1", 3e6, 4));
+  int32_t p2 = g.AddOp(MakeOp(2, "p2", 1e6, 4));
+  int32_t a = g.AddOp(MakeOp(3, "a", 1e6, 4));
+  int32_t z = g.AddOp(MakeOp(4, "z", 1e6, 4));
+  g.AddControlEdge(p1, a);
+  g.AddControlEdge(p2, z);
+  Fixture f(std::move(g), MakeTestCluster());
+  Placement placement(5);
+  placement[lng] = placement[a] = placement[z] = kGpu0;
+  placement[p1] = kGpu1;
+  placement[p2] = kCpu;
+  SimResult r = f.Run(placement, SimOptions{.record_events = true});
+  ASSERT_TRUE(r.ok()) << r.reason;
+  double start_a = -1, start_z = -1;
+  for (const OpEvent& e : r.op_events) {
+    if (e.op == a) start_a = e.start_us;
+    if (e.op == z) start_z = e.start_us;
+  }
+  EXPECT_DOUBLE_EQ(start_z, 5.0);
+  EXPECT_DOUBLE_EQ(start_a, 6.0);
+}
+
+// Two sources on the CPU (running two ops at once) end at the same instant
+// and send 1000 bytes each to gpu:0 over the same link: the lower-ranked
+// producer's tensor goes first, whatever the file says.
+TEST(SimulatorTest, SendsReachingAChannelTogetherQueueByProducerRank) {
+  for (bool a_first_in_file : {true, false}) {
+    Graph g;
+    std::vector<int32_t> src(2), dst(2);
+    for (int i = 0; i < 2; ++i) {
+      const int k = a_first_in_file ? i : 1 - i;  // 0 = "a_src", 1 = "b_src"
+      src[k] = g.AddOp(MakeOp(k, k == 0 ? "a_src" : "b_src", 1e6, 1000));
+    }
+    dst[0] = g.AddOp(MakeOp(2, "c1", 1e6, 4));
+    dst[1] = g.AddOp(MakeOp(3, "c2", 1e6, 4));
+    g.AddDataEdge(src[1], 0, dst[1]);
+    g.AddDataEdge(src[0], 0, dst[0]);
+    Cluster c = MakeTestCluster();
+    c.devices[kCpu].parallel_ops = 2;
+    Fixture f(std::move(g), c);
+    Placement placement(4, kGpu0);
+    placement[src[0]] = placement[src[1]] = kCpu;
+    SimResult r = f.Run(placement, SimOptions{.record_events = true});
+    ASSERT_EQ(r.transfer_events.size(), 2u);
+    EXPECT_DOUBLE_EQ(r.transfer_events[0].start_us, 1.0);  // both reached the channel then
+    EXPECT_EQ(r.transfer_events[0].src_op, src[0]) << "file order " << a_first_in_file;
+    EXPECT_EQ(r.transfer_events[1].src_op, src[1]);
+    EXPECT_GT(r.transfer_events[1].start_us, r.transfer_events[0].start_us);
+  }
+}
+
+TEST(SimulatorTest, OneTensorForTwoDevicesOnOneBusGoesToTheFirstDeviceFirst) {
+  // a's output is read on gpu:1 and gpu:0; both copies share the host bus.
+  Graph g;
+  int32_t a = g.AddOp(MakeOp(0, "a", 1e6, 1000));
+  int32_t on1 = g.AddOp(MakeOp(1, "b", 1e6, 4));
+  int32_t on0 = g.AddOp(MakeOp(2, "c", 1e6, 4));
+  g.AddDataEdge(a, 0, on1);
+  g.AddDataEdge(a, 0, on0);
+  Fixture f(std::move(g), MakeTestCluster(/*shared_bus=*/true));
+  SimResult r = f.Run({kCpu, kGpu1, kGpu0}, SimOptions{.record_events = true});
+  ASSERT_EQ(r.transfer_events.size(), 2u);
+  EXPECT_EQ(r.transfer_events[0].to_device, kGpu0);
+  EXPECT_EQ(r.transfer_events[1].to_device, kGpu1);
+}
+
+// Without a peer link, gpu:0 -> gpu:1 stages through the host. The staged
+// tensor reaches the host -> gpu:1 channel at 1.5 us, exactly when an op on
+// the host ends and sends there too (0-byte tensors: every hop is its 0.5 us
+// latency). They queue by producer rank, not "in flight first".
+TEST(SimulatorTest, StagedAndNewTransfersReachingAChannelTogetherQueueByRank) {
+  for (bool staged_sorts_first : {true, false}) {
+    Graph g;
+    int32_t staged = g.AddOp(MakeOp(0, staged_sorts_first ? "a_staged" : "z_staged", 1e6, 0));
+    int32_t fresh = g.AddOp(MakeOp(1, staged_sorts_first ? "z_fresh" : "a_fresh", 1.5e6, 0));
+    int32_t r1 = g.AddOp(MakeOp(2, "r1", 1e6, 4));
+    int32_t r2 = g.AddOp(MakeOp(3, "r2", 1e6, 4));
+    g.AddDataEdge(staged, 0, r1);
+    g.AddDataEdge(fresh, 0, r2);
+    Fixture f(std::move(g), MakeTestCluster(false, /*peer_link=*/false));
+    SimResult r = f.Run({kGpu0, kCpu, kGpu1, kGpu1}, SimOptions{.record_events = true});
+    ASSERT_TRUE(r.ok()) << r.reason;
+    std::vector<const TransferEvent*> to_gpu1;
+    for (const TransferEvent& e : r.transfer_events) {
+      if (e.from_device == kCpu && e.to_device == kGpu1) to_gpu1.push_back(&e);
+    }
+    ASSERT_EQ(to_gpu1.size(), 2u);
+    EXPECT_DOUBLE_EQ(to_gpu1[0]->start_us, 1.5);  // the two really tie
+    EXPECT_EQ(to_gpu1[0]->src_op, staged_sorts_first ? staged : fresh);
+    EXPECT_EQ(to_gpu1[1]->src_op, staged_sorts_first ? fresh : staged);
+  }
+}
+
+// gpu:0 runs two ops at once. "a" (3 us) and "s" (1 us) start at 0; s's
+// 1500-byte output goes to gpu:1 (0.5 + 1.5 us), and its arrival at 3 us
+// frees it on gpu:0, the instant a ends and b starts, allocating 1000
+// bytes. Frees come first: the peak is 4 + 1500, not 4 + 1500 + 1000.
+TEST(SimulatorTest, AFreeAndAnAllocationAtOneInstantCountFreeFirst) {
+  for (const char* first_name : {"a", "x"}) {
+    Graph g;
+    int32_t a = g.AddOp(MakeOp(0, first_name, 3e6, 4));
+    int32_t s = g.AddOp(MakeOp(1, "s", 1e6, 1500));
+    int32_t b = g.AddOp(MakeOp(2, "b", 1e6, 1000));
+    int32_t r = g.AddOp(MakeOp(3, "r", 1e6, 4));
+    g.AddDataEdge(a, 0, b);
+    g.AddDataEdge(s, 0, r);
+    Cluster c = MakeTestCluster();
+    c.devices[kGpu0].parallel_ops = 2;
+    Fixture f(std::move(g), c);
+    SimResult result = f.Run({kGpu0, kGpu0, kGpu0, kGpu1}, SimOptions{.record_events = true});
+    ASSERT_TRUE(result.ok()) << result.reason;
+    ASSERT_EQ(result.transfer_events.size(), 1u);
+    EXPECT_DOUBLE_EQ(result.transfer_events[0].end_us, 3.0);  // the tie is real
+    EXPECT_EQ(result.devices[kGpu0].peak_memory_bytes, 1504) << first_name;
+  }
+}
+
+TEST(SimulatorTest, EqualRoutesGoThroughTheFirstDeviceWhateverTheLinkOrder) {
+  // a -> d in two hops, through b (device 1) or c (device 2), equally wide.
+  for (bool c_links_first : {true, false}) {
+    Cluster cluster;
+    cluster.name = "square";
+    for (const char* name : {"a", "b", "c", "d"}) cluster.devices.push_back(testing::MakeDevice(name, DeviceKind::kGpu));
+    std::vector<Link> via_b = {{0, 1, 1e9, 1, -1}, {1, 3, 1e9, 1, -1}};
+    std::vector<Link> via_c = {{0, 2, 1e9, 1, -1}, {2, 3, 1e9, 1, -1}};
+    for (const auto& links : c_links_first ? std::vector{via_c, via_b} : std::vector{via_b, via_c}) {
+      cluster.links.insert(cluster.links.end(), links.begin(), links.end());
+    }
+    cluster.Finalize("square");
+    auto route = cluster.Route(0, 3);
+    ASSERT_EQ(route.size(), 2u);
+    EXPECT_EQ(route[0].to, 1) << "links of c first: " << c_links_first;
+    auto back = cluster.Route(3, 0);
+    ASSERT_EQ(back.size(), 2u);
+    EXPECT_EQ(back[0].to, 1);
+    // A wider route wins over device order.
+    cluster.links[c_links_first ? 0 : 2].bandwidth_bytes_per_s = 2e9;
+    cluster.links[c_links_first ? 1 : 3].bandwidth_bytes_per_s = 2e9;
+    cluster.Finalize("square");
+    EXPECT_EQ(cluster.Route(0, 3)[0].to, 2);
+  }
+}
+
+// --- Permuting a graph file changes no result ---
+
+// The same graph with its ops (and edges) listed in another order; ids and
+// names are kept. `order[k]` is the old index of the op that comes k-th.
+Graph Permuted(const Graph& g, const std::vector<int32_t>& order, Random& random) {
+  std::vector<int32_t> new_index(g.num_ops());
+  Graph out;
+  out.name = g.name;
+  out.expert_stages = g.expert_stages;
+  for (int32_t k = 0; k < g.num_ops(); ++k) {
+    new_index[order[k]] = k;
+    out.AddOp(g.op(order[k]));
+  }
+  // Edges in a shuffled order too; an op's inputs keep their relative order.
+  std::vector<int32_t> ops(g.num_ops());
+  std::iota(ops.begin(), ops.end(), 0);
+  for (int32_t i = g.num_ops() - 1; i > 0; --i) std::swap(ops[i], ops[random.Below(i + 1)]);
+  for (int32_t op : ops) {
+    for (int32_t e : g.in_data_edges(op)) {
+      const DataEdge& edge = g.data_edges()[e];
+      out.AddDataEdge(new_index[edge.src], edge.src_output, new_index[edge.dst]);
+    }
+  }
+  std::vector<ControlEdge> control = g.control_edges();
+  for (size_t i = control.size(); i > 1; --i) std::swap(control[i - 1], control[random.Below(i)]);
+  for (const ControlEdge& e : control) out.AddControlEdge(new_index[e.src], new_index[e.dst]);
+  out.Finalize("permuted");
+  return out;
+}
+
+void ExpectSameResult(const SimResult& a, const SimResult& b, const std::string& what) {
+  ASSERT_EQ(a.invalid, b.invalid) << what;
+  EXPECT_EQ(a.oom, b.oom) << what;
+  EXPECT_EQ(a.failed, b.failed) << what;
+  EXPECT_EQ(a.step_time_us, b.step_time_us) << what;  // exactly: the same events in the same order
+  ASSERT_EQ(a.devices.size(), b.devices.size());
+  for (size_t d = 0; d < a.devices.size(); ++d) {
+    const DeviceStats& x = a.devices[d];
+    const DeviceStats& y = b.devices[d];
+    for (int p = 0; p < kNumPhases; ++p) EXPECT_EQ(x.compute_us[p], y.compute_us[p]) << what << " device " << d;
+    EXPECT_EQ(x.copy_in_us, y.copy_in_us) << what << " device " << d;
+    EXPECT_EQ(x.copy_out_us, y.copy_out_us) << what << " device " << d;
+    EXPECT_EQ(x.bytes_in, y.bytes_in) << what << " device " << d;
+    EXPECT_EQ(x.peak_memory_bytes, y.peak_memory_bytes) << what << " device " << d;
+    EXPECT_EQ(x.oom, y.oom) << what << " device " << d;
+  }
+}
+
+// Simulates `g` and `permutations` reorderings of it under the same
+// placements (random ones, and `extra`), with and without noise, and
+// expects identical results.
+void ExpectFileOrderIsIrrelevant(const Graph& g, const Cluster& cluster, int permutations, uint64_t seed,
+                                 std::vector<Placement> extra = {}) {
+  CostModel cost(cluster);
+  Simulator original(g, cluster, cost);
+  Random random(seed);
+  std::vector<Placement> placements = std::move(extra);
+  for (int k = 0; k < 3; ++k) {
+    Placement p(g.num_ops());
+    for (int32_t op = 0; op < g.num_ops(); ++op) {
+      do {
+        p[op] = static_cast<int32_t>(random.Below(cluster.num_devices()));
+      } while (!cost.CanRun(g.op(op), p[op]));
+    }
+    placements.push_back(std::move(p));
+  }
+  std::vector<SimOptions> runs(2);
+  runs[1].noise.jitter = 0.3;
+  runs[1].seed = seed;
+  for (int k = 0; k < permutations; ++k) {
+    std::vector<int32_t> order(g.num_ops());
+    std::iota(order.begin(), order.end(), 0);
+    if (k == 0) {
+      std::reverse(order.begin(), order.end());
+    } else {
+      for (int32_t i = g.num_ops() - 1; i > 0; --i) std::swap(order[i], order[random.Below(i + 1)]);
+    }
+    Graph permuted = Permuted(g, order, random);
+    Simulator other(permuted, cluster, cost);
+    for (size_t pi = 0; pi < placements.size(); ++pi) {
+      Placement moved(g.num_ops());
+      for (int32_t i = 0; i < g.num_ops(); ++i) moved[i] = placements[pi][order[i]];
+      for (size_t ri = 0; ri < runs.size(); ++ri) {
+        ExpectSameResult(original.Run(placements[pi], runs[ri]), other.Run(moved, runs[ri]),
+                         g.name + " permutation " + std::to_string(k) + " placement " + std::to_string(pi) +
+                             (ri ? " (noisy)" : ""));
+      }
+    }
+  }
+}
+
+// A random DAG full of ties: few distinct op times and sizes, several
+// outputs, control edges, scratch and parameters; names unrelated to the
+// order ops are added in.
+Graph TieHeavyGraph(uint64_t seed, int32_t n) {
+  Random random(seed);
+  Graph g;
+  g.name = "ties" + std::to_string(seed);
+  for (int32_t i = 0; i < n; ++i) {
+    Op op = MakeOp(i, "op" + std::to_string(random.Below(1000)) + "_" + std::to_string(i),
+                   1e6 * static_cast<double>(1 + random.Below(2)), 1000 * static_cast<int64_t>(random.Below(3)));
+    if (random.Below(3) == 0) op.outputs.push_back(op.outputs[0]);
+    if (random.Below(4) == 0) op.temporary_bytes = 500;
+    if (random.Below(5) == 0) op.persistent_bytes = 2000;
+    g.AddOp(std::move(op));
+    if (i == 0) continue;
+    const int inputs = static_cast<int>(random.Below(3));
+    for (int k = 0; k < inputs; ++k) {
+      const int32_t src = static_cast<int32_t>(random.Below(i));
+      g.AddDataEdge(src, static_cast<int32_t>(random.Below(g.op(src).outputs.size())), i);
+    }
+    if (random.Below(6) == 0) g.AddControlEdge(static_cast<int32_t>(random.Below(i)), i);
+  }
+  g.Finalize("ties");
+  return g;
+}
+
+TEST(SimulatorTest, PermutingRandomGraphsWithTiesChangesNoResult) {
+  Cluster staged_bus = MakeTestCluster(/*shared_bus=*/true, /*peer_link=*/false);
+  staged_bus.devices[kGpu1].parallel_ops = 2;
+  staged_bus.devices[kGpu0].memory_bytes = 6000;  // some placements run out
+  staged_bus.Finalize("test");
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    Graph g = TieHeavyGraph(seed, 12 + static_cast<int32_t>(seed) * 3);
+    ExpectFileOrderIsIrrelevant(g, seed % 2 ? staged_bus : MakeTestCluster(), 4, seed);
+  }
+}
+
+TEST(SimulatorTest, PermutingBuiltInModelsChangesNoResult) {
+  Cluster k80 = *MakeClusterPreset("k80x4");
+  for (const char* name : {"tiny", "transformer_xl2", "wavenet2x18"}) {
+    Graph g = MakeModel(name);
+    std::vector<Placement> expert;
+    if (g.expert_stages > 0) expert.push_back(ExpertPlacement(g, k80));
+    ExpectFileOrderIsIrrelevant(g, k80, 2, 5, expert);
+  }
+  Graph rnnlm = MakeModel("rnnlm", {{"layers", 2}, {"hidden", 64}, {"steps", 4}, {"batch", 4}, {"vocab", 100}});
+  ExpectFileOrderIsIrrelevant(rnnlm, k80, 2, 6, {ExpertPlacement(rnnlm, k80)});
+}
+
+// --- Byte counts ---
+
+TEST(SimulatorTest, ByteCountsSaturateInsteadOfWrapping) {
+  EXPECT_EQ(SaturatingAddBytes(kSaturatedBytes - 1, 2), kSaturatedBytes);
+  EXPECT_EQ(SaturatingAddBytes(kSaturatedBytes, kSaturatedBytes), kSaturatedBytes);
+  EXPECT_EQ(SaturatingAddBytes(5, -3), 2);
+}
+
+TEST(SimulatorTest, TwoHugeParametersDoNotFitWhereEitherWould) {
+  // Two parameters of 2^58 bytes each (the graph's total stays within what
+  // Finalize accepts) on a device with one byte less than both need.
+  const int64_t parameter = int64_t{1} << 58;
+  Graph g = TwoBranches();
+  g.mutable_op(0).persistent_bytes = parameter;
+  g.mutable_op(2).persistent_bytes = parameter;
+  Cluster c = MakeTestCluster();
+  c.devices[kGpu0].memory_bytes = 2 * parameter;
+  c.devices[kGpu0].reserved_bytes = 1;
+  c.devices[kGpu1].memory_bytes = 2 * parameter;
+  c.Finalize("huge");
+  Fixture f(std::move(g), c);
+  SimResult both = f.Run({kGpu0, kGpu0, kGpu0, kGpu0});
+  EXPECT_TRUE(both.oom);
+  EXPECT_EQ(both.devices[kGpu0].persistent_bytes, 2 * parameter);
+  EXPECT_GE(both.devices[kGpu0].peak_memory_bytes, 2 * parameter);
+  EXPECT_FALSE(f.Run({kGpu0, kGpu0, kGpu1, kGpu1}).oom);
+}
+
+TEST(SimulatorTest, OutOfMemoryIsAgainstCapacityMinusReserved) {
+  Graph g = Chain();  // peak 100 + 200, then 200 + 300 = 500 bytes
+  Cluster c = MakeTestCluster();
+  c.devices[kGpu0].memory_bytes = 600;
+  c.devices[kGpu0].reserved_bytes = 100;  // 500 usable: fits exactly
+  c.devices[kGpu1].memory_bytes = 600;
+  c.devices[kGpu1].reserved_bytes = 101;  // 499 usable: does not
+  c.Finalize("reserved");
+  Fixture f(std::move(g), c);
+  EXPECT_FALSE(f.Run({kGpu0, kGpu0, kGpu0}).oom);
+  EXPECT_TRUE(f.Run({kGpu1, kGpu1, kGpu1}).oom);
+}
+
+// --- simulate --steps N: the protocol's mean is the step time ---
+
+TEST(SimulatorTest, WithSeveralStepsTheProtocolsMeanIsTheStepTime) {
+  Fixture f(TwoBranches(), MakeTestCluster());
+  Placement p = {kGpu0, kGpu0, kGpu1, kGpu1};
+  SimOptions one;
+  one.noise.jitter = 0.2;
+  one.seed = 3;
+  SimResult step = f.Run(p, one);
+  MeasureOptions m;
+  m.steps = 6;
+  m.noise = one.noise;
+  m.seed = 3;
+  Measurement protocol = MeasureStepTime(*f.sim, p, m);
+  ASSERT_TRUE(protocol.ok);
+  ASSERT_NE(protocol.mean_step_time_us, step.step_time_us);  // the two differ, so the test can tell them apart
+
+  nlohmann::json json = SimulateToJson(f.cluster, step, &protocol, 6);
+  EXPECT_DOUBLE_EQ(json["step_time_s"].get<double>(), protocol.mean_step_time_us * 1e-6);
+  EXPECT_DOUBLE_EQ(json["single_step_time_s"].get<double>(), step.step_time_s());
+  EXPECT_EQ(json["measured_steps"].get<int>(), 6);
+  EXPECT_EQ(json["steps_averaged"].get<int>(), 5);
+  EXPECT_FALSE(json.contains("mean_step_time_s"));
+  char expected[64];
+  std::snprintf(expected, sizeof expected, "step time: %.6f s", protocol.mean_step_time_us * 1e-6);
+  const std::string text = FormatSimulateText(f.cluster, step, &protocol, 6);
+  EXPECT_EQ(text.rfind(expected, 0), 0u) << text;
+  std::snprintf(expected, sizeof expected, "one step: %.6f s", step.step_time_s());
+  EXPECT_NE(text.find(expected), std::string::npos) << text;
+
+  // One step: that step is the step time, and nothing else is claimed.
+  nlohmann::json single = SimulateToJson(f.cluster, step, nullptr, 1);
+  EXPECT_DOUBLE_EQ(single["step_time_s"].get<double>(), step.step_time_s());
+  EXPECT_FALSE(single.contains("single_step_time_s"));
+
+  // A failed protocol has no step time.
+  Measurement failed = protocol;
+  failed.ok = false;
+  failed.last.reason = "sporadic failure (noise model)";
+  EXPECT_TRUE(SimulateToJson(f.cluster, step, &failed, 6)["step_time_s"].is_null());
+  EXPECT_NE(FormatSimulateText(f.cluster, step, &failed, 6).find("step time: none"), std::string::npos);
 }
 
 }  // namespace

@@ -97,12 +97,8 @@ inline Cluster MakeSlowCpuCluster(int64_t gpu_memory_bytes = 1'000'000'000) {
 
 // Every op at 100% of peak, so times are FLOPs / peak exactly.
 inline EfficiencyTable PerfectEfficiency() {
-  EfficiencyTable table;
-  for (int k = 0; k < kNumDeviceKinds; ++k) {
-    table.compute_by_type[k].clear();
-    table.default_compute[k] = 1.0;
-    table.memory[k] = 1.0;
-  }
+  EfficiencyTable table(1.0, 1.0);
+  for (int k = 0; k < kNumDeviceKinds; ++k) table.memory[k] = 1.0;
   return table;
 }
 

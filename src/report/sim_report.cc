@@ -17,15 +17,19 @@ std::string FormatBytes(int64_t bytes) {
   return buffer;
 }
 
-std::string FormatSimResultText(const Cluster& cluster, const SimResult& result) {
+namespace {
+
+std::string StepLine(const char* label, const SimResult& result) {
+  char line[256];
+  std::snprintf(line, sizeof line, "%s: %.6f s%s%s\n", label, result.step_time_s(), result.oom ? "  (OUT OF MEMORY)" : "",
+                result.failed ? "  (FAILED)" : "");
+  return line;
+}
+
+// The reason, if any, and the per-device table.
+std::string Details(const Cluster& cluster, const SimResult& result) {
   std::string out;
   char line[256];
-  if (result.invalid) {
-    return "invalid placement: " + result.reason + "\n";
-  }
-  std::snprintf(line, sizeof line, "step time: %.6f s%s%s\n", result.step_time_s(), result.oom ? "  (OUT OF MEMORY)" : "",
-                result.failed ? "  (FAILED)" : "");
-  out += line;
   if (!result.reason.empty()) out += "reason: " + result.reason + "\n";
   std::snprintf(line, sizeof line, "%-8s %6s %12s %12s %12s %12s %12s %12s  %s\n", "device", "ops", "forward_s",
                 "backward_s", "other_s", "copy_s", "peak_memory", "usable", "oom");
@@ -39,6 +43,41 @@ std::string FormatSimResultText(const Cluster& cluster, const SimResult& result)
                   FormatBytes(cluster.devices[d].usable_memory_bytes()).c_str(), s.oom ? "OOM" : "-");
     out += line;
   }
+  return out;
+}
+
+}  // namespace
+
+std::string FormatSimResultText(const Cluster& cluster, const SimResult& result) {
+  if (result.invalid) return "invalid placement: " + result.reason + "\n";
+  return StepLine("step time", result) + Details(cluster, result);
+}
+
+std::string FormatSimulateText(const Cluster& cluster, const SimResult& step, const Measurement* protocol,
+                               int32_t steps) {
+  if (protocol == nullptr || step.invalid) return FormatSimResultText(cluster, step);
+  char line[256];
+  if (protocol->ok) {
+    std::snprintf(line, sizeof line, "step time: %.6f s  (measuring protocol: mean of steps 2..%d)\n",
+                  protocol->mean_step_time_us * 1e-6, steps);
+  } else {
+    std::snprintf(line, sizeof line, "step time: none  (measuring protocol: a step of %d failed)\n", steps);
+  }
+  std::string out = line;
+  if (!protocol->ok) out += "measurement failed: " + protocol->last.reason + "\n";
+  return out + StepLine("one step", step) + Details(cluster, step);
+}
+
+nlohmann::json SimulateToJson(const Cluster& cluster, const SimResult& step, const Measurement* protocol,
+                              int32_t steps) {
+  nlohmann::json out = SimResultToJson(cluster, step);
+  if (protocol == nullptr) return out;
+  out["single_step_time_s"] = out["step_time_s"];
+  out["step_time_s"] = protocol->ok ? nlohmann::json(protocol->mean_step_time_us * 1e-6) : nlohmann::json(nullptr);
+  out["measured_steps"] = steps;
+  out["steps_averaged"] = protocol->steps_averaged;
+  out["measurement_ok"] = protocol->ok;
+  if (!protocol->ok) out["measurement_failure"] = protocol->last.reason;
   return out;
 }
 

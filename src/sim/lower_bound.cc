@@ -22,8 +22,12 @@ LowerBound StepTimeLowerBound(const Graph& graph, const Cluster& cluster, const 
   }
   // Every op keeps some device busy for at least its fastest time; the
   // cluster runs at most sum(parallel_ops) ops at once.
+  // Summed smallest first, so the bound does not depend on the order of the
+  // graph's file (floating-point sums depend on their order).
+  std::vector<double> sorted_us = fastest_us;
+  std::sort(sorted_us.begin(), sorted_us.end());
   double total_us = 0;
-  for (double t : fastest_us) total_us += t;
+  for (double t : sorted_us) total_us += t;
   int32_t slots = 0;
   for (const Device& d : cluster.devices) slots += d.parallel_ops;
   bound.work_us = total_us / slots;

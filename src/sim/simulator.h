@@ -4,11 +4,17 @@
 // channel, and memory is allocated and freed as the step goes. The result is
 // the step time and why.
 //
+// One graph gives one answer, whatever the order of its file: every tie is
+// broken by the op's rank in a canonical topological order (names break its
+// own ties), and at each instant all events end before anything starts, so
+// frees come before allocations. docs/simulator.md lists the rules.
+//
 // A Simulator keeps scratch buffers between runs to stay fast; use one per
 // thread.
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -21,6 +27,17 @@
 #include "util/random.h"
 
 namespace devplace {
+
+// A byte count (memory in use, bytes copied) that would pass int64's limit
+// stays here: "at least this much", never a wrapped-around small number.
+inline constexpr int64_t kSaturatedBytes = std::numeric_limits<int64_t>::max();
+
+// a + b, or kSaturatedBytes where that would pass it.
+inline int64_t SaturatingAddBytes(int64_t a, int64_t b) {
+  int64_t sum;
+  if (__builtin_add_overflow(a, b, &sum)) return b > 0 ? kSaturatedBytes : std::numeric_limits<int64_t>::min();
+  return sum;
+}
 
 struct NoiseOptions {
   double jitter = 0;               // std dev of log op/transfer time: x exp(N(0, j^2) - j^2/2)
@@ -42,7 +59,7 @@ struct DeviceStats {
   int64_t bytes_in = 0;
   int64_t bytes_out = 0;
   int64_t persistent_bytes = 0;
-  int64_t peak_memory_bytes = 0;
+  int64_t peak_memory_bytes = 0;  // kSaturatedBytes if the count passed int64
   int32_t num_ops = 0;
   bool oom = false;
 
@@ -114,7 +131,7 @@ class Simulator {
   int32_t num_devices_;
 
   // Flattened, run-independent facts about the graph, indexed by slot: the
-  // op's position in topological order.
+  // op's rank, its position in the canonical topological order.
   std::vector<int32_t> order_;             // slot -> op index
   std::vector<double> op_time_us_;         // [op * devices + device]
   std::vector<int32_t> pending_inputs_;    // data + control in-edges per op
@@ -123,14 +140,14 @@ class Simulator {
   std::vector<int64_t> tensor_local_bytes_;  // tensor -> bytes it allocates where produced (0 for views)
   std::vector<int32_t> tensor_producer_;   // tensor -> op
   std::vector<int32_t> consumer_begin_;    // tensor -> first consumer slot; size tensors+1
-  std::vector<int32_t> consumers_;         // consumer op per slot (one per data edge)
+  std::vector<int32_t> consumers_;         // consumer slot, by rank (one per data edge)
   std::vector<int32_t> input_begin_;       // op -> first input slot; size ops+1
-  std::vector<int32_t> inputs_;            // input tensor per slot (one per data edge)
+  std::vector<int32_t> inputs_;            // input tensor per slot (one per data edge), ascending
   std::vector<int32_t> control_begin_;     // slot -> first control successor; size ops+1
   std::vector<int32_t> control_successors_;
   std::vector<int32_t> colocation_leader_; // op (not slot) -> first op of its co-location group, or itself
   std::vector<uint8_t> op_phase_;          // op -> Phase
-  std::vector<int64_t> op_start_bytes_;    // op -> outputs + scratch, allocated when it starts
+  std::vector<int64_t> op_start_bytes_;    // op -> outputs + scratch, allocated when it starts (saturated)
   std::vector<int64_t> op_temporary_bytes_;
   std::vector<int32_t> parallel_ops_;      // device -> ops it runs at once
   std::unique_ptr<Scratch> scratch_;
