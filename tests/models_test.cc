@@ -6,6 +6,8 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
+#include <limits>
 #include <map>
 #include <set>
 #include <sys/wait.h>
@@ -14,7 +16,10 @@
 #include "cost/cost_model.h"
 #include "graph/graph_json.h"
 #include "graph/grouping.h"
+#include "models/benchmark_models.h"
+#include "models/checked.h"
 #include "models/registry.h"
+#include "models/synthetic.h"
 #include "sim/simulator.h"
 #include "test_util.h"
 #include "util/error.h"
@@ -451,6 +456,162 @@ TEST(ModelsTest, GenerateWritesTheModelAsAGraphFile) {
   out.clear();
   ASSERT_EQ(RunDevplace("models", &out), 0) << out;
   for (const std::string& name : kBenchmarks) EXPECT_NE(out.find(name), std::string::npos) << name;
+}
+
+// The message of the Error `make` throws, or "" when it throws none.
+template <typename F>
+std::string ErrorOf(F make) {
+  try {
+    make();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ModelsTest, EveryParameterRejectsValuesOutsideItsRangeNamingIt) {
+  for (const ModelInfo& model : ListModels()) {
+    for (const ModelParam& param : model.params) {
+      SCOPED_TRACE(model.name + " --" + param.name);
+      ASSERT_LE(param.min, param.max);
+      const std::string range = std::to_string(param.min) + ".." + std::to_string(param.max);
+      std::vector<int64_t> outside = {param.min - 1, -1, std::numeric_limits<int64_t>::min()};
+      if (param.max < std::numeric_limits<int64_t>::max()) {
+        outside.push_back(param.max + 1);
+        outside.push_back(std::numeric_limits<int64_t>::max());
+      }
+      for (int64_t value : outside) {
+        if (value >= param.min && value <= param.max) continue;
+        const std::string message = ErrorOf([&] { MakeModel(model.name, {{param.name, value}}); });
+        EXPECT_NE(message.find("--" + param.name + " " + std::to_string(value)), std::string::npos) << message;
+        EXPECT_NE(message.find(range), std::string::npos) << message;
+      }
+    }
+  }
+}
+
+TEST(ModelsTest, EveryParameterHasABoundThatKeepsGraphsBuildable) {
+  // Sizes, counts and layers: nothing unbounded, nothing that could reach
+  // int64 overflow when a few are multiplied into one tensor's elements.
+  for (const ModelInfo& model : ListModels()) {
+    for (const ModelParam& param : model.params) {
+      SCOPED_TRACE(model.name + " --" + param.name);
+      if (param.name == "seed") continue;  // any non-negative seed is one
+      EXPECT_GE(param.min, 1);
+      EXPECT_LE(param.max, int64_t{1} << 24);
+    }
+  }
+}
+
+TEST(ModelsTest, ValuesPast32BitsAreRejectedNotTruncated) {
+  // 4294967295 cut to an int32 is -1, which used to give an 18-op graph.
+  for (const char* param : {"ops", "width", "batch"}) {
+    const std::string message = ErrorOf([&] { MakeModel("synthetic", {{param, 4294967295}}); });
+    EXPECT_NE(message.find(std::string("--") + param + " 4294967295"), std::string::npos) << message;
+  }
+  EXPECT_NE(ErrorOf([] { MakeModel("nmt", {{"layers", 100000000}}); }).find("--layers 100000000"), std::string::npos);
+  EXPECT_NE(ErrorOf([] { MakeModel("tiny", {{"seed", -1}}); }).find("--seed -1"), std::string::npos);
+}
+
+TEST(ModelsTest, UnrolledRnnsAreBoundedInLayersTimesSteps) {
+  // Each flag within its range, their product (the unrolled cells, what the
+  // op count grows with) not.
+  const std::string rnnlm = ErrorOf([] { MakeModel("rnnlm", {{"layers", 64}, {"steps", 4096}}); });
+  EXPECT_NE(rnnlm.find("--layers x --steps"), std::string::npos) << rnnlm;
+  const std::string nmt = ErrorOf([] { MakeModel("nmt", {{"layers", 64}, {"length", 4096}}); });
+  EXPECT_NE(nmt.find("--layers x --length"), std::string::npos) << nmt;
+}
+
+TEST(ModelsTest, SizesPastTheTensorLimitAreRejectedNotWrapped) {
+  // Each flag is in range; the one-hot input [batch, samples, 256] would be
+  // 16 TiB, and a Transformer-XL score tensor 2^49 elements.
+  const std::string wavenet =
+      ErrorOf([] { MakeModel("wavenet2x18", {{"batch", 1024}, {"samples", int64_t{1} << 24}}); });
+  EXPECT_NE(wavenet.find("1 TiB"), std::string::npos) << wavenet;
+  const std::string xl = ErrorOf([] {
+    MakeModel("transformer_xl2", {{"batch", 4096}, {"heads", 1024}, {"d_model", 65536}, {"length", 8192}, {"memory", 8192}});
+  });
+  EXPECT_NE(xl.find("1 TiB"), std::string::npos) << xl;
+}
+
+TEST(ModelsTest, CheckedArithmeticThrowsInsteadOfWrapping) {
+  EXPECT_THROW(models::ToInt32(int64_t{1} << 31, "stage"), Error);
+  EXPECT_THROW(models::ToInt32(-(int64_t{1} << 31) - 1, "stage"), Error);
+  EXPECT_EQ(models::ToInt32(-(int64_t{1} << 31), "stage"), std::numeric_limits<int32_t>::min());
+  EXPECT_THROW(models::CheckedElements({int64_t{1} << 32, int64_t{1} << 32}), Error);
+  EXPECT_EQ(models::CheckedElements({int64_t{1} << 31, int64_t{1} << 31}), int64_t{1} << 62);
+  EXPECT_THROW(models::CheckedAdd(std::numeric_limits<int64_t>::max(), 1, "bytes"), Error);
+  SyntheticOptions options;
+  options.num_ops = 4294967295;
+  EXPECT_THROW(MakeSyntheticGraph(options), Error);
+}
+
+TEST(ModelsTest, LargestAllowedValuesOfCheapGeneratorsAreAccepted) {
+  auto max_of = [](const std::string& model, const std::string& name) {
+    for (const ModelInfo& m : ListModels()) {
+      for (const ModelParam& p : m.params) {
+        if (m.name == model && p.name == name) return p.max;
+      }
+    }
+    ADD_FAILURE() << model << " has no --" << name;
+    return int64_t{0};
+  };
+  Graph tiny = MakeModel("tiny", {{"batch", max_of("tiny", "batch")}, {"seed", max_of("tiny", "seed")}});
+  EXPECT_EQ(tiny.op(0).outputs[0].shape[0], max_of("tiny", "batch"));
+  // The widest, largest-batch synthetic graph (one layer of branches).
+  Graph wide = MakeModel("synthetic", {{"ops", 1}, {"width", max_of("synthetic", "width")},
+                                        {"batch", max_of("synthetic", "batch")}, {"seed", max_of("synthetic", "seed")}});
+  EXPECT_EQ(wide.num_ops(), 4 * max_of("synthetic", "width") + 2);
+  // The smallest images and filters the image models accept build.
+  EXPECT_NO_THROW(MakeModel("inception_v3", {{"batch", 1}, {"image", kMinInceptionImage}}));
+  EXPECT_NO_THROW(MakeModel("amoebanet", {{"batch", 1}, {"cells", 1}, {"image", kMinAmoebaNetImage},
+                                          {"filters", kMinAmoebaNetFilters}}));
+  // One below is not just out of range: it would not build (the bound is
+  // the true one).
+  InceptionConfig small;
+  small.image = kMinInceptionImage - 1;
+  EXPECT_THROW(MakeInceptionV3(small), Error);
+}
+
+TEST(ModelsTest, GenerateRejectsOutOfRangeFlagsAndWritesNothing) {
+  testing::TempDir dir;
+  const std::string path = dir.File("x.json");
+  for (const std::string& args : {std::string("synthetic --ops 4294967295"), std::string("nmt --layers 100000000"),
+                                  std::string("bert_base --length 513"), std::string("inception_v3 --image 10")}) {
+    SCOPED_TRACE(args);
+    std::string out;
+    EXPECT_EQ(RunDevplace("generate " + args + " -o " + path, &out), 1) << out;
+    const std::string flag = args.substr(args.find("--"), args.find(' ', args.find("--")) - args.find("--"));
+    EXPECT_NE(out.find(flag), std::string::npos) << out;
+    EXPECT_NE(out.find("outside its range"), std::string::npos) << out;
+    EXPECT_FALSE(std::filesystem::exists(path));
+  }
+}
+
+// The --op-times flags end to end (docs/op-times-format.md): an entry that
+// matches no op fails every command that simulates, unless allowed.
+TEST(OpTimesCliTest, UnmatchedEntryFailsUnlessAllowed) {
+  testing::TempDir dir;
+  const std::string table = dir.Write(
+      "typo.json", R"({"times": [{"op_type": "Matmul", "shape": [64, 256], "device_kind": "gpu", "time_us": 5}]})");
+  const std::string base = " --graph tiny --cluster k80x2 --op-times " + table;
+  for (const std::string& command :
+       {std::string("simulate --placement single:gpu:0"), std::string("compare --methods single_gpu")}) {
+    SCOPED_TRACE(command);
+    std::string out;
+    EXPECT_EQ(RunDevplace(command + base, &out), 1) << out;
+    EXPECT_NE(out.find("'Matmul'"), std::string::npos) << out;
+    EXPECT_NE(out.find("did you mean 'MatMul'"), std::string::npos) << out;
+    EXPECT_NE(out.find(table), std::string::npos) << out;
+    out.clear();
+    EXPECT_EQ(RunDevplace(command + base + " --allow-unmatched-op-times", &out), 0) << out;
+    EXPECT_NE(out.find("devplace: warning:"), std::string::npos) << out;
+  }
+  for (const char* command : {"simulate", "compare", "place", "export", "report"}) {
+    std::string out;
+    RunDevplace(std::string(command) + " --help", &out);
+    EXPECT_NE(out.find("--allow-unmatched-op-times"), std::string::npos) << command;
+  }
 }
 
 }  // namespace

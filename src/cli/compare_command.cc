@@ -16,7 +16,7 @@ struct CompareFlags {
   std::string graph;
   std::string cluster;
   std::vector<std::string> methods;
-  std::string op_times;
+  OpTimesFlags op_times;
   uint64_t seed = 0;
   bool json = false;
 };
@@ -26,7 +26,7 @@ void RunCompare(const CompareFlags& flags) {
   std::vector<const PlacerInfo*> placers = PlacersByName(flags.methods);
   Graph graph = ResolveGraph(flags.graph);
   Cluster cluster = ResolveCluster(flags.cluster);
-  CostModel cost = MakeCostModel(cluster, flags.op_times);
+  CostModel cost = MakeCostModel(cluster, graph, flags.op_times);
   Simulator simulator(graph, cluster, cost);
   PlacementProblem problem{graph, cluster, cost, simulator, flags.seed};
   Comparison comparison = CompareMethods(problem, placers, /*progress=*/!flags.json);
@@ -48,7 +48,7 @@ void AddCompareCommand(CLI::App& app) {
   cmd->add_option("--graph", flags->graph, "Graph file (JSON) or built-in model name")->required();
   cmd->add_option("--cluster", flags->cluster, "Cluster preset or cluster file")->required();
   cmd->add_option("--methods", flags->methods, "Methods to run (default: all): " + names)->delimiter(',');
-  cmd->add_option("--op-times", flags->op_times, "Table of measured op times that override the cost model (JSON)");
+  AddOpTimesFlags(cmd, &flags->op_times, "Table of measured op times that override the cost model (JSON)");
   cmd->add_option("--seed", flags->seed, "Seed for the methods that draw random numbers");
   cmd->add_flag("--json", flags->json, "Print a JSON array, one object per method");
   cmd->callback([flags] { RunCompare(*flags); });

@@ -21,7 +21,7 @@ struct ExportFlags {
   std::string method;
   std::string format;
   std::string output;
-  std::string op_times;
+  OpTimesFlags op_times;
   uint64_t seed = 0;
 };
 
@@ -47,7 +47,7 @@ void RunExport(const ExportFlags& flags) {
   if (!flags.placement.empty()) {
     placement = ResolvePlacement(flags.placement, graph, cluster);
   } else {
-    CostModel cost = MakeCostModel(cluster, flags.op_times);
+    CostModel cost = MakeCostModel(cluster, graph, flags.op_times);
     Simulator simulator(graph, cluster, cost);
     PlacementProblem problem{graph, cluster, cost, simulator, flags.seed};
     PlacerOutput output = FindPlacer(flags.method).place(problem);
@@ -84,7 +84,7 @@ void AddExportCommand(CLI::App& app) {
                   "Output format: " + PlacementFormatNames() +
                       " (default: from the file name: .json, .csv, .tf.json, .device_map.json)");
   cmd->add_option("-o,--output", flags->output, "File to write; - for standard output (needs --format)")->required();
-  cmd->add_option("--op-times", flags->op_times, "With --method: measured op times that override the cost model (JSON)");
+  AddOpTimesFlags(cmd, &flags->op_times, "With --method: measured op times that override the cost model (JSON)");
   cmd->add_option("--seed", flags->seed, "With --method: seed for methods that draw random numbers");
   cmd->callback([flags] { RunExport(*flags); });
 }

@@ -11,6 +11,7 @@
 #include "graph/grouping.h"
 #include "models/registry.h"
 #include "report/sim_report.h"
+#include "util/error.h"
 
 namespace devplace {
 namespace {
@@ -32,7 +33,7 @@ void RunGenerate(const GenerateFlags& flags, const std::map<std::string, CLI::Op
   SaveGraphFile(graph, flags.output);
   Grouping groups = BuildGrouping(graph);
   std::printf("wrote %s: %s, %d ops, %d co-location groups, %.4g FLOPs per step, %s persistent\n",
-              flags.output.c_str(), graph.name.c_str(), graph.num_ops(), groups.num_groups(), graph.total_flops(),
+              ForMessage(flags.output).c_str(), ForMessage(graph.name).c_str(), graph.num_ops(), groups.num_groups(), graph.total_flops(),
               FormatBytes(graph.total_persistent_bytes()).c_str());
 }
 
@@ -46,10 +47,13 @@ void AddGenerateCommand(CLI::App& app) {
       ->required();
   cmd->add_option("-o,--output", flags->output, "Graph file to write (JSON)")->required();
   std::set<std::string> names;
-  for (const ModelInfo& model : ListModels()) names.insert(model.params.begin(), model.params.end());
+  for (const ModelInfo& model : ListModels()) {
+    for (const ModelParam& param : model.params) names.insert(param.name);
+  }
   for (const std::string& name : names) {
     flags->values[name] = 0;
-    (*options)[name] = cmd->add_option("--" + name, flags->values[name], "Override the model's " + name);
+    (*options)[name] = cmd->add_option("--" + name, flags->values[name],
+                                       "Override the model's " + name + " (devplace models lists each model's range)");
   }
   cmd->callback([flags, options] { RunGenerate(*flags, *options); });
 }

@@ -27,7 +27,9 @@ void RunClusters(const std::string& show) {
 void RunModels() {
   for (const auto& model : ListModels()) {
     std::string params;
-    for (const auto& p : model.params) params += (params.empty() ? "" : " ") + ("--" + p);
+    for (const ModelParam& p : model.params) {
+      params += (params.empty() ? "--" : " --") + p.name + " " + std::to_string(p.min) + ".." + std::to_string(p.max);
+    }
     std::printf("%-16s %s  [%s]\n", model.name.c_str(), model.description.c_str(), params.c_str());
   }
 }
@@ -37,9 +39,15 @@ void RunInfo(const std::string& graph_spec, bool json) {
   Grouping groups = BuildGrouping(graph);
   int64_t parameters = 0, output_bytes = 0;
   int32_t by_phase[kNumPhases] = {0, 0, 0, 0};
+  // Checked: a graph file may hold sizes whose sum passes int64.
+  auto add = [&](int64_t& total, int64_t bytes) {
+    if (__builtin_add_overflow(total, bytes, &total)) {
+      throw Error("graph '" + ForMessage(graph_spec) + "': its sizes sum past 2^63 bytes");
+    }
+  };
   for (const Op& op : graph.ops()) {
-    parameters += op.persistent_bytes;
-    for (const TensorSpec& t : op.outputs) output_bytes += t.bytes;
+    add(parameters, op.persistent_bytes);
+    for (const TensorSpec& t : op.outputs) add(output_bytes, t.bytes);
     ++by_phase[static_cast<int>(op.phase)];
   }
   if (json) {
@@ -52,10 +60,11 @@ void RunInfo(const std::string& graph_spec, bool json) {
                           {"persistent_bytes", parameters},
                           {"output_bytes", output_bytes}};
     for (int p = 0; p < kNumPhases; ++p) out["ops_" + std::string(PhaseName(static_cast<Phase>(p)))] = by_phase[p];
-    std::cout << out.dump(2) << "\n";
+    // Replace rather than throw on a name that is not UTF-8.
+    std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return;
   }
-  std::printf("graph:            %s\n", graph.name.c_str());
+  std::printf("graph:            %s\n", ForMessage(graph.name).c_str());
   std::printf("ops:              %d (forward %d, backward %d, update %d, other %d)\n", graph.num_ops(), by_phase[0],
               by_phase[1], by_phase[2], by_phase[3]);
   std::printf("edges:            %zu data, %zu control\n", graph.data_edges().size(), graph.control_edges().size());

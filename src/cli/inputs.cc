@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <filesystem>
 
+#include <CLI/CLI.hpp>
+
 #include "graph/graph_json.h"
 #include "import/onnx_import.h"
 #include "models/registry.h"
@@ -12,10 +14,14 @@ namespace devplace {
 
 Graph ResolveGraph(const std::string& model_or_path) {
   if (IsModelName(model_or_path)) return MakeModel(model_or_path);
-  if (!std::filesystem::exists(model_or_path)) {
+  // The error_code form: a path the system cannot even look up (too long)
+  // is an input error, not an exception from the library.
+  std::error_code error;
+  if (!std::filesystem::exists(model_or_path, error)) {
     std::string names;
     for (const auto& m : ListModels()) names += (names.empty() ? "" : ", ") + m.name;
-    throw Error("graph '" + model_or_path + "' is neither a built-in model (" + names + ") nor a file");
+    throw Error("graph '" + ForMessage(model_or_path) + "' is neither a built-in model (" + names + ") nor a file" +
+                (error ? " (" + error.message() + ")" : ""));
   }
   if (IsOnnxPath(model_or_path)) {
     // An ONNX model stands for its training step; its dynamic dimensions
@@ -30,8 +36,18 @@ Graph ResolveGraph(const std::string& model_or_path) {
   return LoadGraphFile(model_or_path);
 }
 
-CostModel MakeCostModel(const Cluster& cluster, const std::string& op_times_path) {
-  return CostModel(cluster, op_times_path.empty() ? OpTimeTable{} : OpTimeTable::Load(op_times_path));
+void AddOpTimesFlags(CLI::App* command, OpTimesFlags* flags, const std::string& help) {
+  command->add_option("--op-times", flags->path, help);
+  command->add_flag("--allow-unmatched-op-times", flags->allow_unmatched,
+                    "Warn about --op-times entries that match no op of the graph instead of failing");
+}
+
+CostModel MakeCostModel(const Cluster& cluster, const Graph& graph, const OpTimesFlags& flags) {
+  if (flags.path.empty()) return CostModel(cluster);
+  OpTimeTable table = OpTimeTable::Load(flags.path);
+  const std::string warning = CheckOpTimesApply(table, graph, flags.allow_unmatched);
+  if (!warning.empty()) std::fprintf(stderr, "devplace: warning: %s\n", warning.c_str());
+  return CostModel(cluster, std::move(table));
 }
 
 }  // namespace devplace

@@ -7,13 +7,25 @@
 #include "cost/cost_model.h"
 #include "graph/graph.h"
 
+namespace CLI {
+class App;
+}
+
 namespace devplace {
 
 // A built-in model's name or a graph file.
 Graph ResolveGraph(const std::string& model_or_path);
 
+// The --op-times flags every command that simulates takes.
+struct OpTimesFlags {
+  std::string path;              // empty: no table
+  bool allow_unmatched = false;  // an entry that matches no op warns instead of failing
+};
+void AddOpTimesFlags(CLI::App* command, OpTimesFlags* flags, const std::string& help);
+
 // The cost model of `cluster`, with the measured op times of the file at
-// `op_times_path` overriding it (none when the path is empty).
-CostModel MakeCostModel(const Cluster& cluster, const std::string& op_times_path);
+// `flags.path` overriding it (none when the path is empty). Every entry must
+// apply to some op of `graph` (docs/op-times-format.md).
+CostModel MakeCostModel(const Cluster& cluster, const Graph& graph, const OpTimesFlags& flags);
 
 }  // namespace devplace

@@ -25,7 +25,7 @@ struct ReportFlags {
   std::string run;
   std::string trace;
   std::vector<std::string> methods;
-  std::string op_times;
+  OpTimesFlags op_times;
   uint64_t seed = 0;
 };
 
@@ -66,7 +66,7 @@ void RunReport(const ReportFlags& flags) {
   Cluster cluster = ResolveCluster(flags.cluster);
   std::optional<RunFolder> run;
   if (!flags.run.empty()) run = LoadRunFolder(flags.run, graph, cluster);
-  CostModel cost = MakeCostModel(cluster, flags.op_times);
+  CostModel cost = MakeCostModel(cluster, graph, flags.op_times);
   Simulator simulator(graph, cluster, cost);
   PlacementProblem problem{graph, cluster, cost, simulator, flags.seed};
 
@@ -124,7 +124,7 @@ void AddReportCommand(CLI::App& app) {
                   "Output folder of a `devplace place` run: adds its search curve and analyses its best placement");
   cmd->add_option("--trace", flags->trace, "Also write the analysed step as Chrome trace JSON, linked from the report");
   cmd->add_option("--methods", flags->methods, "Baselines to compare (default: all): " + names)->delimiter(',');
-  cmd->add_option("--op-times", flags->op_times, "Table of measured op times that override the cost model (JSON)");
+  AddOpTimesFlags(cmd, &flags->op_times, "Table of measured op times that override the cost model (JSON)");
   cmd->add_option("--seed", flags->seed, "Seed for the methods that draw random numbers");
   cmd->callback([flags] { RunReport(*flags); });
 }

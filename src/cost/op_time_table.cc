@@ -1,52 +1,210 @@
 #include "cost/op_time_table.h"
 
+#include <algorithm>
+#include <cctype>
+#include <set>
+
 #include "util/error.h"
 #include "util/files.h"
+#include "util/json_fields.h"
 
 namespace devplace {
+namespace {
+
+const std::vector<int64_t>& FirstOutputShape(const Op& op) {
+  static const std::vector<int64_t> kScalar;
+  return op.outputs.empty() ? kScalar : op.outputs.front().shape;
+}
+
+// A shape for a message, cut after a few dimensions so that a hostile
+// thousand-dimension shape still gives a short line.
+std::string FormatShape(const std::vector<int64_t>& shape) {
+  constexpr size_t kMaxDims = 8;
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size() && i < kMaxDims; ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  if (shape.size() > kMaxDims) text += ", ... (" + std::to_string(shape.size()) + " dims)";
+  return text + "]";
+}
+
+std::string Lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Whether `a` is a likely misspelling of `b`: equal but for case, or within
+// two single-character edits.
+bool IsClose(const std::string& a, const std::string& b) {
+  constexpr size_t kMaxEdits = 2;
+  const size_t diff = a.size() > b.size() ? a.size() - b.size() : b.size() - a.size();
+  if (diff > kMaxEdits) return false;  // also keeps long hostile names cheap
+  if (Lower(a) == Lower(b)) return true;
+  // Levenshtein distance, one row at a time.
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    size_t best = row[0];
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+      best = std::min(best, row[j]);
+    }
+    if (best > kMaxEdits) return false;
+  }
+  return row[b.size()] <= kMaxEdits;
+}
+
+std::string JoinQuoted(const std::vector<std::string>& names) {
+  std::string text;
+  for (const std::string& name : names) text += (text.empty() ? "'" : ", '") + ForMessage(name, 60) + "'";
+  return text;
+}
+
+// Keys an entry may have; anything else is a typo that would otherwise be
+// ignored (a misspelt "shape" would make the entry match scalars only).
+bool IsEntryKey(const std::string& key) {
+  return key == "op_type" || key == "shape" || key == "device_kind" || key == "time_us";
+}
+
+OpTimeEntry ReadEntry(const nlohmann::json& node, size_t index, const std::string& where) {
+  JsonFields fields(node, where);
+  if (!node.is_object()) fields.Fail("must be an object, not " + DescribeJsonValue(node));
+  for (const auto& [key, value] : node.items()) {
+    if (!IsEntryKey(key)) {
+      fields.Fail("unknown field '" + ForMessage(key, 60) + "' (an entry has op_type, shape, device_kind, time_us)");
+    }
+  }
+  OpTimeEntry entry;
+  entry.index = index;
+  entry.op_type = fields.String("op_type");
+  if (entry.op_type.empty()) fields.Fail("'op_type' must not be empty");
+  const std::string kind_name = fields.String("device_kind");
+  auto kind = ParseDeviceKind(kind_name);
+  if (!kind) fields.Fail("unknown device_kind '" + ForMessage(kind_name, 60) + "' (cpu or gpu)");
+  entry.kind = *kind;
+  entry.time_us = fields.Number("time_us", Sign::kNonNegative);
+  if (entry.time_us > kMaxOpTimeUs) {
+    fields.Fail("'time_us' is " + DescribeJsonValue(fields.Required("time_us")) + ", above the limit of 1e12 us");
+  }
+  const nlohmann::json& shape = fields.Array("shape");
+  for (size_t d = 0; d < shape.size(); ++d) {
+    auto dim = IntegerIn(shape[d], kNonNegative);
+    if (!dim) {
+      fields.Fail("'shape'[" + std::to_string(d) + "] is " + DescribeJsonValue(shape[d]) +
+                  "; dimensions are integers from 0 to 2^63-1");
+    }
+    entry.shape.push_back(*dim);
+  }
+  return entry;
+}
+
+}  // namespace
 
 void OpTimeTable::Add(const std::string& op_type, const std::vector<int64_t>& shape, DeviceKind kind, double time_us) {
-  times_us_[{op_type, shape, kind}] = time_us;
+  Insert({op_type, shape, kind, time_us, times_us_.size()});
+}
+
+void OpTimeTable::Insert(OpTimeEntry entry) {
+  Key key{entry.op_type, entry.shape, entry.kind};
+  auto [it, inserted] = times_us_.try_emplace(std::move(key), entry);
+  if (!inserted) {
+    throw Error((source_.empty() ? std::string("op times") : ForMessage(source_)) + ": " + DescribeOpTimeEntry(entry) +
+                " repeats times[" + std::to_string(it->second.index) + "]; give each op type, shape and device kind once");
+  }
 }
 
 std::optional<double> OpTimeTable::Find(const Op& op, DeviceKind kind) const {
   if (times_us_.empty()) return std::nullopt;
-  static const std::vector<int64_t> kScalar;
-  const std::vector<int64_t>& shape = op.outputs.empty() ? kScalar : op.outputs.front().shape;
-  auto it = times_us_.find({op.type, shape, kind});
+  auto it = times_us_.find({op.type, FirstOutputShape(op), kind});
   if (it == times_us_.end()) return std::nullopt;
-  return it->second;
+  return it->second.time_us;
+}
+
+std::vector<OpTimeEntry> OpTimeTable::Unmatched(const Graph& graph) const {
+  // An entry applies when some op has its type and shape, whatever the
+  // devices: which kind an op runs on is the placement's choice.
+  if (times_us_.empty()) return {};
+  std::set<size_t> matched;
+  for (const Op& op : graph.ops()) {
+    for (int k = 0; k < kNumDeviceKinds; ++k) {
+      auto it = times_us_.find({op.type, FirstOutputShape(op), static_cast<DeviceKind>(k)});
+      if (it != times_us_.end()) matched.insert(it->second.index);
+    }
+  }
+  std::vector<OpTimeEntry> out;
+  for (const auto& [key, entry] : times_us_) {
+    if (!matched.count(entry.index)) out.push_back(entry);
+  }
+  std::sort(out.begin(), out.end(), [](const OpTimeEntry& a, const OpTimeEntry& b) { return a.index < b.index; });
+  return out;
 }
 
 OpTimeTable OpTimeTable::Load(const std::string& path) {
+  const std::string where = "op times '" + ForMessage(path) + "'";
   nlohmann::json document = ReadJsonFile(path);
-  if (!document.is_object() || !document.contains("times") || !document["times"].is_array()) {
-    throw Error(path + ": expected an object with a 'times' array");
+  JsonFields top(document, where);
+  if (!document.is_object()) top.Fail("expected an object with a 'times' array, not " + DescribeJsonValue(document));
+  for (const auto& [key, value] : document.items()) {
+    if (key != "times") top.Fail("unknown field '" + ForMessage(key, 60) + "' (the file has one field, 'times')");
   }
+  const nlohmann::json& times = top.RequiredArray("times");
   OpTimeTable table;
-  const auto& times = document["times"];
+  table.source_ = path;
   for (size_t i = 0; i < times.size(); ++i) {
-    const auto& entry = times[i];
-    std::string where = path + ": times[" + std::to_string(i) + "]: ";
-    if (!entry.is_object()) throw Error(where + "must be an object");
-    if (!entry.contains("op_type") || !entry["op_type"].is_string()) throw Error(where + "missing 'op_type'");
-    if (!entry.contains("device_kind") || !entry["device_kind"].is_string()) throw Error(where + "missing 'device_kind'");
-    if (!entry.contains("time_us") || !entry["time_us"].is_number()) throw Error(where + "missing 'time_us'");
-    auto kind = ParseDeviceKind(entry["device_kind"].get<std::string>());
-    if (!kind) throw Error(where + "unknown device kind '" + entry["device_kind"].get<std::string>() + "'");
-    double time_us = entry["time_us"].get<double>();
-    if (time_us < 0) throw Error(where + "negative 'time_us'");
-    std::vector<int64_t> shape;
-    if (entry.contains("shape")) {
-      if (!entry["shape"].is_array()) throw Error(where + "'shape' must be an array of integers");
-      for (const auto& d : entry["shape"]) {
-        if (!d.is_number_integer()) throw Error(where + "'shape' must be an array of integers");
-        shape.push_back(d.get<int64_t>());
-      }
-    }
-    table.Add(entry["op_type"].get<std::string>(), shape, *kind, time_us);
+    table.Insert(ReadEntry(times[i], i, where + ": times[" + std::to_string(i) + "]"));
   }
   return table;
+}
+
+std::string DescribeOpTimeEntry(const OpTimeEntry& entry) {
+  return "times[" + std::to_string(entry.index) + "] (op_type '" + ForMessage(entry.op_type, 80) + "', shape " +
+         FormatShape(entry.shape) + ", " + DeviceKindName(entry.kind) + ")";
+}
+
+std::string ExplainUnmatched(const OpTimeEntry& entry, const Graph& graph) {
+  constexpr size_t kMaxListed = 4;
+  std::set<std::string> types;
+  std::set<std::vector<int64_t>> shapes_of_type;
+  for (const Op& op : graph.ops()) {
+    types.insert(op.type);
+    if (op.type == entry.op_type) shapes_of_type.insert(FirstOutputShape(op));
+  }
+  if (!shapes_of_type.empty()) {
+    std::string listed;
+    size_t n = 0;
+    for (const auto& shape : shapes_of_type) {
+      if (n++ == kMaxListed) break;
+      listed += (listed.empty() ? "" : ", ") + FormatShape(shape);
+    }
+    if (shapes_of_type.size() > kMaxListed) listed += ", ...";
+    return "no op of that type has that first-output shape (its ops' shapes: " + listed + ")";
+  }
+  std::vector<std::string> close;
+  for (const std::string& type : types) {
+    if (close.size() < kMaxListed && IsClose(entry.op_type, type)) close.push_back(type);
+  }
+  if (!close.empty()) return "no op has that type (did you mean " + JoinQuoted(close) + "?)";
+  std::vector<std::string> some(types.begin(), types.end());
+  if (some.size() > kMaxListed) some.resize(kMaxListed);
+  return "no op has that type (the graph's " + std::to_string(types.size()) + " op types include " +
+         JoinQuoted(some) + (types.size() > kMaxListed ? ", ..." : "") + ")";
+}
+
+std::string CheckOpTimesApply(const OpTimeTable& table, const Graph& graph, bool allow_unmatched) {
+  const std::vector<OpTimeEntry> unmatched = table.Unmatched(graph);
+  if (unmatched.empty()) return "";
+  const OpTimeEntry& first = unmatched.front();
+  std::string text = "op times '" + ForMessage(table.source()) + "': " + DescribeOpTimeEntry(first) +
+                     " matches no op of graph '" + ForMessage(graph.name) + "': " + ExplainUnmatched(first, graph);
+  if (unmatched.size() > 1) {
+    text += "; " + std::to_string(unmatched.size() - 1) +
+            (unmatched.size() == 2 ? " more entry matches nothing" : " more entries match nothing");
+  }
+  if (!allow_unmatched) throw Error(text + " (--allow-unmatched-op-times makes this a warning)");
+  return text + "; " + (unmatched.size() == 1 ? "it is" : "they are") + " ignored";
 }
 
 }  // namespace devplace

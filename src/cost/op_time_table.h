@@ -13,8 +13,23 @@
 
 namespace devplace {
 
+// The most a table entry may say one op takes: 1e12 us (11.6 days). Far
+// above any op; a larger value is a unit mistake, and the bound keeps sums
+// of step times far from overflow.
+inline constexpr double kMaxOpTimeUs = 1e12;
+
+struct OpTimeEntry {
+  std::string op_type;
+  std::vector<int64_t> shape;
+  DeviceKind kind = DeviceKind::kGpu;
+  double time_us = 0;
+  size_t index = 0;  // position in the file's "times" array, for messages
+};
+
 class OpTimeTable {
  public:
+  // Adds an entry; a second entry for the same (type, shape, kind) is an
+  // Error, as the two would silently disagree.
   void Add(const std::string& op_type, const std::vector<int64_t>& shape, DeviceKind kind, double time_us);
 
   // The measured time of `op` (keyed by its type and first output's shape)
@@ -23,12 +38,37 @@ class OpTimeTable {
 
   size_t size() const { return times_us_.size(); }
   bool empty() const { return times_us_.empty(); }
+  // The file the table was read from ("" for one built in code).
+  const std::string& source() const { return source_; }
 
+  // The entries that apply to no op of `graph` (no op has their type and
+  // first-output shape), in file order.
+  std::vector<OpTimeEntry> Unmatched(const Graph& graph) const;
+
+  // Reads and validates a table file; every problem is an Error naming the
+  // file and the entry.
   static OpTimeTable Load(const std::string& path);
 
  private:
   using Key = std::tuple<std::string, std::vector<int64_t>, DeviceKind>;
-  std::map<Key, double> times_us_;
+  void Insert(OpTimeEntry entry);
+
+  std::map<Key, OpTimeEntry> times_us_;
+  std::string source_;
 };
+
+// An entry of a table in one line for a message: "times[3] (op_type
+// 'Matmul', shape [64, 1024], gpu)", names escaped.
+std::string DescribeOpTimeEntry(const OpTimeEntry& entry);
+
+// Why `entry` matches no op of `graph`, with what it might have meant: the
+// op types that are close to its type, or the shapes ops of its type have.
+std::string ExplainUnmatched(const OpTimeEntry& entry, const Graph& graph);
+
+// Checks that every entry of `table` applies to some op of `graph`. An
+// entry that applies to none is an Error naming the file and the entry,
+// unless `allow_unmatched`, when the same text is returned as a warning
+// (empty when everything matched).
+std::string CheckOpTimesApply(const OpTimeTable& table, const Graph& graph, bool allow_unmatched);
 
 }  // namespace devplace

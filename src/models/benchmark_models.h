@@ -43,6 +43,9 @@ struct InceptionConfig {
   int64_t image = 299;
   int64_t classes = 1001;
 };
+// The smallest image whose Mixed_6e map still fits the auxiliary head's 5x5
+// VALID pooling (299 gives 17x17 there).
+inline constexpr int64_t kMinInceptionImage = 107;
 Graph MakeInceptionV3(const InceptionConfig& config);
 
 // Transformer-XL (Dai et al. 2019), its enwik8 base configuration with
@@ -75,6 +78,8 @@ struct WaveNetConfig {
   int64_t batch = 1;
   int64_t samples = 100000;
 };
+// The deepest stack: dilations up to 2^23 samples.
+inline constexpr int64_t kMaxWaveNetLayersPerStack = 24;
 Graph MakeWaveNet(const WaveNetConfig& config);
 
 // AmoebaNet-A (Real et al. 2019) for ImageNet.
@@ -86,6 +91,11 @@ struct AmoebaNetConfig {
   int64_t image = 224;
   int64_t classes = 1001;
 };
+// The smallest image the stem's 3x3 VALID convolution takes (the later
+// reductions pad), and the fewest filters whose quarter (the first stem
+// cell's) is still a channel.
+inline constexpr int64_t kMinAmoebaNetImage = 3;
+inline constexpr int64_t kMinAmoebaNetFilters = 4;
 Graph MakeAmoebaNet(const AmoebaNetConfig& config);
 
 // BERT-base pre-training (Devlin et al. 2019): masked LM and next-sentence
@@ -101,6 +111,8 @@ struct BertConfig {
   int64_t vocab = 30522;
   int64_t predictions = 20;  // masked positions per sequence
 };
+// Position embeddings exist for this many positions.
+inline constexpr int64_t kMaxBertLength = 512;
 Graph MakeBert(const BertConfig& config);
 
 }  // namespace devplace

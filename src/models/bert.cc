@@ -13,8 +13,10 @@
 #include <vector>
 
 #include "models/benchmark_models.h"
+#include "models/checked.h"
 #include "models/layers.h"
 #include "models/training_graph_builder.h"
+#include "util/error.h"
 
 namespace devplace {
 
@@ -59,8 +61,10 @@ Tensor EncoderLayer(B& b, Tensor x, Tensor mask_adder, const BertConfig& c) {
 }  // namespace
 
 Graph MakeBert(const BertConfig& c) {
+  Require(c.length >= 1 && c.length <= kMaxBertLength,
+          "model '" + c.name + "': length must be 1.." + std::to_string(kMaxBertLength) + " (the position embeddings)");
   const int64_t N = c.batch, S = c.length, P = c.predictions, d = c.hidden;
-  const int32_t last = static_cast<int32_t>(c.layers - 1);
+  const int32_t last = models::ToInt32(c.layers - 1, "expert stage");
   B b(c.name, Optimizer::kAdam);
 
   // input_ids, input_mask, segment_ids [N, S]; masked_lm_positions,
@@ -92,7 +96,7 @@ Graph MakeBert(const BertConfig& c) {
                        double(N * S));
   }
   for (int64_t l = 0; l < c.layers; ++l) {
-    auto stage = b.StageScope(static_cast<int32_t>(l));
+    auto stage = b.StageScope(models::ToInt32(l, "expert stage"));
     auto name = b.NameScope("encoder/layer_" + std::to_string(l));
     x = EncoderLayer(b, x, mask_adder, c);
   }
@@ -121,7 +125,7 @@ Graph MakeBert(const BertConfig& c) {
     loss = AddN(b, "total_loss", {mlm_loss, nsp_loss});
   }
   b.Minimize(loss);
-  return b.Finish(static_cast<int32_t>(c.layers));
+  return b.Finish(models::ToInt32(c.layers, "expert stage"));
 }
 
 }  // namespace devplace

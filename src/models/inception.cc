@@ -11,11 +11,13 @@
 // contiguous parts with equal numbers of layers: a unit's stage is the
 // number of convolution layers before it, so stage s of S lands on GPU
 // floor(s * G / S).
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "models/benchmark_models.h"
+#include "models/checked.h"
 #include "models/layers.h"
 #include "models/training_graph_builder.h"
 
@@ -193,7 +195,10 @@ Graph MakeInceptionV3(const InceptionConfig& config) {
     auto name = b.NameScope("AuxLogits");
     Tensor t = Pool(b, "AvgPool", "AvgPool_1a_5x5/AvgPool", aux_input, 5, 5, 3, kValid);
     t = net.ConvBn("Conv2d_1b_1x1", t, 128, 1, 1);
-    t = net.ConvBn("Conv2d_2a_5x5", t, 768, 5, 5, 1, kValid);
+    // TF-slim's _reduced_kernel_size_for_small_input: 5x5, or the whole
+    // map when a small image leaves it smaller.
+    const int kernel = static_cast<int>(std::min<int64_t>(5, std::min(b.shape(t)[1], b.shape(t)[2])));
+    t = net.ConvBn("Conv2d_2a_5x5", t, 768, kernel, kernel, 1, kValid);
     aux_logits = Logits(b, "Conv2d_2b_1x1", t, C);
   }
   // 17 -> 8: Mixed_7a.
@@ -235,8 +240,8 @@ Graph MakeInceptionV3(const InceptionConfig& config) {
     auto g = b.GroupScope("InceptionV3/Logits", net.stage());
     auto name = b.NameScope("Logits");
     const Shape s = b.shape(x);
-    Tensor pooled = Pool(b, "AvgPool", "AvgPool_1a_8x8/AvgPool", x, static_cast<int>(s[1]), static_cast<int>(s[2]), 2,
-                         kValid);
+    Tensor pooled = Pool(b, "AvgPool", "AvgPool_1a_8x8/AvgPool", x, models::ToInt32(s[1], "pool size"),
+                         models::ToInt32(s[2], "pool size"), 2, kValid);
     logits = Logits(b, "Conv2d_1c_1x1", Dropout(b, "Dropout_1b", pooled), C);
   }
   Tensor loss;

@@ -2,6 +2,8 @@
 
 #include <tuple>
 
+#include "models/checked.h"
+
 namespace devplace::layers {
 
 using namespace tf;
@@ -126,7 +128,7 @@ Tensor StackedLstmStep(B& b, const std::string& prefix, int64_t step, Tensor x, 
                        const std::vector<Tensor>& kernels, const std::vector<Tensor>& biases) {
   for (size_t l = 0; l < state.size(); ++l) {
     const std::string group = prefix + "layer_" + std::to_string(l) + "/cell_" + std::to_string(step);
-    auto g = b.GroupScope(group, static_cast<int32_t>(l));
+    auto g = b.GroupScope(group, models::ToInt32(static_cast<int64_t>(l), "expert stage"));
     auto name = b.NameScope(group);
     if (step == 0) state[l] = ZeroState(b, "initial_state", b.shape(x)[0], b.shape(kernels[l])[1] / 4);
     state[l] = LstmCell(b, "lstm_cell", x, state[l], kernels[l], biases[l]);

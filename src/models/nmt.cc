@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "models/benchmark_models.h"
+#include "models/checked.h"
 #include "models/layers.h"
 #include "models/training_graph_builder.h"
 
@@ -48,8 +49,8 @@ Tensor AttentionStep(B& b, const Attention& a, Tensor h) {
 
 Graph MakeNmt(const NmtConfig& config) {
   const int64_t L = config.layers, H = config.hidden, T = config.length, N = config.batch, V = config.vocab;
-  const int32_t last = static_cast<int32_t>(2 * L - 1);
-  const int32_t decoder_first = static_cast<int32_t>(L);
+  const int32_t last = models::ToInt32(2 * L - 1, "expert stage");
+  const int32_t decoder_first = models::ToInt32(L, "expert stage");
   B b(config.name, Optimizer::kAdam);
 
   std::vector<Tensor> batch;
@@ -71,7 +72,7 @@ Graph MakeNmt(const NmtConfig& config) {
       encoder_embedding = b.Variable("encoder/embedding", {V, H});
     }
     for (int64_t l = 0; l < L; ++l) {
-      auto stage = b.StageScope(static_cast<int32_t>(l));
+      auto stage = b.StageScope(models::ToInt32(l, "expert stage"));
       auto name = b.NameScope("encoder/layer_" + std::to_string(l));
       encoder_kernels.push_back(b.Variable("kernel", {2 * H, 4 * H}));
       encoder_biases.push_back(b.Variable("bias", {4 * H}));
@@ -81,7 +82,7 @@ Graph MakeNmt(const NmtConfig& config) {
       decoder_embedding = b.Variable("decoder/embedding", {V, H});
     }
     for (int64_t l = 0; l < L; ++l) {
-      auto stage = b.StageScope(static_cast<int32_t>(L + l));
+      auto stage = b.StageScope(models::ToInt32(L + l, "expert stage"));
       auto name = b.NameScope("decoder/layer_" + std::to_string(l));
       // Layer 0 reads the word and the previous attention vector.
       decoder_kernels.push_back(b.Variable("kernel", {(l == 0 ? 3 : 2) * H, 4 * H}));
@@ -123,7 +124,7 @@ Graph MakeNmt(const NmtConfig& config) {
     Tensor x = layers::EmbeddingStep(b, "nmt/decoder/embedding/step_" + step, decoder_first, decoder_embedding, target_in);
     for (int64_t l = 0; l < L; ++l) {
       const std::string group = "nmt/decoder/layer_" + std::to_string(l) + "/cell_" + step;
-      auto g = b.GroupScope(group, static_cast<int32_t>(L + l));
+      auto g = b.GroupScope(group, models::ToInt32(L + l, "expert stage"));
       auto name = b.NameScope(group);
       if (l == 0) {
         if (t == 0) feed = Const(b, "initial_attention", {N, H});
@@ -156,7 +157,7 @@ Graph MakeNmt(const NmtConfig& config) {
     loss = Binary(b, "RealDiv", "truediv", total, Const(b, "batch_size", {}));
   }
   b.Minimize(loss, {.clip_by_global_norm = true});
-  return b.Finish(static_cast<int32_t>(2 * L));
+  return b.Finish(models::ToInt32(2 * L, "expert stage"));
 }
 
 }  // namespace devplace

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "models/benchmark_models.h"
+#include "models/checked.h"
 #include "models/layers.h"
 #include "models/training_graph_builder.h"
 
@@ -19,7 +20,7 @@ using namespace tf;
 
 Graph MakeRnnlm(const RnnlmConfig& config) {
   const int64_t L = config.layers, H = config.hidden, T = config.steps, N = config.batch, V = config.vocab;
-  const int32_t last = static_cast<int32_t>(L - 1);
+  const int32_t last = models::ToInt32(L - 1, "expert stage");
   B b(config.name, Optimizer::kAdam);
 
   std::vector<Tensor> batch;
@@ -39,7 +40,7 @@ Graph MakeRnnlm(const RnnlmConfig& config) {
       embedding = b.Variable("embedding", {V, H});
     }
     for (int64_t l = 0; l < L; ++l) {
-      auto stage = b.StageScope(static_cast<int32_t>(l));
+      auto stage = b.StageScope(models::ToInt32(l, "expert stage"));
       auto name = b.NameScope("layer_" + std::to_string(l));
       kernels.push_back(b.Variable("kernel", {2 * H, 4 * H}));
       biases.push_back(b.Variable("bias", {4 * H}));
@@ -73,7 +74,7 @@ Graph MakeRnnlm(const RnnlmConfig& config) {
     loss = Binary(b, "RealDiv", "truediv", total, Const(b, "batch_size", {}));
   }
   b.Minimize(loss, {.clip_by_global_norm = true});
-  return b.Finish(static_cast<int32_t>(L));
+  return b.Finish(models::ToInt32(L, "expert stage"));
 }
 
 }  // namespace devplace

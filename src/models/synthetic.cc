@@ -4,15 +4,32 @@
 #include <string>
 #include <vector>
 
+#include "models/checked.h"
+#include "util/error.h"
 #include "util/random.h"
 
 namespace devplace {
 
+namespace {
+
+void RequireIn(int64_t value, int64_t max, const char* what) {
+  Require(value >= 1 && value <= max, "synthetic graph: " + std::string(what) + " " + std::to_string(value) +
+                                          " is outside 1.." + std::to_string(max));
+}
+
+}  // namespace
+
 Graph MakeSyntheticGraph(const SyntheticOptions& options) {
+  RequireIn(options.num_ops, kMaxSyntheticOps, "ops");
+  RequireIn(options.width, kMaxSyntheticWidth, "width");
+  RequireIn(options.batch, kMaxSyntheticBatch, "batch");
   Random random(options.seed);
-  const int32_t width = std::max(1, options.width);
+  // Within the bounds above every count fits an int32 and every size an
+  // int64 with room to spare.
+  const int32_t width = models::ToInt32(options.width, "synthetic width");
   // Four ops per branch per layer, plus the input and the loss.
-  const int32_t layers = std::max(1, (options.num_ops - 2) / (4 * width));
+  const int32_t layers =
+      models::ToInt32(std::max<int64_t>(1, (options.num_ops - 2) / (4 * options.width)), "synthetic layers");
   const int64_t batch = options.batch;
 
   Graph g;

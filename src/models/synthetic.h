@@ -11,12 +11,19 @@
 namespace devplace {
 
 struct SyntheticOptions {
-  int32_t num_ops = 1000;   // approximate; rounded to whole layers
-  int32_t width = 4;        // parallel branches per layer
-  int32_t batch = 64;
+  int64_t num_ops = 1000;  // approximate; rounded to whole layers (at least one)
+  int64_t width = 4;       // parallel branches per layer
+  int64_t batch = 64;
   uint64_t seed = 1;
 };
 
+// The bounds MakeSyntheticGraph accepts (docs/models.md): the largest graph
+// has about a million ops and no tensor above a few GB.
+inline constexpr int64_t kMaxSyntheticOps = 1'000'000;
+inline constexpr int64_t kMaxSyntheticWidth = 1024;
+inline constexpr int64_t kMaxSyntheticBatch = 65536;
+
+// Throws Error when an option is outside its bounds.
 Graph MakeSyntheticGraph(const SyntheticOptions& options);
 
 }  // namespace devplace

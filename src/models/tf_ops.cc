@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cassert>
 
+#include "models/checked.h"
+#include "util/error.h"
+
 namespace devplace::tf {
 namespace {
 
@@ -58,11 +61,7 @@ Tensor ReduceTo(B& b, Tensor t, Tensor reduction_axes, Tensor target_shape, cons
 
 }  // namespace
 
-int64_t Elements(const Shape& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
+int64_t Elements(const Shape& shape) { return models::CheckedElements(shape); }
 
 Tensor Plain(B& b, const std::string& name, const std::string& type, std::vector<Tensor> inputs, Shape shape,
              double flops, const std::string& dtype) {
@@ -494,6 +493,11 @@ namespace {
 
 int64_t ConvOut(int64_t in, int64_t k, int stride, Padding padding, int dilation) {
   const int64_t effective = (k - 1) * dilation + 1;
+  if (padding == Padding::kValid && in < effective) {
+    // Truncating division would make this a size of 1; TensorFlow refuses.
+    throw Error("a VALID window of " + std::to_string(effective) + " is wider than its input of " +
+                std::to_string(in) + " (the image or sequence is too small for the model)");
+  }
   return padding == Padding::kSame ? (in + stride - 1) / stride : (in - effective) / stride + 1;
 }
 

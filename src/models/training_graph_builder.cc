@@ -3,16 +3,19 @@
 #include <cassert>
 #include <utility>
 
+#include <cmath>
+
+#include "models/checked.h"
 #include "util/error.h"
 
 namespace devplace {
 namespace {
 
-int64_t Elements(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
+using models::CheckedAdd;
+using models::CheckedElements;
+using models::CheckedMul;
+
+int64_t Elements(const std::vector<int64_t>& shape) { return CheckedElements(shape); }
 
 // A reference to a variable's buffer (what Assign and ScatterAdd return):
 // it has a shape but allocates nothing.
@@ -97,8 +100,25 @@ std::string TrainingGraphBuilder::UniqueName(const std::string& name) {
   }
 }
 
+void TrainingGraphBuilder::CheckLimits(const std::string& name, const std::vector<TensorSpec>& outputs,
+                                       double flops) const {
+  const std::string where = "model '" + ForMessage(graph_.name) + "': op '" + ForMessage(name) + "'";
+  if (graph_.num_ops() >= models::kMaxGeneratedOps) {
+    throw Error("model '" + ForMessage(graph_.name) + "' would have more than " +
+                std::to_string(models::kMaxGeneratedOps) + " ops; choose smaller parameters");
+  }
+  for (const TensorSpec& t : outputs) {
+    if (t.bytes > models::kMaxTensorBytes) {
+      throw Error(where + " would output a tensor of " + std::to_string(t.bytes) +
+                  " bytes, over the 1 TiB limit; choose smaller parameters");
+    }
+  }
+  if (!std::isfinite(flops) || flops < 0) throw Error(where + " would have " + std::to_string(flops) + " FLOPs");
+}
+
 std::vector<Tensor> TrainingGraphBuilder::EmitAll(OpSpec spec) {
   const Context& c = contexts_.back();
+  CheckLimits(c.prefix + spec.name, spec.outputs, spec.flops);
   Op op;
   op.id = graph_.num_ops();
   op.name = UniqueName(c.prefix + spec.name);
@@ -112,10 +132,10 @@ std::vector<Tensor> TrainingGraphBuilder::EmitAll(OpSpec spec) {
   if (spec.aliases_input) {
     op.bytes_read = 8;  // a shape; the data stays where it is
   } else {
-    for (const Tensor& t : spec.inputs) op.bytes_read += this->spec(t).bytes;
-    for (const TensorSpec& t : op.outputs) op.bytes_written += t.bytes;
+    for (const Tensor& t : spec.inputs) op.bytes_read = CheckedAdd(op.bytes_read, this->spec(t).bytes, "bytes read");
+    for (const TensorSpec& t : op.outputs) op.bytes_written = CheckedAdd(op.bytes_written, t.bytes, "bytes written");
   }
-  const int32_t num_outputs = static_cast<int32_t>(op.outputs.size());
+  const int32_t num_outputs = models::ToInt32(static_cast<int64_t>(op.outputs.size()), "output count");
   const int32_t index = graph_.AddOp(std::move(op));
   for (const Tensor& t : spec.inputs) {
     assert(t.valid() && t.op < index);
@@ -150,9 +170,11 @@ Tensor TrainingGraphBuilder::Variable(const std::string& name, std::vector<int64
   op.type = "VariableV2";
   op.phase = Phase::kForward;
   op.outputs.push_back(TensorSpec::Make(std::move(shape)));
+  CheckLimits(op.name, op.outputs, 0);
   op.outputs[0].aliases_persistent = true;  // its value is its persistent memory
   const int64_t value_bytes = op.outputs[0].bytes;
-  op.persistent_bytes = value_bytes * (1 + (options.trainable ? OptimizerSlots(optimizer_) : 0));
+  op.persistent_bytes =
+      CheckedMul(value_bytes, 1 + (options.trainable ? OptimizerSlots(optimizer_) : 0), "persistent bytes");
   op.bytes_read = 8;  // it hands out a reference
   op.device_kinds = c.kinds;
   // A variable, its gradient sum and its update share a device; outside a
@@ -214,7 +236,7 @@ Gradient TrainingGraphBuilder::Aggregate(std::vector<Gradient> terms, const std:
     for (const Gradient& g : terms) {
       values.push_back(g.values);
       indices.push_back(g.indices);
-      rows += this->shape(g.values)[0];
+      rows = CheckedAdd(rows, this->shape(g.values)[0], "gradient rows");
     }
     std::vector<int64_t> value_shape = this->shape(terms.front().values);
     value_shape[0] = rows;
@@ -249,8 +271,8 @@ void TrainingGraphBuilder::ApplyUpdate(int32_t variable_op, const Gradient& grad
     Op& update = graph_.mutable_op(last_op());
     // It reads the value, the slots and the gradient and writes the value
     // and the slots, in place.
-    update.bytes_read = value_bytes * (2 + slots);
-    update.bytes_written = value_bytes * (1 + slots);
+    update.bytes_read = CheckedMul(value_bytes, 2 + slots, "update bytes read");
+    update.bytes_written = CheckedMul(value_bytes, 1 + slots, "update bytes written");
     return;
   }
 
@@ -260,8 +282,8 @@ void TrainingGraphBuilder::ApplyUpdate(int32_t variable_op, const Gradient& grad
     const char* type = optimizer_ == Optimizer::kRmsProp ? "SparseApplyRMSProp" : "SparseApplyMomentum";
     Emit({type, type, {grad.values, grad.indices}, {}, 10 * rows_n});
     Op& update = graph_.mutable_op(last_op());
-    update.bytes_read = this->spec(grad.values).bytes * (2 + slots);
-    update.bytes_written = this->spec(grad.values).bytes * (1 + slots);
+    update.bytes_read = CheckedMul(this->spec(grad.values).bytes, 2 + slots, "update bytes read");
+    update.bytes_written = CheckedMul(this->spec(grad.values).bytes, 1 + slots, "update bytes written");
     return;
   }
   // TensorFlow 1.x's Adam on IndexedSlices (AdamOptimizer._apply_sparse):

@@ -160,6 +160,10 @@ class TrainingGraphBuilder {
   };
 
   Scope Push(Context context);
+  // Throws Error when adding an op named `name` would pass the generators'
+  // bounds (models/checked.h): too many ops, a tensor too large, FLOPs not
+  // a finite non-negative number.
+  void CheckLimits(const std::string& name, const std::vector<TensorSpec>& outputs, double flops) const;
   void Pop() { contexts_.pop_back(); }
   std::string UniqueName(const std::string& name);
   Tensor Sum(const std::vector<Tensor>& terms, const std::string& name);

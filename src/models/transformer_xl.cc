@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "models/benchmark_models.h"
+#include "models/checked.h"
 #include "models/layers.h"
 #include "models/training_graph_builder.h"
 
@@ -111,7 +112,7 @@ Graph MakeTransformerXl(const TransformerXlConfig& config) {
     r = Dropout(b, "dropout_1", Plain(b, "pos_emb/concat", "ConcatV2", {sin, cos}, {s.k, s.d}));
   }
   for (int64_t l = 0; l < L; ++l) {
-    auto stage = b.StageScope(static_cast<int32_t>(l));
+    auto stage = b.StageScope(models::ToInt32(l, "expert stage"));
     auto name = b.NameScope("layer_" + std::to_string(l));
     // The previous segment's hidden states, cached in the step's state and
     // replaced by this segment's at its end.
@@ -127,7 +128,7 @@ Graph MakeTransformerXl(const TransformerXlConfig& config) {
   }
   Tensor loss;
   {
-    auto stage = b.StageScope(static_cast<int32_t>(L - 1));
+    auto stage = b.StageScope(models::ToInt32(L - 1, "expert stage"));
     auto name = b.NameScope("adaptive_softmax");
     Tensor out = Dropout(b, "dropout", h);
     // The softmax's weights are the embedding's (tie_weight).
@@ -137,7 +138,7 @@ Graph MakeTransformerXl(const TransformerXlConfig& config) {
     loss = Reduce(b, "Mean", "Mean", nll, {0}, false);
   }
   b.Minimize(loss);
-  return b.Finish(static_cast<int32_t>(L));
+  return b.Finish(models::ToInt32(L, "expert stage"));
 }
 
 }  // namespace devplace

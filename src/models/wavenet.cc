@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "models/benchmark_models.h"
+#include "models/checked.h"
 #include "models/tf_ops.h"
 #include "models/training_graph_builder.h"
 
@@ -47,6 +48,12 @@ Tensor LastSteps(B& b, const std::string& name, Tensor x, int64_t time) {
 }  // namespace
 
 Graph MakeWaveNet(const WaveNetConfig& config) {
+  // Dilations double up to 2^(per_stack-1): bounded so that the shifts
+  // below stay well inside an int.
+  Require(config.stacks >= 1 && config.layers % config.stacks == 0 &&
+              config.layers / config.stacks <= kMaxWaveNetLayersPerStack,
+          "model '" + config.name + "': layers must be a multiple of stacks, at most " +
+              std::to_string(kMaxWaveNetLayersPerStack) + " per stack");
   const int64_t per_stack = config.layers / config.stacks;
   const int64_t N = config.batch, T = config.samples, Q = config.quantization;
   B b(config.name, Optimizer::kAdam);
@@ -73,7 +80,7 @@ Graph MakeWaveNet(const WaveNetConfig& config) {
 
   std::vector<Tensor> skips;
   for (int64_t l = 0; l < config.layers; ++l) {
-    const int32_t stack = static_cast<int32_t>(l / per_stack);
+    const int32_t stack = models::ToInt32(l / per_stack, "expert stage");
     const int dilation = 1 << (l % per_stack);
     auto stage = b.StageScope(stack);
     auto name = b.NameScope("dilated_stack/layer" + std::to_string(l));
@@ -90,7 +97,7 @@ Graph MakeWaveNet(const WaveNetConfig& config) {
 
   Tensor loss;
   {
-    auto stage = b.StageScope(static_cast<int32_t>(config.stacks - 1));
+    auto stage = b.StageScope(models::ToInt32(config.stacks - 1, "expert stage"));
     auto name = b.NameScope("postprocessing");
     Tensor total = AddN(b, "AddN", skips);
     Tensor h = Conv1d(b, "postprocess1", Unary(b, "Relu", "Relu", total), config.skip_channels, 1, 1);
@@ -100,7 +107,7 @@ Graph MakeWaveNet(const WaveNetConfig& config) {
     loss = Reduce(b, "Mean", "Mean", SoftmaxCrossEntropy(b, "xent", flat, target).loss, {0}, false);
   }
   b.Minimize(loss);
-  return b.Finish(static_cast<int32_t>(config.stacks));
+  return b.Finish(models::ToInt32(config.stacks, "expert stage"));
 }
 
 }  // namespace devplace
