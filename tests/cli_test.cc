@@ -3,7 +3,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
+#include <utility>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "run_devplace.h"
@@ -17,6 +20,11 @@ using testing::Outcome;
 using testing::TempDir;
 
 Outcome Devplace(const std::string& args) { return testing::RunDevplace(args); }
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
 
 TEST(CliTest, HelpListsEverySubcommand) {
   Outcome o = Devplace("--help");
@@ -106,7 +114,7 @@ TEST(CliTest, NoisyRunsRepeatWithTheSameSeed) {
   Outcome b = Devplace(args);
   ASSERT_EQ(a.exit_code, 0) << a.out;
   EXPECT_EQ(a.out, b.out);
-  EXPECT_TRUE(nlohmann::json::parse(a.out).contains("mean_step_time_s"));
+  EXPECT_TRUE(nlohmann::json::parse(a.out).contains("single_step_time_s"));
 }
 
 TEST(CliTest, BadInputsGiveOneLineErrors) {
@@ -197,6 +205,63 @@ TEST(CliTest, PlaceWithRlWritesPlacementCurveAndCheckpointAndResumes) {
   ExpectCleanError(Devplace("place --graph tiny --cluster k80x4 --max-steps 1 --resume --out " + out), "another graph or cluster");
   ExpectCleanError(Devplace("place --graph tiny --cluster k80x2 --max-steps 6 --resume --encoder-hidden 8 --out " + out),
                    "does not match");
+}
+
+// Everything wrong with a place command's inputs is found before the out
+// folder, curve, checkpoint or placement is written, and told in one line
+// (not torch's stack trace).
+TEST(CliTest, PlaceRefusesBadInputsBeforeWritingAnything) {
+  TempDir dir;
+  const std::string no_cpu = dir.Write("gpus.json", R"({"version": 1, "name": "gpus", "devices": [
+      {"name": "gpu:0", "kind": "gpu", "peak_tflops": 1, "memory_bandwidth_gb_per_s": 100, "memory_bytes": 1000000000},
+      {"name": "gpu:1", "kind": "gpu", "peak_tflops": 1, "memory_bandwidth_gb_per_s": 100, "memory_bytes": 1000000000}],
+      "links": [{"between": ["gpu:0", "gpu:1"], "bandwidth_gb_per_s": 10}]})");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--learning-rate nan", "--learning-rate"},
+      {"--learning-rate 5", "--learning-rate"},
+      {"--temperature nan", "--temperature"},
+      {"--temperature 1e-9", "--temperature"},
+      {"--baseline-decay nan", "--baseline-decay"},
+      {"--baseline-decay 2", "--baseline-decay"},
+      {"--stay-bias nan", "--stay-bias"},
+      {"--stay-bias 1e39", "--stay-bias"},
+      {"--tanh-constant 1e300", "--tanh-constant"},
+      {"--checkpoint-seconds nan", "--checkpoint-seconds"},
+      {"--warm-start bogus", "bogus"},
+      {"--warm-start " + dir.Write("bad.json", "{\"placement\": 3}"), "bad.json"},
+      {"--resume", "no checkpoint"},
+  };
+  for (const auto& [flags, mention] : cases) {
+    const std::string out = dir.File("run");
+    ExpectCleanError(Devplace("place --graph tiny --cluster k80x2 --max-steps 2 --out " + out + " " + flags), mention);
+    EXPECT_FALSE(std::filesystem::exists(out)) << flags << " left the out folder behind";
+  }
+  for (const char* method : {"rl", "m_etf", "random"}) {
+    const std::string out = dir.File("run");
+    ExpectCleanError(Devplace(std::string("place --graph tiny --max-steps 2 --cluster ") + no_cpu + " --method " + method +
+                              " --out " + out),
+                     "can run on no device of cluster gpus");
+    EXPECT_FALSE(std::filesystem::exists(out)) << method << " left the out folder behind";
+  }
+  // --out naming a file: refused, and the file left as it was.
+  const std::string file = dir.Write("a-file", "mine");
+  ExpectCleanError(Devplace("place --graph tiny --cluster k80x2 --max-steps 2 --out " + file), "is not a folder");
+  EXPECT_EQ(ReadText(file), "mine");
+}
+
+TEST(CliTest, PlaceRefusesADamagedCheckpointInOneLine) {
+  TempDir dir;
+  const std::string out = dir.File("run");
+  ASSERT_EQ(Devplace("place --graph tiny --cluster k80x2 --max-steps 2 --samples-per-step 2 --out " + out).exit_code, 0);
+  const std::string checkpoint = out + "/checkpoint.pt";
+  std::string bytes = ReadText(checkpoint);
+  ASSERT_GT(bytes.size(), 10000u);
+  std::fill(bytes.begin() + 5000, bytes.begin() + 9096, '\0');
+  std::ofstream(checkpoint, std::ios::binary | std::ios::trunc) << bytes;
+  const std::string curve = ReadText(out + "/curve.csv");
+  ExpectCleanError(Devplace("place --graph tiny --cluster k80x2 --max-steps 3 --samples-per-step 2 --resume --out " + out),
+                   checkpoint + ": checkpoint is damaged");
+  EXPECT_EQ(ReadText(out + "/curve.csv"), curve);
 }
 
 TEST(CliTest, PlaceRunsABaselineAndRejectsUnknownMethods) {

@@ -2,16 +2,23 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <functional>
+#include <limits>
+#include <set>
 #include <sstream>
 
 #include "models/synthetic.h"
 #include "placers/placer.h"
+#include "rl/checkpoint_file.h"
 #include "rl/group_features.h"
 #include "rl/rl_placer.h"
 #include "rl/seq2seq_policy.h"
 #include "test_util.h"
 #include "util/error.h"
+#include "util/files.h"
 
 namespace devplace {
 namespace {
@@ -161,11 +168,12 @@ TEST(ReinforceTest, ResumingFromACheckpointContinuesExactlyAsAnUninterruptedRun)
 
   // A run killed after step 12 whose last checkpoint was step 10: the
   // checkpoint holds step 10, the curve has rows past it.
+  // Its last row was torn by the kill.
   RlOptions ten = options;
   ten.max_steps = 10;
   ten.out_dir = dir.File("split");
   TrainRlPlacer(p.get(), ten);
-  std::ofstream(dir.File("split/curve.csv"), std::ios::app) << "11,9,44,0.1,0.1,0,1,0.001\n12,9,48,0.1,0.1,0,1,0.001\n";
+  std::ofstream(dir.File("split/curve.csv"), std::ios::app) << "11,9,44,0.1,0.1,0,1,0.001\n12,9,48,0.1,0.1,0,1,0.001\n1";
 
   RlOptions rest = options;
   rest.max_steps = 24;
@@ -270,6 +278,317 @@ TEST(ReinforceTest, ResumeWithoutACheckpointIsAClearError) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("no checkpoint"), std::string::npos);
   }
+}
+
+// ---- Refusing bad options and problems before anything is written ----------
+
+// Runs TrainRlPlacer expecting an Error that mentions `must_mention`, and
+// checks that the out folder was never created.
+void ExpectRefusedLeavingNothing(const PlacementProblem& problem, RlOptions options, const std::string& must_mention) {
+  TempDir dir;
+  options.out_dir = dir.File("run");
+  try {
+    TrainRlPlacer(problem, options);
+    ADD_FAILURE() << "accepted; expected an error mentioning " << must_mention;
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(must_mention), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
+  EXPECT_FALSE(std::filesystem::exists(options.out_dir)) << must_mention;
+}
+
+TEST(RlOptionsTest, EveryOutOfRangeOrNonFiniteOptionIsRefusedBeforeAnythingIsWritten) {
+  Problem p(Chains(2), testing::MakeSlowCpuCluster());
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  struct Case {
+    std::string flag;
+    std::function<void(RlOptions&)> set;
+  };
+  const std::vector<Case> cases = {
+      {"--max-steps", [](RlOptions& o) { o.max_steps = -1; }},
+      {"--max-seconds", [&](RlOptions& o) { o.max_seconds = nan; }},
+      {"--max-seconds", [&](RlOptions& o) { o.max_seconds = inf; }},
+      {"--max-samples", [](RlOptions& o) { o.max_samples = -5; }},
+      {"--samples-per-step", [](RlOptions& o) { o.samples_per_step = 0; }},
+      {"--controllers", [](RlOptions& o) { o.controllers = 0; }},
+      {"--workers", [](RlOptions& o) { o.worker_threads = -1; }},
+      {"--learning-rate", [&](RlOptions& o) { o.learning_rate = nan; }},
+      {"--learning-rate", [](RlOptions& o) { o.learning_rate = 0; }},
+      {"--learning-rate", [&](RlOptions& o) { o.learning_rate = inf; }},
+      {"--lr-decay", [](RlOptions& o) { o.lr_decay = 1.5; }},
+      {"--lr-decay-every", [](RlOptions& o) { o.lr_decay_every = -1; }},
+      {"--lr-decay-start", [](RlOptions& o) { o.lr_decay_start = -1; }},
+      {"--grad-clip", [&](RlOptions& o) { o.grad_clip_norm = nan; }},
+      {"--baseline-decay", [&](RlOptions& o) { o.baseline_decay = nan; }},
+      {"--baseline-decay", [](RlOptions& o) { o.baseline_decay = -0.1; }},
+      {"--failing-runtime", [&](RlOptions& o) { o.failing_runtime_s = inf; }},
+      {"--cutover-step", [](RlOptions& o) { o.cutover_step = -1; }},
+      {"--entropy-weight", [&](RlOptions& o) { o.entropy_weight = nan; }},
+      {"--logit-noise", [&](RlOptions& o) { o.logit_noise_std = 1e30; }},
+      {"--logit-noise-steps", [](RlOptions& o) { o.logit_noise_steps = -1; }},
+      {"--tanh-constant", [&](RlOptions& o) { o.tanh_constant = 1e300; }},
+      {"--temperature", [&](RlOptions& o) { o.temperature = nan; }},
+      {"--temperature", [](RlOptions& o) { o.temperature = 1e-300; }},
+      {"--stay-bias", [&](RlOptions& o) { o.stay_bias = nan; }},
+      {"--stay-bias", [](RlOptions& o) { o.stay_bias = 1e39; }},
+      {"--encoder-hidden", [](RlOptions& o) { o.encoder_hidden = 0; }},
+      {"--decoder-hidden", [](RlOptions& o) { o.decoder_hidden = 1 << 20; }},
+      {"--group-order", [](RlOptions& o) { o.group_order = "sideways"; }},
+      {"--jitter", [&](RlOptions& o) { o.jitter = nan; }},
+      {"--failure-probability", [](RlOptions& o) { o.failure_probability = 2; }},
+      {"--measure-steps", [](RlOptions& o) { o.measure_steps = 0; }},
+      {"--checkpoint-every", [](RlOptions& o) { o.checkpoint_every = -1; }},
+      {"--checkpoint-seconds", [&](RlOptions& o) { o.checkpoint_seconds = nan; }},
+      {"--warm-start-steps", [](RlOptions& o) { o.warm_start_steps = -1; }},
+  };
+  for (const Case& c : cases) {
+    RlOptions options;
+    options.max_steps = 2;
+    options.worker_threads = 1;
+    c.set(options);
+    EXPECT_THROW(ValidateRlOptions(options), Error) << c.flag;
+    ExpectRefusedLeavingNothing(p.get(), options, c.flag);
+  }
+  EXPECT_NO_THROW(ValidateRlOptions(RlOptions{}));
+}
+
+TEST(RlOptionsTest, AGroupNoDeviceCanRunIsRefusedBeforeAnythingIsWritten) {
+  // The chains' first ops need a CPU; the cluster has only GPUs.
+  Graph g = Chains(2);
+  g.mutable_op(0).device_kinds = MaskOf(DeviceKind::kCpu);
+  g.Finalize();
+  Cluster gpus;
+  gpus.name = "gpus";
+  gpus.devices = {MakeDevice("gpu:0", DeviceKind::kGpu), MakeDevice("gpu:1", DeviceKind::kGpu)};
+  gpus.links = {{0, 1, 1e9, 10, -1}};
+  gpus.Finalize("gpus");
+  Problem p(std::move(g), std::move(gpus));
+  ExpectRefusedLeavingNothing(p.get(), RlOptions{}, "'chain0/op0' can run on no device of cluster gpus");
+}
+
+TEST(RlOptionsTest, AWarmStartThatDoesNotResolveIsRefusedBeforeAnythingIsWritten) {
+  Problem p(Chains(2), testing::MakeSlowCpuCluster());
+  RlOptions options;
+  options.warm_start = "bogus";
+  ExpectRefusedLeavingNothing(p.get(), options, "--warm-start bogus");
+  TempDir dir;
+  options.warm_start = dir.Write("bad.json", "{\"placement\": 3}");
+  ExpectRefusedLeavingNothing(p.get(), options, "bad.json");
+}
+
+// ---- Checkpoints: sealed, validated, taken by time and at the first best ---
+
+CheckpointParts ReadCheckpoint(const std::string& path) { return UnsealCheckpoint(path, ReadTextFile(path)); }
+
+void EditCheckpoint(const std::string& path, const std::function<void(nlohmann::json&)>& edit) {
+  CheckpointParts parts = ReadCheckpoint(path);
+  edit(parts.facts);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << SealCheckpoint(parts);
+}
+
+// A finished 4-step run in `dir`/run, and options to resume it.
+RlOptions RunToResume(const PlacementProblem& problem, const TempDir& dir) {
+  RlOptions options;
+  options.seed = 3;
+  options.worker_threads = 1;
+  options.samples_per_step = 4;
+  options.max_steps = 4;
+  options.out_dir = dir.File("run");
+  TrainRlPlacer(problem, options);
+  options.max_steps = 5;
+  options.resume = true;
+  return options;
+}
+
+void ExpectResumeRefused(const PlacementProblem& problem, const RlOptions& options, const std::string& must_mention) {
+  const std::string curve_before = ReadTextFile(options.out_dir + "/curve.csv");
+  try {
+    TrainRlPlacer(problem, options);
+    ADD_FAILURE() << "resumed; expected an error mentioning " << must_mention;
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(options.out_dir + "/checkpoint.pt"), std::string::npos) << what;  // names the file
+    EXPECT_NE(what.find(must_mention), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
+  EXPECT_EQ(ReadTextFile(options.out_dir + "/curve.csv"), curve_before);  // nothing touched
+}
+
+TEST(CheckpointTest, ADamagedCheckpointIsRefusedInOneLineNamingTheFile) {
+  Problem p(Chains(4), testing::MakeSlowCpuCluster());
+  TempDir dir;
+  RlOptions options = RunToResume(p.get(), dir);
+  const std::string path = options.out_dir + "/checkpoint.pt";
+  const std::string good = ReadTextFile(path);
+  ASSERT_GT(good.size(), 8192u);
+
+  // A zeroed 4 KiB block anywhere: in the facts, in the tensors, in the trailer.
+  for (size_t at : {size_t{0}, good.size() / 2, good.size() - 4096}) {
+    std::string damaged = good;
+    std::fill(damaged.begin() + at, damaged.begin() + at + 4096, '\0');
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << damaged;
+    ExpectResumeRefused(p.get(), options, "damaged");
+  }
+  // Cut short, and empty.
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << good.substr(0, good.size() - 100);
+  ExpectResumeRefused(p.get(), options, "damaged");
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << "";
+  ExpectResumeRefused(p.get(), options, "damaged");
+
+  // The good one still resumes.
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << good;
+  EXPECT_EQ(TrainRlPlacer(p.get(), options).steps, 5);
+}
+
+TEST(CheckpointTest, EveryFactOfACheckpointIsRangeChecked) {
+  Graph g = Chains(4);
+  g.mutable_op(0).device_kinds = MaskOf(DeviceKind::kGpu);  // so that a placement can put it where it cannot run
+  g.Finalize();
+  Problem p(std::move(g), testing::MakeSlowCpuCluster());
+  TempDir dir;
+  RlOptions options = RunToResume(p.get(), dir);
+  const std::string path = options.out_dir + "/checkpoint.pt";
+  const std::string good = ReadTextFile(path);
+  struct Case {
+    std::string must_mention;
+    std::function<void(nlohmann::json&)> edit;
+  };
+  const std::vector<Case> cases = {
+      {"'best_placement' is 3, outside 0..2", [](nlohmann::json& f) { f["best_placement"][0] = 3; }},  // 3 devices
+      {"'best_placement' is -1", [](nlohmann::json& f) { f["best_placement"][5] = -1; }},
+      {"'best_placement' is not an integer", [](nlohmann::json& f) { f["best_placement"][5] = 1.5; }},
+      {"best placement has 11 ops; the graph has 12", [](nlohmann::json& f) { f["best_placement"].erase(0); }},
+      {"best placement cannot run", [](nlohmann::json& f) { f["best_placement"][0] = 0; }},  // op 0 on the CPU
+      {"'best_time_s'", [](nlohmann::json& f) { f["best_time_s"] = nullptr; }},
+      {"'best_time_s'", [](nlohmann::json& f) { f["best_time_s"] = -1.0; }},
+      {"'step'", [](nlohmann::json& f) { f["step"] = -4; }},
+      {"'step'", [](nlohmann::json& f) { f["step"] = "four"; }},
+      {"'samples'", [](nlohmann::json& f) { f.erase("samples"); }},
+      {"'seconds'", [](nlohmann::json& f) { f["seconds"] = nullptr; }},  // how NaN would be written
+      {"'baselines'", [](nlohmann::json& f) { f["baselines"][0] = nullptr; }},
+      {"'baselines'", [](nlohmann::json& f) { f["baselines"] = nlohmann::json::array(); }},
+      {"another graph or cluster", [](nlohmann::json& f) { f["num_devices"] = 4; }},
+      {"controllers", [](nlohmann::json& f) { f["num_controllers"] = 2; }},
+      {"curve has 3 rows for 4 steps", [](nlohmann::json& f) {
+         std::string curve = f["curve"];
+         f["curve"] = curve.substr(0, curve.rfind('\n', curve.size() - 2) + 1);
+       }},
+      {"curve is damaged at row 2", [](nlohmann::json& f) {
+         std::string curve = f["curve"];
+         f["curve"] = curve.substr(0, curve.find('\n') + 1) + "7" + curve.substr(curve.find('\n') + 2);
+       }},
+  };
+  for (const Case& c : cases) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << good;
+    EditCheckpoint(path, c.edit);
+    ExpectResumeRefused(p.get(), options, c.must_mention);
+  }
+}
+
+TEST(CheckpointTest, CheckpointsComeAtTheFirstBestPlacementAndByWallTime) {
+  Problem p(Chains(4), testing::MakeSlowCpuCluster());
+  TempDir dir;
+  const std::string path = dir.File("run/checkpoint.pt");
+  RlOptions options;
+  options.worker_threads = 1;
+  options.samples_per_step = 4;
+  options.max_steps = 4;
+  options.out_dir = dir.File("run");
+  // By steps and time only every 1000 steps or hour: the first step's
+  // placements run, so its end writes a checkpoint, and no later step does.
+  options.checkpoint_every = 1000;
+  options.checkpoint_seconds = 3600;
+  std::vector<int64_t> on_disk;
+  auto record = [&](const RlProgress&) {
+    on_disk.push_back(std::filesystem::exists(path) ? ReadCheckpoint(path).facts["step"].get<int64_t>() : -1);
+  };
+  TrainRlPlacer(p.get(), options, record);
+  EXPECT_EQ(on_disk, (std::vector<int64_t>{-1, 1, 1, 1}));  // seen as each step ends, before its own checkpoint
+  EXPECT_EQ(ReadCheckpoint(path).facts["step"], 4);          // and one at the end
+
+  // Any time at all since the last: one after every step.
+  std::filesystem::remove_all(options.out_dir);
+  on_disk.clear();
+  options.checkpoint_seconds = 1e-9;
+  TrainRlPlacer(p.get(), options, record);
+  EXPECT_EQ(on_disk, (std::vector<int64_t>{-1, 1, 2, 3}));
+
+  // Both off: none at all.
+  std::filesystem::remove_all(options.out_dir);
+  options.checkpoint_every = 0;
+  options.checkpoint_seconds = 0;
+  TrainRlPlacer(p.get(), options);
+  EXPECT_FALSE(std::filesystem::exists(path));
+  EXPECT_TRUE(std::filesystem::exists(dir.File("run/best_placement.json")));
+}
+
+// ---- Resuming never loses a placement --------------------------------------
+
+TEST(CheckpointTest, ResumingKeepsTheFasterOfTheCheckpointsBestAndThePlacementFile) {
+  Problem p(Chains(4), testing::MakeSlowCpuCluster());
+  const Placement optimum = {1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2};  // two chains per GPU: 60 ms
+  const Placement one_gpu(12, 1);                                  // all four on gpu:0: 120 ms
+  const double optimum_s = p.simulator.Run(optimum).step_time_s();
+  const double one_gpu_s = p.simulator.Run(one_gpu).step_time_s();
+  ASSERT_LT(optimum_s, one_gpu_s);
+
+  // A better placement written after the checkpoint is kept.
+  {
+    TempDir dir;
+    RlOptions options = RunToResume(p.get(), dir);
+    options.max_steps = 5;
+    const std::string file = options.out_dir + "/best_placement.json";
+    EditCheckpoint(options.out_dir + "/checkpoint.pt", [&](nlohmann::json& f) {
+      f["best_placement"] = one_gpu;
+      f["best_time_s"] = one_gpu_s;
+    });
+    SavePlacementFile(file, p.graph, p.cluster, optimum);
+    RlResult resumed = TrainRlPlacer(p.get(), options);
+    EXPECT_EQ(resumed.best_placement, optimum);
+    EXPECT_DOUBLE_EQ(resumed.best_step_time_s, optimum_s);
+    EXPECT_EQ(LoadPlacementFile(file, p.graph, p.cluster), optimum);
+    // The resumed step's row already reports the file's time as the best.
+    std::istringstream curve(ReadTextFile(options.out_dir + "/curve.csv"));
+    std::string row, last;
+    while (std::getline(curve, row)) last = row;
+    std::vector<std::string> fields;
+    std::istringstream columns(last);
+    for (std::string field; std::getline(columns, field, ',');) fields.push_back(field);
+    ASSERT_EQ(fields.size(), 8u) << last;
+    EXPECT_EQ(fields[0], "5");
+    EXPECT_NEAR(std::stod(fields[4]), optimum_s, 1e-6);
+  }
+  // A worse file is replaced by the checkpoint's best at once.
+  {
+    TempDir dir;
+    RlOptions options = RunToResume(p.get(), dir);
+    options.max_steps = 4;  // nothing left to do: only the resume itself
+    const std::string file = options.out_dir + "/best_placement.json";
+    EditCheckpoint(options.out_dir + "/checkpoint.pt", [&](nlohmann::json& f) {
+      f["best_placement"] = optimum;
+      f["best_time_s"] = optimum_s;
+    });
+    SavePlacementFile(file, p.graph, p.cluster, one_gpu);
+    RlResult resumed = TrainRlPlacer(p.get(), options);
+    EXPECT_EQ(resumed.best_placement, optimum);
+    EXPECT_EQ(LoadPlacementFile(file, p.graph, p.cluster), optimum);
+  }
+}
+
+TEST(CheckpointTest, TemporaryFilesAreRemovedAtStartAndNoneAreLeftAtExit) {
+  Problem p(Chains(4), testing::MakeSlowCpuCluster());
+  TempDir dir;
+  RlOptions options = RunToResume(p.get(), dir);
+  for (const char* name : {"best_placement.json.tmp.99999", "checkpoint.pt.tmp", "checkpoint.pt.tmp.12", "curve.csv.tmp.7"}) {
+    std::ofstream(options.out_dir + "/" + name) << "left by a killed run";
+  }
+  std::ofstream(options.out_dir + "/notes.txt") << "the user's";
+  TrainRlPlacer(p.get(), options);
+  std::set<std::string> left;
+  for (const auto& entry : std::filesystem::directory_iterator(options.out_dir)) left.insert(entry.path().filename().string());
+  EXPECT_EQ(left, (std::set<std::string>{"best_placement.json", "checkpoint.pt", "curve.csv", "notes.txt"}));
 }
 
 }  // namespace

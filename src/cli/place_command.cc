@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
+#include "cli/run_methods.h"
 #include "cluster/cluster_json.h"
 #include "placers/placer.h"
 #include "rl/rl_placer.h"
@@ -20,7 +21,7 @@ struct PlaceFlags {
   std::string cluster;
   std::string method = "rl";
   std::string out_dir;
-  std::string op_times;
+  OpTimesFlags op_times;
   bool json = false;
   RlOptions rl;
 };
@@ -58,22 +59,35 @@ class ProgressPrinter {
   RlProgress pending_;
 };
 
+// --out must be a folder, or not exist yet.
+void RequireOutFolder(const std::string& out_dir) {
+  std::error_code error;
+  const auto status = std::filesystem::status(out_dir, error);
+  if (std::filesystem::exists(status) && !std::filesystem::is_directory(status)) {
+    throw Error(ForMessage(out_dir) + ": exists and is not a folder (--out names the folder for the run's files)");
+  }
+}
+
 void RunPlace(PlaceFlags flags) {
+  // Every check before any slow work, and before anything is written: a
+  // refused run leaves no folder, curve, checkpoint or placement behind.
   if (flags.method != "rl") FindPlacer(flags.method);  // fail early on a bad name
+  if (flags.method == "rl") ValidateRlOptions(flags.rl);
   Graph graph = ResolveGraph(flags.graph);
   Cluster cluster = ResolveCluster(flags.cluster);
-  CostModel cost = MakeCostModel(cluster, flags.op_times);
+  CostModel cost = MakeCostModel(cluster, graph, flags.op_times);
   Simulator simulator(graph, cluster, cost);
   PlacementProblem problem{graph, cluster, cost, simulator, flags.rl.seed};
+  RequireEveryOpRunnable(graph, cluster);
   if (flags.out_dir.empty()) flags.out_dir = "runs/" + graph.name + "-" + cluster.name + "-" + flags.method;
-  std::filesystem::create_directories(flags.out_dir);
+  RequireOutFolder(flags.out_dir);
 
   Placement placement;
   double search_seconds = 0;
   int64_t samples = 0;
   std::string placement_file = (std::filesystem::path(flags.out_dir) / "best_placement.json").string();
   if (flags.method == "rl") {
-    flags.rl.out_dir = flags.out_dir;
+    flags.rl.out_dir = flags.out_dir;  // the trainer creates it once its checks pass
     if (flags.rl.max_steps <= 0 && flags.rl.max_seconds <= 0 && flags.rl.max_samples <= 0) flags.rl.max_seconds = 120;
     ProgressPrinter printer;
     RlResult result = TrainRlPlacer(problem, flags.rl, [&](const RlProgress& p) {
@@ -89,6 +103,7 @@ void RunPlace(PlaceFlags flags) {
     search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     placement = output.placement;
     if (!output.note.empty() && !flags.json) std::fprintf(stderr, "note: %s\n", output.note.c_str());
+    std::filesystem::create_directories(flags.out_dir);
     SavePlacementFile(placement_file, graph, cluster, placement);
   }
 
@@ -125,7 +140,7 @@ void AddPlaceCommand(CLI::App& app) {
   cmd->add_option("--method", flags->method, "rl (default), or a baseline method of `devplace compare`");
   cmd->add_option("--out", flags->out_dir,
                   "Folder for best_placement.json, curve.csv and checkpoint.pt (default runs/GRAPH-CLUSTER-METHOD)");
-  cmd->add_option("--op-times", flags->op_times, "Table of measured op times that override the cost model (JSON)");
+  AddOpTimesFlags(cmd, &flags->op_times, "Table of measured op times that override the cost model (JSON)");
   cmd->add_flag("--json", flags->json, "End by printing one JSON object (method, step_time_s, oom, search_seconds, samples, placement_file)");
   cmd->add_option("--seed", rl.seed, "Seed of every random choice");
 
@@ -157,7 +172,8 @@ void AddPlaceCommand(CLI::App& app) {
       ->group(g)->check(CLI::NonNegativeNumber);
   cmd->add_option("--tanh-constant", rl.tanh_constant, "Logits become C * tanh(logits / T): C")->group(g)->check(CLI::PositiveNumber);
   cmd->add_option("--temperature", rl.temperature, "Logits become C * tanh(logits / T): T")->group(g)->check(CLI::PositiveNumber);
-  cmd->add_option("--stay-bias", rl.stay_bias, "Starting bonus on the logit of the device the previous group got (learned)")->group(g);
+  cmd->add_option("--stay-bias", rl.stay_bias, "Starting bonus on the logit of the device the previous group got (learned)")
+      ->group(g)->check(CLI::Range(-100.0, 100.0));
   cmd->add_option("--group-order", rl.group_order, "Order the policy reads the groups in: chain (each chain to its end) or topological")
       ->group(g)
       ->check(CLI::IsMember({"chain", "topological"}));
@@ -169,13 +185,27 @@ void AddPlaceCommand(CLI::App& app) {
       ->group(g)->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--measure-steps", rl.measure_steps, "Steps per measurement; the first is dropped (the paper uses 10)")
       ->group(g)->check(CLI::Range(1, 1000));
-  cmd->add_option("--checkpoint-every", rl.checkpoint_every, "Steps between checkpoints (0 = none)")
+  cmd->add_option("--checkpoint-every", rl.checkpoint_every, "Steps between checkpoints (0 = none by steps)")
       ->group(g)->check(CLI::NonNegativeNumber);
+  cmd->add_option("--checkpoint-seconds", rl.checkpoint_seconds,
+                  "Seconds of wall time between checkpoints (0 = none by time; default 30)")
+      ->group(g)->check(CLI::Range(0.0, 1e9));
   cmd->add_flag("--resume", rl.resume, "Continue the run in --out from its checkpoint")->group(g);
   cmd->add_option("--warm-start", rl.warm_start, "Imitate a baseline method, a placement file, or \"best\" (the fastest baseline) before RL")->group(g);
   cmd->add_option("--warm-start-steps", rl.warm_start_steps, "Supervised steps of the warm start")
       ->group(g)->check(CLI::NonNegativeNumber);
-  cmd->callback([flags] { RunPlace(*flags); });
+  cmd->callback([flags] {
+    try {
+      RunPlace(*flags);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      // torch's (and the file system's) exceptions: one line saying what
+      // was wrong, not an "internal error" with a stack trace.
+      std::string what = e.what();
+      throw Error("place: " + ForMessage(what.substr(0, what.find('\n')), 300));
+    }
+  });
 }
 
 }  // namespace devplace

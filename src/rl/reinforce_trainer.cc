@@ -4,11 +4,16 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
+#include <fcntl.h>
 #include <malloc.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -17,6 +22,7 @@
 #include <unordered_map>
 
 #include "graph/group_order.h"
+#include "rl/checkpoint_file.h"
 #include "rl/group_features.h"
 #include "rl/rl_placer.h"
 #include "rl/seq2seq_policy.h"
@@ -37,6 +43,168 @@ uint64_t MixSeed(uint64_t seed, int64_t step, int32_t controller, int32_t sample
   x ^= 0xBF58476D1CE4E5B9ull * static_cast<uint64_t>(controller + 1);
   x ^= 0x94D049BB133111EBull * static_cast<uint64_t>(sample + 1);
   return x;
+}
+
+// ---- Crash-test hooks -------------------------------------------------
+// tests/sigkill_test.cc kills `place` at named moments. With
+// DEVPLACE_TEST_HOLD_AT=POINT:N and DEVPLACE_TEST_HOLD_MARKER=FILE set, the
+// N-th arrival at POINT creates FILE and waits there to be killed, so the
+// test kills at exactly that moment by polling for FILE, with no timing.
+// Points: "checkpoint-write" (half the checkpoint's bytes written to its
+// temporary file), "checkpoint-rename" (written, not yet renamed),
+// "curve-row" (half a curve row written), "best-written" (a new best
+// placement written, no checkpoint since), "step-end" (a step done).
+struct HoldSpec {
+  std::string point;
+  int64_t arrival = 1;
+  std::string marker;
+};
+
+const HoldSpec& Hold() {
+  static const HoldSpec spec = [] {
+    HoldSpec s;
+    const char* at = std::getenv("DEVPLACE_TEST_HOLD_AT");
+    const char* marker = std::getenv("DEVPLACE_TEST_HOLD_MARKER");
+    if (at == nullptr || marker == nullptr || *marker == '\0') return s;
+    std::string text = at;
+    const size_t colon = text.rfind(':');
+    s.point = text.substr(0, colon);
+    if (colon != std::string::npos) s.arrival = std::max<int64_t>(1, std::atoll(text.c_str() + colon + 1));
+    s.marker = marker;
+    return s;
+  }();
+  return spec;
+}
+
+bool HoldArmed(std::string_view point) { return !Hold().marker.empty() && Hold().point == point; }
+
+void HoldPoint(std::string_view point) {
+  if (!HoldArmed(point)) return;
+  static std::atomic<int64_t> arrivals{0};
+  if (++arrivals != Hold().arrival) return;
+  std::ofstream(Hold().marker) << point << "\n";
+  // Waits to be killed; the bound only keeps a broken test from leaving a
+  // process behind forever.
+  for (int i = 0; i < 600; ++i) ::sleep(1);
+  std::_Exit(86);
+}
+
+// ---- Files --------------------------------------------------------------
+
+[[noreturn]] void FailedWrite(const std::string& path, int error) {
+  throw Error(ForMessage(path) + ": cannot write: " + std::strerror(error));
+}
+
+void WriteFully(int fd, std::string_view data, const std::string& path) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      FailedWrite(path, errno);
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+// Writes `data`; with the crash test's hold armed at `point`, stops there
+// half way through, as a kill in the middle of a write would.
+void WriteWithHold(int fd, std::string_view data, const std::string& path, std::string_view point) {
+  const size_t first = HoldArmed(point) ? data.size() / 2 : data.size();
+  WriteFully(fd, data.substr(0, first), path);
+  if (first == data.size()) return;
+  HoldPoint(point);
+  WriteFully(fd, data.substr(first), path);
+}
+
+// Replaces the checkpoint at `path` with `bytes` through a synced temporary
+// file and a rename: a crash at any moment leaves the old checkpoint or the
+// new one, whole.
+void WriteCheckpointFile(const std::string& path, const std::string& bytes) {
+  const std::string temporary = path + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) FailedWrite(path, errno);
+  try {
+    WriteWithHold(fd, bytes, temporary, "checkpoint-write");
+    if (::fsync(fd) != 0) FailedWrite(path, errno);
+  } catch (...) {
+    ::close(fd);
+    ::unlink(temporary.c_str());
+    throw;
+  }
+  ::close(fd);
+  HoldPoint("checkpoint-rename");
+  if (::rename(temporary.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    ::unlink(temporary.c_str());
+    FailedWrite(path, error);
+  }
+}
+
+// The temporary files a run writes next to its outputs
+// ("best_placement.json.tmp.<pid>", "checkpoint.pt.tmp.<pid>", ...). A
+// killed run leaves them behind: the next run in the folder removes them
+// all when it starts, and every run its own when it ends.
+void RemoveTemporaries(const fs::path& folder, bool only_this_process) {
+  const std::string own_suffix = ".tmp." + std::to_string(::getpid());
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(folder, error)) {
+    const std::string name = entry.path().filename().string();
+    for (const char* output : {"best_placement.json", "curve.csv", "checkpoint.pt"}) {
+      const std::string stem = std::string(output) + ".tmp";
+      if (name.rfind(stem, 0) != 0) continue;
+      if (only_this_process && name != std::string(output) + own_suffix) continue;
+      std::error_code ignored;
+      if (entry.is_regular_file(ignored)) fs::remove(entry.path(), ignored);
+    }
+  }
+}
+
+// ---- Validation ---------------------------------------------------------
+
+std::string Show(double value) {
+  std::ostringstream text;
+  text << value;
+  return text.str();
+}
+
+void RequireNumber(double value, double min, double max, const char* flag) {
+  if (std::isfinite(value) && value >= min && value <= max) return;
+  throw Error(std::string(flag) + " must be a number from " + Show(min) + " to " + Show(max) + ", got " + Show(value));
+}
+
+void RequirePositive(double value, double max, const char* flag) {
+  if (std::isfinite(value) && value > 0 && value <= max) return;
+  throw Error(std::string(flag) + " must be a number above 0 and at most " + Show(max) + ", got " + Show(value));
+}
+
+void RequireCount(int64_t value, int64_t min, int64_t max, const char* flag) {
+  if (value >= min && value <= max) return;
+  throw Error(std::string(flag) + " must be an integer from " + std::to_string(min) + " to " + std::to_string(max) +
+              ", got " + std::to_string(value));
+}
+
+// Every group must have a device of this cluster that can run it: the
+// policy masks the others, and a group with none could only be sampled onto
+// a device that cannot run it.
+void RequireEveryGroupRunnable(const Graph& graph, const Cluster& cluster, const Grouping& grouping) {
+  if (cluster.num_devices() == 0) throw Error("cluster " + ForMessage(cluster.name) + " has no devices");
+  DeviceKindMask present = 0;
+  for (const Device& d : cluster.devices) present |= MaskOf(d.kind);
+  for (const Group& group : grouping.groups) {
+    if ((group.device_kinds & present) != 0) continue;
+    std::string needs;
+    for (int k = 0; k < kNumDeviceKinds; ++k) {
+      const DeviceKind kind = static_cast<DeviceKind>(k);
+      if (group.device_kinds & MaskOf(kind)) needs += std::string(needs.empty() ? "" : " or ") + DeviceKindName(kind);
+    }
+    // Name the op that asks for what the cluster lacks, if one does alone.
+    int32_t culprit = group.ops.front();
+    for (int32_t op : group.ops) {
+      if ((graph.op(op).device_kinds & present) == 0) culprit = op;
+    }
+    throw Error("op '" + ForMessage(graph.op(culprit).name) + "' can run on no device of cluster " +
+                ForMessage(cluster.name) + " (its co-location group needs a " + needs + ")");
+  }
 }
 
 // Measures placements on a pool of simulators, one per worker thread.
@@ -119,10 +287,10 @@ class Evaluator {
 };
 
 // The groups, numbered in the order the policy reads them.
-Grouping PolicyGrouping(const Graph& graph, const std::string& order) {
-  Grouping grouping = BuildGrouping(graph);
+Grouping PolicyGrouping(const Graph& graph, const Cluster& cluster, const std::string& order) {
+  Grouping grouping = BuildGrouping(graph, GroupingOptionsFor(cluster));
   if (order == "topological") return grouping;
-  if (order != "chain") throw Error("unknown group order '" + order + "' (chain or topological)");
+  if (order != "chain") throw Error("unknown group order '" + ForMessage(order) + "' (chain or topological)");
   return RenumberGroups(grouping, ChainFollowingOrder(grouping));
 }
 
@@ -141,14 +309,58 @@ void CopyParameters(const Seq2SeqPolicy& from, Seq2SeqPolicy& to) {
   for (size_t i = 0; i < source.size(); ++i) target[i].copy_(source[i]);
 }
 
+// Reads a checkpoint's facts, each checked for type and range; every
+// problem is one Error naming the file.
+class CheckpointFacts {
+ public:
+  CheckpointFacts(const std::string& path, const nlohmann::json& facts) : path_(ForMessage(path)), facts_(facts) {}
+
+  [[noreturn]] void Fail(const std::string& problem) const { throw Error(path_ + ": " + problem); }
+
+  const nlohmann::json& Field(const char* key) const {
+    auto it = facts_.find(key);
+    if (it == facts_.end()) Fail(std::string("checkpoint lacks '") + key + "'");
+    return *it;
+  }
+  int64_t Integer(const char* key, int64_t min, int64_t max) const { return IntegerOf(Field(key), key, min, max); }
+  int64_t IntegerOf(const nlohmann::json& value, const char* key, int64_t min, int64_t max) const {
+    if (!value.is_number_integer() || (value.is_number_unsigned() && value.get<uint64_t>() > uint64_t(INT64_MAX))) {
+      Fail(std::string("checkpoint's '") + key + "' is not an integer");
+    }
+    const int64_t v = value.get<int64_t>();
+    if (v < min || v > max) {
+      Fail(std::string("checkpoint's '") + key + "' is " + std::to_string(v) + ", outside " + std::to_string(min) + ".." +
+           std::to_string(max));
+    }
+    return v;
+  }
+  double Number(const char* key, double min) const { return NumberOf(Field(key), key, min); }
+  double NumberOf(const nlohmann::json& value, const char* key, double min) const {
+    if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < min) {
+      Fail(std::string("checkpoint's '") + key + "' is not a finite number of at least " + Show(min));
+    }
+    return value.get<double>();
+  }
+  const nlohmann::json& Array(const char* key) const {
+    const nlohmann::json& value = Field(key);
+    if (!value.is_array()) Fail(std::string("checkpoint's '") + key + "' is not a list");
+    return value;
+  }
+
+ private:
+  std::string path_;
+  const nlohmann::json& facts_;
+};
+
 class Trainer {
  public:
   Trainer(const PlacementProblem& problem, const RlOptions& options)
       : problem_(problem),
         options_(options),
-        grouping_(PolicyGrouping(problem.graph, options.group_order)),
+        grouping_(PolicyGrouping(problem.graph, problem.cluster, options.group_order)),
         features_(BuildGroupFeatures(problem.graph, grouping_, problem.cluster)) {
-    if (grouping_.num_groups() == 0) throw Error("graph " + problem.graph.name + " has no ops to place");
+    if (grouping_.num_groups() == 0) throw Error("graph " + ForMessage(problem.graph.name) + " has no ops to place");
+    RequireEveryGroupRunnable(problem.graph, problem.cluster, grouping_);
     torch::manual_seed(static_cast<uint64_t>(options.seed));
     Seq2SeqOptions policy_options;
     policy_options.tanh_constant = options.tanh_constant;
@@ -159,6 +371,10 @@ class Trainer {
     shared_ = Seq2SeqPolicy(features_, problem.cluster.num_devices(), policy_options);
     optimizer_ = std::make_unique<torch::optim::Adam>(shared_->parameters(), torch::optim::AdamOptions(options.learning_rate));
     failing_reward_ = std::sqrt(options.failing_runtime_s > 0 ? options.failing_runtime_s : AutomaticFailingRuntimeS());
+    if (!std::isfinite(failing_reward_)) {
+      throw Error("cannot pick a failing step time for graph " + ForMessage(problem.graph.name) + " on cluster " +
+                  ForMessage(problem.cluster.name) + ": give --failing-runtime");
+    }
 
     const int32_t num_controllers = std::max(1, options.controllers);
     int32_t cores = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
@@ -177,30 +393,49 @@ class Trainer {
       controller->evaluator = std::make_unique<Evaluator>(problem, grouping_, options, workers);
       controllers_.push_back(std::move(controller));
     }
-    if (!options.out_dir.empty()) fs::create_directories(options.out_dir);
+  }
+
+  ~Trainer() {
+    if (curve_fd_ >= 0) ::close(curve_fd_);
+    if (output_open_) RemoveTemporaries(options_.out_dir, /*only_this_process=*/true);
   }
 
   RlResult Run(const RlProgressCallback& on_step) {
     start_ = Clock::now();
+    // Everything that can fail on the inputs happens before the first write
+    // to the out folder, so a refused run leaves nothing behind.
+    CheckOutFolder();
     if (options_.resume) {
       LoadCheckpoint();
-    } else {
-      if (!options_.out_dir.empty()) WriteFileAtomically(CurvePath(), CurveHeader());
-      if (!options_.warm_start.empty()) WarmStart();
+    } else if (!options_.warm_start.empty()) {
+      WarmStart();
     }
+    OpenOutput();
+    last_checkpoint_ = Clock::now();
     on_step_ = on_step;
     if (controllers_.size() == 1) {
       while (!Done()) Step(*controllers_[0]);
     } else {
+      // An exception must not escape a thread (that would terminate the
+      // program): the first one stops every controller and is rethrown.
       std::vector<std::thread> threads;
+      std::exception_ptr failure;
+      std::mutex failure_mutex;
       for (auto& controller : controllers_) {
-        threads.emplace_back([this, &controller] {
-          while (!Done()) Step(*controller);
+        threads.emplace_back([this, &controller, &failure, &failure_mutex] {
+          try {
+            while (!Done() && !stopping_) Step(*controller);
+          } catch (...) {
+            std::lock_guard<std::mutex> lock(failure_mutex);
+            if (!failure) failure = std::current_exception();
+            stopping_ = true;
+          }
         });
       }
       for (auto& t : threads) t.join();
+      if (failure) std::rethrow_exception(failure);
     }
-    if (options_.checkpoint_every > 0 && !options_.out_dir.empty()) SaveCheckpoint();
+    if (CheckpointsOn()) SaveCheckpoint();
 
     RlResult result;
     result.steps = step_;
@@ -222,12 +457,45 @@ class Trainer {
     return "step,seconds,samples,mean_step_time_s,best_step_time_s,failed_fraction,baseline,learning_rate\n";
   }
   double Seconds() const { return seconds_before_ + std::chrono::duration<double>(Clock::now() - start_).count(); }
+  bool CheckpointsOn() const {
+    return !options_.out_dir.empty() && (options_.checkpoint_every > 0 || options_.checkpoint_seconds > 0);
+  }
 
   bool Done() const {
     if (options_.max_steps > 0 && step_ >= options_.max_steps) return true;
     if (options_.max_samples > 0 && samples_ >= options_.max_samples) return true;
     if (options_.max_seconds > 0 && Seconds() >= options_.max_seconds) return true;
     return options_.max_steps <= 0 && options_.max_samples <= 0 && options_.max_seconds <= 0;
+  }
+
+  void CheckOutFolder() const {
+    if (options_.out_dir.empty()) {
+      if (options_.resume) throw Error("--resume needs the folder of the run to continue (--out)");
+      return;
+    }
+    std::error_code error;
+    const fs::file_status status = fs::status(options_.out_dir, error);
+    if (fs::exists(status) && !fs::is_directory(status)) {
+      throw Error(ForMessage(options_.out_dir) + ": exists and is not a folder (--out names the folder for the run's files)");
+    }
+    if (options_.resume && !fs::exists(status)) {
+      throw Error(ForMessage(CheckpointPath()) + ": no checkpoint to resume from");
+    }
+  }
+
+  // The first write to the out folder: stale temporary files go, the curve
+  // starts (or, on resume, goes back to the checkpoint's rows, replaced in
+  // one rename so that no row is ever torn, lost or repeated), and the best
+  // placement so far is written if the file does not already hold it.
+  void OpenOutput() {
+    if (options_.out_dir.empty()) return;
+    fs::create_directories(options_.out_dir);
+    output_open_ = true;
+    RemoveTemporaries(options_.out_dir, /*only_this_process=*/false);
+    WriteFileAtomically(CurvePath(), CurveHeader() + curve_rows_);
+    curve_fd_ = ::open(CurvePath().c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (curve_fd_ < 0) FailedWrite(CurvePath(), errno);
+    if (best_file_stale_) WriteBestPlacement();
   }
 
   double LearningRate(int64_t step) const {
@@ -308,16 +576,31 @@ class Trainer {
     progress.failed_fraction = 1.0 - static_cast<double>(ran) / outcomes.size();
     progress.samples_per_second = progress.seconds > 0 ? samples_ / progress.seconds : 0;
     progress.samples_used = static_cast<int32_t>(used_devices.size());
-    if (!options_.out_dir.empty()) {
-      std::ofstream curve(CurvePath(), std::ios::app);
-      curve << progress.step << "," << progress.seconds << "," << progress.samples << "," << progress.mean_step_time_s
-            << "," << progress.best_step_time_s << "," << progress.failed_fraction << "," << controller.baseline << ","
-            << LearningRate(step) << "\n";
-    }
+    AppendCurveRow(progress, controller.baseline, LearningRate(step));
     if (on_step_) on_step_(progress);
-    if (options_.checkpoint_every > 0 && !options_.out_dir.empty() && step_ % options_.checkpoint_every == 0) {
-      SaveCheckpoint();
-    }
+    if (CheckpointDue()) SaveCheckpoint();
+    HoldPoint("step-end");
+  }
+
+  // With the lock held: one row per step, kept in memory for the checkpoint
+  // and appended to the file in one write.
+  void AppendCurveRow(const RlProgress& progress, double baseline, double learning_rate) {
+    std::ostringstream row;
+    row << progress.step << "," << progress.seconds << "," << progress.samples << "," << progress.mean_step_time_s << ","
+        << progress.best_step_time_s << "," << progress.failed_fraction << "," << baseline << "," << learning_rate << "\n";
+    curve_rows_ += row.str();
+    if (curve_fd_ >= 0) WriteWithHold(curve_fd_, row.str(), CurvePath(), "curve-row");
+  }
+
+  // With the lock held, after a step: every `checkpoint_every` steps, when
+  // `checkpoint_seconds` have passed since the last, and once the first
+  // placement that runs is known, so that a run killed early can go on.
+  bool CheckpointDue() const {
+    if (!CheckpointsOn()) return false;
+    if (first_best_unsaved_) return true;
+    if (options_.checkpoint_every > 0 && step_ % options_.checkpoint_every == 0) return true;
+    return options_.checkpoint_seconds > 0 &&
+           std::chrono::duration<double>(Clock::now() - last_checkpoint_).count() >= options_.checkpoint_seconds;
   }
 
   // With the lock held: clip, step the shared optimiser, and refresh the
@@ -340,7 +623,15 @@ class Trainer {
   // method, or "best", the fastest baseline that runs.
   Placement WarmStartTarget() {
     if (fs::exists(options_.warm_start)) return LoadPlacementFile(options_.warm_start, problem_.graph, problem_.cluster);
-    if (options_.warm_start != "best") return FindPlacer(options_.warm_start).place(problem_).placement;
+    if (options_.warm_start != "best") {
+      const PlacerInfo* placer = nullptr;
+      try {
+        placer = &FindPlacer(options_.warm_start);
+      } catch (const Error& e) {
+        throw Error("--warm-start " + ForMessage(options_.warm_start) + ": no such file, and " + e.what());
+      }
+      return placer->place(problem_).placement;
+    }
     Placement best;
     Evaluator::Outcome best_outcome;
     for (const PlacerInfo& placer : ListPlacers()) {
@@ -364,6 +655,9 @@ class Trainer {
   // every early sample and undo the imitation.
   void WarmStart() {
     const Placement target_placement = WarmStartTarget();
+    if (auto why = CheckPlacement(problem_.graph, problem_.cluster, target_placement)) {
+      throw Error("--warm-start " + ForMessage(options_.warm_start) + ": its placement cannot run: " + *why);
+    }
     const std::vector<int32_t> target =
         GroupDevicesFromPlacement(grouping_, target_placement, problem_.cluster.num_devices());
     const double num_groups = static_cast<double>(target.size());
@@ -387,16 +681,27 @@ class Trainer {
   bool IsBest(double step_time_s) const { return best_placement_.empty() || step_time_s < best_time_s_; }
 
   // With the lock held (or before the controllers start): keeps `placement`
-  // if it is the fastest so far, and writes it out.
+  // if it is the fastest so far, and writes it out once the out folder is
+  // open (OpenOutput writes it otherwise).
   void RecordBest(Placement placement, double step_time_s) {
     if (!IsBest(step_time_s)) return;
+    if (best_placement_.empty()) first_best_unsaved_ = true;
     best_time_s_ = step_time_s;
     best_placement_ = std::move(placement);
-    if (!options_.out_dir.empty()) SavePlacementFile(PlacementPath(), problem_.graph, problem_.cluster, best_placement_);
+    best_file_stale_ = true;
+    if (output_open_) WriteBestPlacement();
   }
 
-  // The whole training state in one archive, written to a temporary file
-  // and renamed, so a crash leaves the previous checkpoint intact.
+  void WriteBestPlacement() {
+    if (options_.out_dir.empty() || best_placement_.empty()) return;
+    SavePlacementFile(PlacementPath(), problem_.graph, problem_.cluster, best_placement_);
+    best_file_stale_ = false;
+    HoldPoint("best-written");
+  }
+
+  // The whole training state in one sealed file (rl/checkpoint_file.h),
+  // written to a temporary file and renamed, so a crash leaves the previous
+  // checkpoint intact. With the lock held, or before the controllers start.
   void SaveCheckpoint() {
     torch::serialize::OutputArchive archive;
     torch::serialize::OutputArchive policy_archive;
@@ -405,51 +710,76 @@ class Trainer {
     torch::serialize::OutputArchive optimizer_archive;
     optimizer_->save(optimizer_archive);
     archive.write("optimizer", optimizer_archive);
-    archive.write("step", torch::tensor(static_cast<int64_t>(step_)));
-    archive.write("samples", torch::tensor(static_cast<int64_t>(samples_)));
-    archive.write("seconds", torch::tensor(Seconds(), torch::kFloat64));
-    archive.write("num_groups", torch::tensor(static_cast<int64_t>(grouping_.num_groups())));
-    archive.write("num_devices", torch::tensor(static_cast<int64_t>(problem_.cluster.num_devices())));
-    archive.write("num_controllers", torch::tensor(static_cast<int64_t>(controllers_.size())));
+    nlohmann::json baselines = nlohmann::json::array();
     for (auto& c : controllers_) {
-      archive.write("baseline_" + std::to_string(c->id), torch::tensor(c->baseline, torch::kFloat64));
+      baselines.push_back(c->baseline);
       archive.write("generator_" + std::to_string(c->id), c->generator.get_state());
     }
-    std::vector<int64_t> best(best_placement_.begin(), best_placement_.end());
-    archive.write("best_placement", torch::tensor(best, torch::kInt64));
-    archive.write("best_time_s", torch::tensor(best_time_s_, torch::kFloat64));
-    std::string temporary = CheckpointPath() + ".tmp";
-    archive.save_to(temporary);
-    fs::rename(temporary, CheckpointPath());
+    std::ostringstream tensors;
+    archive.save_to(tensors);
+
+    CheckpointParts parts;
+    parts.facts = {{"num_ops", problem_.graph.num_ops()},
+                   {"num_groups", grouping_.num_groups()},
+                   {"num_devices", problem_.cluster.num_devices()},
+                   {"num_controllers", controllers_.size()},
+                   {"step", step_},
+                   {"samples", samples_},
+                   {"seconds", Seconds()},
+                   {"baselines", baselines},
+                   {"best_placement", best_placement_},
+                   {"best_time_s", best_time_s_},
+                   {"curve", curve_rows_}};
+    parts.tensors = tensors.str();
+    WriteCheckpointFile(CheckpointPath(), SealCheckpoint(parts));
+    last_checkpoint_ = Clock::now();
+    first_best_unsaved_ = false;
   }
 
+  // Everything in memory: the out folder is not touched until OpenOutput.
   void LoadCheckpoint() {
     const std::string path = CheckpointPath();
-    if (!fs::exists(path)) throw Error(path + ": no checkpoint to resume from");
+    if (!fs::exists(path)) throw Error(ForMessage(path) + ": no checkpoint to resume from");
+    CheckpointParts parts = UnsealCheckpoint(path, ReadTextFile(path));
+    const CheckpointFacts facts(path, parts.facts);
+    LoadShape(facts);
+    LoadPolicy(facts, parts.tensors);
+    step_ = facts.Integer("step", 0, INT64_MAX);
+    samples_ = facts.Integer("samples", 0, INT64_MAX);
+    seconds_before_ = facts.Number("seconds", 0);
+    const nlohmann::json& baselines = facts.Array("baselines");
+    if (baselines.size() != controllers_.size()) facts.Fail("checkpoint's 'baselines' do not match its controllers");
+    for (auto& c : controllers_) c->baseline = facts.NumberOf(baselines[c->id], "baselines", 0);
+    LoadBest(facts);
+    LoadCurve(facts);
+    AdoptBestPlacementFile();
+  }
+
+  void LoadShape(const CheckpointFacts& facts) {
+    const int64_t ops = facts.Integer("num_ops", 0, INT32_MAX);
+    const int64_t groups = facts.Integer("num_groups", 0, INT32_MAX);
+    const int64_t devices = facts.Integer("num_devices", 0, INT32_MAX);
+    if (ops != problem_.graph.num_ops() || groups != grouping_.num_groups() || devices != problem_.cluster.num_devices()) {
+      facts.Fail("checkpoint is for another graph or cluster (" + std::to_string(ops) + " ops in " + std::to_string(groups) +
+                 " groups on " + std::to_string(devices) + " devices)");
+    }
+    const int64_t controllers = facts.Integer("num_controllers", 1, INT32_MAX);
+    if (controllers != static_cast<int64_t>(controllers_.size())) {
+      facts.Fail("checkpoint has " + std::to_string(controllers) + " controllers; resume with the same --controllers");
+    }
+  }
+
+  // A policy of other sizes, or one saved before a parameter was added (the
+  // stay bias), does not load: say so in one line, not torch's trace.
+  // Loading replaces tensors whatever their shape, so shapes are compared.
+  void LoadPolicy(const CheckpointFacts& facts, const std::string& tensors) {
     torch::serialize::InputArchive archive;
     try {
-      archive.load_from(path);
+      std::istringstream in(tensors);
+      archive.load_from(in);
     } catch (const c10::Error&) {
-      throw Error(path + ": not a devplace checkpoint, or damaged");
+      facts.Fail("checkpoint is damaged (its tensors do not load)");
     }
-    auto read = [&](const std::string& key) {
-      torch::Tensor t;
-      if (!archive.try_read(key, t)) throw Error(path + ": checkpoint lacks '" + key + "'");
-      return t;
-    };
-    if (read("num_groups").item<int64_t>() != grouping_.num_groups() ||
-        read("num_devices").item<int64_t>() != problem_.cluster.num_devices()) {
-      throw Error(path + ": checkpoint is for another graph or cluster (" + std::to_string(read("num_groups").item<int64_t>()) +
-                  " groups on " + std::to_string(read("num_devices").item<int64_t>()) + " devices)");
-    }
-    if (read("num_controllers").item<int64_t>() != static_cast<int64_t>(controllers_.size())) {
-      throw Error(path + ": checkpoint has " + std::to_string(read("num_controllers").item<int64_t>()) +
-                  " controllers; resume with the same --controllers");
-    }
-    // A policy of other sizes, or one saved before a parameter was added
-    // (the stay bias), does not load: say so in one line, not torch's trace.
-    // Loading replaces tensors whatever their shape, so shapes are compared.
-    const std::string mismatch = path + ": checkpoint's policy does not match this one (other network sizes, or an older devplace)";
     std::vector<std::vector<int64_t>> shapes;
     for (const torch::Tensor& p : shared_->parameters()) shapes.push_back(p.sizes().vec());
     try {
@@ -460,34 +790,83 @@ class Trainer {
       archive.read("optimizer", optimizer_archive);
       optimizer_->load(optimizer_archive);
     } catch (const c10::Error&) {
-      throw Error(mismatch);
+      facts.Fail("checkpoint's policy does not match this one (other network sizes, or an older devplace)");
     }
     auto loaded = shared_->parameters();
     for (size_t i = 0; i < loaded.size(); ++i) {
-      if (loaded[i].sizes().vec() != shapes[i]) throw Error(mismatch);
+      if (loaded[i].sizes().vec() != shapes[i]) {
+        facts.Fail("checkpoint's policy does not match this one (other network sizes, or an older devplace)");
+      }
+      if (!torch::isfinite(loaded[i]).all().item<bool>()) facts.Fail("checkpoint's policy has values that are not finite");
     }
-    step_ = read("step").item<int64_t>();
-    samples_ = read("samples").item<int64_t>();
-    seconds_before_ = read("seconds").item<double>();
     for (auto& c : controllers_) {
-      c->baseline = read("baseline_" + std::to_string(c->id)).item<double>();
-      c->generator.set_state(read("generator_" + std::to_string(c->id)));
+      torch::Tensor state;
+      if (!archive.try_read("generator_" + std::to_string(c->id), state)) facts.Fail("checkpoint lacks a generator's state");
+      try {
+        c->generator.set_state(state);
+      } catch (const c10::Error&) {
+        facts.Fail("checkpoint's generator state is damaged");
+      }
       if (c->policy.get() != shared_.get()) CopyParameters(shared_, c->policy);
     }
-    torch::Tensor best = read("best_placement");
-    best_placement_.assign(best.data_ptr<int64_t>(), best.data_ptr<int64_t>() + best.numel());
-    best_time_s_ = read("best_time_s").item<double>();
+  }
 
-    // The curve keeps the rows up to the checkpoint; later ones are redone.
-    std::ifstream in(CurvePath());
-    std::string kept = CurveHeader(), line;
-    std::getline(in, line);
-    while (std::getline(in, line)) {
-      char* end = nullptr;
-      long long row_step = std::strtoll(line.c_str(), &end, 10);
-      if (end != line.c_str() && row_step <= step_) kept += line + "\n";
+  // The best placement must be one this graph and cluster can run.
+  void LoadBest(const CheckpointFacts& facts) {
+    const nlohmann::json& best = facts.Array("best_placement");
+    if (best.empty()) return;
+    if (best.size() != static_cast<size_t>(problem_.graph.num_ops())) {
+      facts.Fail("checkpoint's best placement has " + std::to_string(best.size()) + " ops; the graph has " +
+                 std::to_string(problem_.graph.num_ops()));
     }
-    WriteFileAtomically(CurvePath(), kept);
+    Placement placement;
+    for (const nlohmann::json& device : best) {
+      placement.push_back(static_cast<int32_t>(facts.IntegerOf(device, "best_placement", 0, problem_.cluster.num_devices() - 1)));
+    }
+    if (auto why = CheckPlacement(problem_.graph, problem_.cluster, placement)) {
+      facts.Fail("checkpoint's best placement cannot run: " + *why);
+    }
+    const double time_s = facts.Number("best_time_s", 0);
+    if (time_s <= 0) facts.Fail("checkpoint's 'best_time_s' is not above 0");
+    best_placement_ = std::move(placement);
+    best_time_s_ = time_s;
+  }
+
+  // One whole row per step up to the checkpoint's: the curve on disk is put
+  // back to exactly these when the run goes on.
+  void LoadCurve(const CheckpointFacts& facts) {
+    const nlohmann::json& curve = facts.Field("curve");
+    if (!curve.is_string()) facts.Fail("checkpoint's 'curve' is not text");
+    curve_rows_ = curve.get<std::string>();
+    int64_t row = 0;
+    for (size_t at = 0; at < curve_rows_.size();) {
+      const size_t end = curve_rows_.find('\n', at);
+      if (end == std::string::npos || curve_rows_.compare(at, std::to_string(row + 1).size() + 1, std::to_string(row + 1) + ",") != 0) {
+        facts.Fail("checkpoint's curve is damaged at row " + std::to_string(row + 1));
+      }
+      ++row;
+      at = end + 1;
+    }
+    if (row != step_) facts.Fail("checkpoint's curve has " + std::to_string(row) + " rows for " + std::to_string(step_) + " steps");
+  }
+
+  // A better placement found after the checkpoint was written is in the
+  // placement file: measure it, and keep the faster of it and the
+  // checkpoint's, so that resuming never loses a placement.
+  void AdoptBestPlacementFile() {
+    if (!fs::exists(PlacementPath())) {
+      best_file_stale_ = !best_placement_.empty();
+      return;
+    }
+    Placement on_file = LoadPlacementFile(PlacementPath(), problem_.graph, problem_.cluster);
+    if (on_file == best_placement_) return;
+    Evaluator::Outcome measured = controllers_[0]->evaluator->MeasurePlacement(on_file);
+    if (measured.ok && IsBest(measured.step_time_s)) {
+      best_placement_ = std::move(on_file);
+      best_time_s_ = measured.step_time_s;
+    } else {
+      best_file_stale_ = !best_placement_.empty();
+    }
   }
 
   double AutomaticFailingRuntimeS() const {
@@ -508,19 +887,63 @@ class Trainer {
   std::vector<std::unique_ptr<Controller>> controllers_;
   double failing_reward_ = 0;
   RlProgressCallback on_step_;
+  bool output_open_ = false;   // the out folder has been written to
+  int curve_fd_ = -1;          // curve.csv, opened for appending
+  std::atomic<bool> stopping_{false};  // a controller failed: the others stop too
 
   std::mutex mutex_;  // guards everything below and the shared parameters
   int64_t step_ = 0;
   int64_t samples_ = 0;
   double seconds_before_ = 0;  // from before a resume
   Clock::time_point start_;
+  Clock::time_point last_checkpoint_;
   Placement best_placement_;  // op by op: a warm start's target may be finer than the groups
   double best_time_s_ = 0;
+  bool best_file_stale_ = false;     // best_placement_ is not yet in the file
+  bool first_best_unsaved_ = false;  // the first best is not yet in a checkpoint
+  std::string curve_rows_;           // every row so far, for the checkpoint
 };
 
 }  // namespace
 
+void ValidateRlOptions(const RlOptions& o) {
+  RequireCount(o.max_steps, 0, INT64_MAX, "--max-steps");
+  RequireNumber(o.max_seconds, 0, 1e9, "--max-seconds");
+  RequireCount(o.max_samples, 0, INT64_MAX, "--max-samples");
+  RequireCount(o.samples_per_step, 1, 1024, "--samples-per-step");
+  RequireCount(o.controllers, 1, 64, "--controllers");
+  RequireCount(o.worker_threads, 0, 256, "--workers");
+  // Past these bounds the policy's float arithmetic overflows into NaN
+  // (C * tanh(x / T) with T near 0, a bonus or noise near float's range).
+  RequirePositive(o.learning_rate, 1, "--learning-rate");
+  RequireNumber(o.lr_decay, 0, 1, "--lr-decay");
+  RequireCount(o.lr_decay_every, 0, INT64_MAX, "--lr-decay-every");
+  RequireCount(o.lr_decay_start, 0, INT64_MAX, "--lr-decay-start");
+  RequirePositive(o.grad_clip_norm, 1e9, "--grad-clip");
+  RequireNumber(o.baseline_decay, 0, 1, "--baseline-decay");
+  RequireNumber(o.failing_runtime_s, 0, 1e9, "--failing-runtime");
+  RequireCount(o.cutover_step, 0, INT64_MAX, "--cutover-step");
+  RequireNumber(o.entropy_weight, 0, 1e6, "--entropy-weight");
+  RequireNumber(o.logit_noise_std, 0, 1e3, "--logit-noise");
+  RequireCount(o.logit_noise_steps, 0, INT64_MAX, "--logit-noise-steps");
+  RequirePositive(o.tanh_constant, 1e3, "--tanh-constant");
+  RequireNumber(o.temperature, 1e-3, 1e3, "--temperature");
+  RequireNumber(o.stay_bias, -100, 100, "--stay-bias");
+  RequireCount(o.encoder_hidden, 1, 4096, "--encoder-hidden");
+  RequireCount(o.decoder_hidden, 1, 4096, "--decoder-hidden");
+  if (o.group_order != "chain" && o.group_order != "topological") {
+    throw Error("--group-order must be chain or topological, got '" + ForMessage(o.group_order) + "'");
+  }
+  RequireNumber(o.jitter, 0, 10, "--jitter");
+  RequireNumber(o.failure_probability, 0, 1, "--failure-probability");
+  RequireCount(o.measure_steps, 1, 1000, "--measure-steps");
+  RequireCount(o.checkpoint_every, 0, INT64_MAX, "--checkpoint-every");
+  RequireNumber(o.checkpoint_seconds, 0, 1e9, "--checkpoint-seconds");
+  RequireCount(o.warm_start_steps, 0, INT64_MAX, "--warm-start-steps");
+}
+
 RlResult TrainRlPlacer(const PlacementProblem& problem, const RlOptions& options, const RlProgressCallback& on_step) {
+  ValidateRlOptions(options);
   // Parallelism comes from workers and controllers; torch's own intra-op
   // threads would only fight them for the cores.
   torch::set_num_threads(1);
@@ -529,8 +952,16 @@ RlResult TrainRlPlacer(const PlacementProblem& problem, const RlOptions& options
   // the heap makes training about twice as fast.
   mallopt(M_MMAP_THRESHOLD, 1 << 30);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
-  Trainer trainer(problem, options);
-  return trainer.Run(on_step);
+  try {
+    Trainer trainer(problem, options);
+    return trainer.Run(on_step);
+  } catch (const c10::Error& e) {
+    // torch's message comes with its C++ stack trace: its first line says
+    // what was wrong.
+    std::string what = e.what_without_backtrace();
+    what = what.substr(0, what.find('\n'));
+    throw Error("the learned placer failed in torch: " + ForMessage(what, 300));
+  }
 }
 
 }  // namespace devplace

@@ -70,9 +70,15 @@ struct RlOptions {
   uint64_t seed = 1;
 
   // Output: a folder for the best placement, the search curve, checkpoints.
-  std::string out_dir;            // empty: keep nothing on disk
-  int64_t checkpoint_every = 50;  // steps between checkpoints (0 = never)
-  bool resume = false;            // continue from out_dir's checkpoint
+  // A checkpoint is written every `checkpoint_every` steps, at least every
+  // `checkpoint_seconds` of wall time (a large model's early steps are slow:
+  // step-based checkpoints alone could leave nothing after minutes), when the
+  // first placement that runs is found, and at the end. 0 turns off the
+  // step or the time trigger; both 0 means no checkpoints at all.
+  std::string out_dir;              // empty: keep nothing on disk
+  int64_t checkpoint_every = 50;
+  double checkpoint_seconds = 30;
+  bool resume = false;              // continue from out_dir's checkpoint
   std::string warm_start;         // a baseline method, placement file or "best" to imitate first ("" = none)
   int64_t warm_start_steps = 300;
 };
@@ -99,6 +105,15 @@ struct RlResult {
 
 using RlProgressCallback = std::function<void(const RlProgress&)>;
 
+// Throws Error naming the first option that is out of range (NaN and
+// infinity included), in its flag's words. TrainRlPlacer calls it first.
+void ValidateRlOptions(const RlOptions& options);
+
+// Trains and returns the best placement found. Everything that can be known
+// to be wrong (options, a group no device of the cluster can run, a warm
+// start that does not resolve, a checkpoint that does not fit or is damaged)
+// throws Error before anything is written to `out_dir`; torch's own errors
+// come out as one-line Errors too.
 RlResult TrainRlPlacer(const PlacementProblem& problem, const RlOptions& options,
                        const RlProgressCallback& on_step = nullptr);
 
