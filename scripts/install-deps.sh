@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages devplace needs to build and test, skipping
-# those already installed. Safe to run again and again.
+# those already installed. Safe to run again and again. With --fuzz, also
+# clang and libFuzzer for bench/fuzz.sh.
 set -euo pipefail
 
 packages=(
@@ -17,6 +18,11 @@ packages=(
   python3-torch python3-torchvision  # tools/: the ONNX test models (torchvision) and the PyTorch exporter
   chromium                     # tests: the HTML report, loaded in headless Chromium, must check itself ok
 )
+# bench/fuzz.sh only (install-deps.sh --fuzz): libFuzzer comes with clang's
+# runtime libraries, which clang only recommends.
+if [ "${1:-}" = "--fuzz" ]; then
+  packages+=(clang libclang-rt-dev)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
