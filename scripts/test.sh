@@ -31,7 +31,10 @@ export ASAN_OPTIONS="detect_container_overflow=0:${ASAN_OPTIONS:-}"
 export LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp:print_suppressions=0:${LSAN_OPTIONS:-}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
 launcher=()
-if command -v ccache > /dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+if command -v ccache > /dev/null; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  export CCACHE_BASEDIR="$PWD"
+fi
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Release -DDEVPLACE_SANITIZE=ON -DDEVPLACE_BUILD_BENCH=OFF \
   "${launcher[@]}" > /dev/null
 cmake --build build-asan -j "$(nproc)"
