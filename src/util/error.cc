@@ -39,6 +39,19 @@ size_t Utf8SequenceLength(std::string_view text, size_t i) {
 
 }  // namespace
 
+bool IsValidUtf8(std::string_view text) {
+  for (size_t i = 0; i < text.size();) {
+    if (static_cast<unsigned char>(text[i]) < 0x80) {
+      ++i;
+    } else if (size_t n = Utf8SequenceLength(text, i); n > 0) {
+      i += n;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
 std::string ForMessage(std::string_view text, size_t max_bytes) {
   std::string out;
   out.reserve(std::min(text.size(), max_bytes) + 16);

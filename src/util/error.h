@@ -18,6 +18,10 @@ class Error : public std::runtime_error {
 // boundaries; internal invariants use assert.
 void Require(bool condition, const std::string& message);
 
+// Whether `text` is well-formed UTF-8 (what JSON strings must be, and what
+// nlohmann's dump() insists on).
+bool IsValidUtf8(std::string_view text);
+
 // A name or value taken from the input, made safe to put in a one-line
 // message: control characters, backslashes and bytes that are not UTF-8 are
 // escaped (\n, \t, \xNN), and anything longer than `max_bytes` is cut with

@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include "util/error.h"  // IsValidUtf8
+
 namespace devplace {
 
 // Inclusive bounds of an integer field.
@@ -34,9 +36,6 @@ std::optional<int64_t> IntegerIn(const nlohmann::json& value, IntRange range);
 // dumps the value, so a deep or non-UTF-8 value cannot throw or recurse.
 std::string DescribeJsonValue(const nlohmann::json& value);
 
-// Whether `text` is well-formed UTF-8 (what JSON strings must be, and what
-// nlohmann's dump() insists on).
-bool IsValidUtf8(std::string_view text);
 
 class JsonFields {
  public:
