@@ -240,7 +240,7 @@ TEST(CliTest, PlaceRefusesBadInputsBeforeWritingAnything) {
     const std::string out = dir.File("run");
     ExpectCleanError(Devplace(std::string("place --graph tiny --max-steps 2 --cluster ") + no_cpu + " --method " + method +
                               " --out " + out),
-                     "can run on no device of cluster gpus");
+                     "has none");
     EXPECT_FALSE(std::filesystem::exists(out)) << method << " left the out folder behind";
   }
   // --out naming a file: refused, and the file left as it was.

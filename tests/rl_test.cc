@@ -365,7 +365,7 @@ TEST(RlOptionsTest, AGroupNoDeviceCanRunIsRefusedBeforeAnythingIsWritten) {
   gpus.links = {{0, 1, 1e9, 10, -1}};
   gpus.Finalize("gpus");
   Problem p(std::move(g), std::move(gpus));
-  ExpectRefusedLeavingNothing(p.get(), RlOptions{}, "'chain0/op0' can run on no device of cluster gpus");
+  ExpectRefusedLeavingNothing(p.get(), RlOptions{}, "op 'chain0/op0' can run only on cpu, and cluster 'gpus' has none");
 }
 
 TEST(RlOptionsTest, AWarmStartThatDoesNotResolveIsRefusedBeforeAnythingIsWritten) {

@@ -78,7 +78,7 @@ void RunPlace(PlaceFlags flags) {
   CostModel cost = MakeCostModel(cluster, graph, flags.op_times);
   Simulator simulator(graph, cluster, cost);
   PlacementProblem problem{graph, cluster, cost, simulator, flags.rl.seed};
-  RequireEveryOpRunnable(graph, cluster);
+  CheckClusterCanRun(graph, cluster);
   if (flags.out_dir.empty()) flags.out_dir = "runs/" + graph.name + "-" + cluster.name + "-" + flags.method;
   RequireOutFolder(flags.out_dir);
 

@@ -9,37 +9,6 @@
 
 namespace devplace {
 
-void RequireEveryOpRunnable(const Graph& graph, const Cluster& cluster) {
-  if (cluster.num_devices() == 0) throw Error("cluster " + ForMessage(cluster.name) + " has no devices");
-  DeviceKindMask present = 0;
-  for (const Device& d : cluster.devices) present |= MaskOf(d.kind);
-  auto needs = [](DeviceKindMask kinds) {
-    std::string text;
-    for (int k = 0; k < kNumDeviceKinds; ++k) {
-      const DeviceKind kind = static_cast<DeviceKind>(k);
-      if (kinds & MaskOf(kind)) text += std::string(text.empty() ? "" : " or ") + DeviceKindName(kind);
-    }
-    return text;
-  };
-  // The kinds every member of each co-location group can run on.
-  std::map<std::string, DeviceKindMask> group_kinds;
-  for (const Op& op : graph.ops()) {
-    if ((op.device_kinds & present) == 0) {
-      throw Error("op '" + ForMessage(op.name) + "' can run on no device of cluster " + ForMessage(cluster.name) +
-                  " (it needs a " + needs(op.device_kinds) + ")");
-    }
-    if (op.colocation_group.empty()) continue;
-    auto [it, inserted] = group_kinds.emplace(op.colocation_group, kAllDeviceKinds);
-    it->second &= op.device_kinds;
-  }
-  for (const auto& [name, kinds] : group_kinds) {
-    if ((kinds & present) == 0) {
-      throw Error("co-location group '" + ForMessage(name) + "' can run on no device of cluster " + ForMessage(cluster.name) +
-                  " (its ops together need a " + needs(kinds) + ")");
-    }
-  }
-}
-
 std::vector<const PlacerInfo*> PlacersByName(const std::vector<std::string>& names) {
   std::vector<const PlacerInfo*> placers;
   if (names.empty()) {
@@ -51,7 +20,7 @@ std::vector<const PlacerInfo*> PlacersByName(const std::vector<std::string>& nam
 }
 
 Comparison CompareMethods(const PlacementProblem& problem, const std::vector<const PlacerInfo*>& placers, bool progress) {
-  RequireEveryOpRunnable(problem.graph, problem.cluster);
+  CheckClusterCanRun(problem.graph, problem.cluster);
   Comparison comparison;
   comparison.graph_name = problem.graph.name;
   comparison.cluster_name = problem.cluster.name;

@@ -10,18 +10,13 @@
 
 namespace devplace {
 
-// Throws Error naming the first op (or co-location group) that no device of
-// `cluster` can run: no placement of such a graph runs, and the placers
-// assume every op has a device. Call before placing.
-void RequireEveryOpRunnable(const Graph& graph, const Cluster& cluster);
-
 // The placers called `names`, in that order; every placer if `names` is
 // empty. Throws Error on an unknown name, before any slow work.
 std::vector<const PlacerInfo*> PlacersByName(const std::vector<std::string>& names);
 
 // Each placer's placement, how long it took, and its simulated step; with
 // `progress`, a "placing with NAME..." line on stderr before each. Checks
-// RequireEveryOpRunnable first.
+// CheckClusterCanRun (placers/placer.h) first.
 Comparison CompareMethods(const PlacementProblem& problem, const std::vector<const PlacerInfo*>& placers, bool progress);
 
 }  // namespace devplace

@@ -188,6 +188,9 @@ void RequireCount(int64_t value, int64_t min, int64_t max, const char* flag) {
 // a device that cannot run it.
 void RequireEveryGroupRunnable(const Graph& graph, const Cluster& cluster, const Grouping& grouping) {
   if (cluster.num_devices() == 0) throw Error("cluster " + ForMessage(cluster.name) + " has no devices");
+  CheckClusterCanRun(graph, cluster);  // an op alone, in the baselines' words
+  // A merged group whose ops share no kind the cluster has (the grouping
+  // keeps kinds apart, so this is a guard).
   DeviceKindMask present = 0;
   for (const Device& d : cluster.devices) present |= MaskOf(d.kind);
   for (const Group& group : grouping.groups) {
