@@ -188,13 +188,62 @@ TEST(ReinforceTest, ResumingFromACheckpointContinuesExactlyAsAnUninterruptedRun)
   EXPECT_EQ(CurveWithoutTimes(dir.File("split/curve.csv")), CurveWithoutTimes(dir.File("whole/curve.csv")));
 }
 
+const char* const kGoldenCurve =
+    "step,samples,mean_step_time_s,best_step_time_s,failed_fraction,baseline,learning_rate,\n"
+    "1,4,0.0708078,0.0583214,0,0.450923,0.003,\n"
+    "2,8,0.0899948,0.0583214,0.25,0.423958,0.003,\n"
+    "3,12,0.121588,0.0583214,0,0.397468,0.003,\n"
+    "4,16,0.0705493,0.0506602,0,0.35244,0.003,\n"
+    "5,20,0.0601188,0.0395982,0.25,0.342826,0.003,\n"
+    "6,24,0.0368514,0.0193171,0,0.288951,0.003,\n"
+    "7,28,0.0312464,0.0156224,0,0.249903,0.003,\n"
+    "8,32,0.0274199,0.0156224,0,0.220424,0.003,\n"
+    "9,36,0,0.0156224,1,0.220424,0.00285,\n"
+    "10,40,0.0181949,0.0148729,0.5,0.204188,0.00285,\n"
+    "11,44,0,0.0148729,1,0.204188,0.0027075,\n"
+    "12,48,0,0.0148729,1,0.204188,0.0027075,\n";
+const char* const kGoldenPlacement =
+    "011111122222222222222222222221122112211221122222211111122211221111222211221122112211222222222222222222222211221111";
+const double kGoldenBestS = 0.014872851488131071;
+
+// A short run's whole curve (wall time left out) and best placement, as
+// the 2017 placer gave them before the learning layer was reshaped into
+// environment, policies, algorithms and one loop: `place --method rl` must
+// give the same results for the same seed. Every path of a REINFORCE step
+// is on: logit noise (then none), the entropy bonus, learning-rate decay,
+// the cut-over, placements that fail (a small GPU memory).
+TEST(ReinforceTest, AShortRunGivesTheSameCurveAsBeforeTheLearningCoreWasReshaped) {
+  Problem p(MakeSyntheticGraph(SyntheticOptions{.num_ops = 120, .width = 2}), testing::MakeSlowCpuCluster(/*gpu_memory_bytes=*/300000000));
+  TempDir dir;
+  RlOptions options;
+  options.seed = 5;
+  options.max_steps = 12;
+  options.samples_per_step = 4;
+  options.worker_threads = 1;
+  options.learning_rate = 0.003;
+  options.logit_noise_std = 0.3;
+  options.logit_noise_steps = 5;
+  options.entropy_weight = 0.01;
+  options.lr_decay_start = 6;
+  options.lr_decay_every = 2;
+  options.cutover_step = 8;
+  options.out_dir = dir.File("run");
+  RlResult result = TrainRlPlacer(p.get(), options);
+  std::string placement;
+  for (int32_t d : result.best_placement) placement += std::to_string(d);
+  const std::string curve = CurveWithoutTimes(dir.File("run/curve.csv"));
+  EXPECT_EQ(curve, kGoldenCurve);
+  EXPECT_EQ(placement, kGoldenPlacement);
+  EXPECT_DOUBLE_EQ(result.best_step_time_s, kGoldenBestS);
+}
+
 TEST(ReinforceTest, AfterTheCutoverFailingPlacementsNeverUpdateThePolicy) {
   // GPUs too small for a chain's activations half the time: some samples
   // fail, some run.
   Graph g = Chains(3);
   for (int32_t op = 0; op < g.num_ops(); ++op) g.mutable_op(op).persistent_bytes = 400;
   g.Finalize();
-  Problem p(std::move(g), testing::MakeSlowCpuCluster(/*gpu_memory_bytes=*/3000));
+  Problem p(std::move(g), testing::MakeSlowCpuCluster(/*gpu_memory_bytes=*/300000000));
   RlOptions options;
   options.max_steps = 30;
   options.cutover_step = 10;
