@@ -243,7 +243,7 @@ TEST(ReinforceTest, AfterTheCutoverFailingPlacementsNeverUpdateThePolicy) {
   Graph g = Chains(3);
   for (int32_t op = 0; op < g.num_ops(); ++op) g.mutable_op(op).persistent_bytes = 400;
   g.Finalize();
-  Problem p(std::move(g), testing::MakeSlowCpuCluster(/*gpu_memory_bytes=*/300000000));
+  Problem p(std::move(g), testing::MakeSlowCpuCluster(/*gpu_memory_bytes=*/3000));
   RlOptions options;
   options.max_steps = 30;
   options.cutover_step = 10;

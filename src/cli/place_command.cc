@@ -71,8 +71,10 @@ void RequireOutFolder(const std::string& out_dir) {
 void RunPlace(PlaceFlags flags) {
   // Every check before any slow work, and before anything is written: a
   // refused run leaves no folder, curve, checkpoint or placement behind.
-  if (flags.method != "rl") FindPlacer(flags.method);  // fail early on a bad name
-  if (flags.method == "rl") ValidateRlOptions(flags.rl);
+  const bool learned = IsLearnedMethod(flags.method);
+  if (learned) flags.rl.method = flags.method;
+  if (!learned) FindPlacer(flags.method);  // fail early on a bad name
+  if (learned) ValidateRlOptions(flags.rl);
   Graph graph = ResolveGraph(flags.graph);
   Cluster cluster = ResolveCluster(flags.cluster);
   CostModel cost = MakeCostModel(cluster, graph, flags.op_times);
@@ -86,7 +88,7 @@ void RunPlace(PlaceFlags flags) {
   double search_seconds = 0;
   int64_t samples = 0;
   std::string placement_file = (std::filesystem::path(flags.out_dir) / "best_placement.json").string();
-  if (flags.method == "rl") {
+  if (learned) {
     flags.rl.out_dir = flags.out_dir;  // the trainer creates it once its checks pass
     if (flags.rl.max_steps <= 0 && flags.rl.max_seconds <= 0 && flags.rl.max_samples <= 0) flags.rl.max_seconds = 120;
     ProgressPrinter printer;
@@ -137,7 +139,8 @@ void AddPlaceCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("place", "Find a placement: train the 2017 paper's RL placer, or run a baseline");
   cmd->add_option("--graph", flags->graph, "Graph file (JSON) or built-in model name")->required();
   cmd->add_option("--cluster", flags->cluster, "Cluster preset or cluster file")->required();
-  cmd->add_option("--method", flags->method, "rl (default), or a baseline method of `devplace compare`");
+  cmd->add_option("--method", flags->method,
+                  "rl (default: the 2017 seq2seq placer), hdp (Grouper+Placer), or a baseline method of `devplace compare`");
   cmd->add_option("--out", flags->out_dir,
                   "Folder for best_placement.json, curve.csv and checkpoint.pt (default runs/GRAPH-CLUSTER-METHOD)");
   AddOpTimesFlags(cmd, &flags->op_times, "Table of measured op times that override the cost model (JSON)");
@@ -155,6 +158,16 @@ void AddPlaceCommand(CLI::App& app) {
       ->group(g)->check(CLI::Range(1, 64));
   cmd->add_option("--workers", rl.worker_threads, "Threads measuring each controller's placements (0 = cores / controllers)")
       ->group(g)->check(CLI::Range(0, 256));
+  cmd->add_option("--algorithm", rl.algorithm, "How the policy learns: reinforce (default) or ppo")->group(g);
+  cmd->add_option("--ppo-epochs", rl.ppo_epochs, "PPO: passes over each batch")->group(g);
+  cmd->add_option("--ppo-clip", rl.ppo_clip, "PPO: the ratio is clipped to [1 - c, 1 + c]")->group(g);
+  cmd->add_option("--baseline", rl.baseline, "What rewards are compared to: moving-average (default) or batch-mean")->group(g);
+  cmd->add_option("--hdp-groups", rl.hdp_groups, "HDP: groups the Grouper may use (0 = min(256, 20 x devices))")->group(g);
+  cmd->add_option("--grouper-hidden", rl.grouper_hidden, "HDP: units in the Grouper's hidden layer")->group(g);
+  cmd->add_option("--grouper-noise", rl.grouper_noise_std, "HDP: std of Gaussian noise on the Grouper's logits while sampling")
+      ->group(g);
+  cmd->add_option("--grouper-noise-steps", rl.grouper_noise_steps, "HDP: steps during which the Grouper's noise applies")
+      ->group(g);
   cmd->add_option("--learning-rate", rl.learning_rate, "Adam's learning rate")->group(g)->check(CLI::PositiveNumber);
   cmd->add_option("--lr-decay", rl.lr_decay, "Learning-rate decay factor")->group(g)->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--lr-decay-every", rl.lr_decay_every, "Steps between decays")->group(g)->check(CLI::NonNegativeNumber);

@@ -68,6 +68,17 @@ void CheckClusterCanRun(const Graph& graph, const Cluster& cluster) {
   static_assert(kNumDeviceKinds == 2, "with more kinds, check each co-location group's shared kinds too");
 }
 
+void CheckGroupsCanRun(const Graph& graph, const Cluster& cluster, const Grouping& grouping) {
+  if (cluster.num_devices() == 0) throw Error("cluster '" + ForMessage(cluster.name) + "' has no devices");
+  CheckClusterCanRun(graph, cluster);  // an op alone says it best
+  const DeviceKindMask present = cluster.kinds_present();
+  for (const Group& group : grouping.groups) {
+    if (group.device_kinds & present) continue;
+    throw Error(CannotRunMessage("the co-location group of op '" + ForMessage(graph.op(group.ops.front()).name) + "'",
+                                 group.device_kinds, cluster));
+  }
+}
+
 GroupingOptions GroupingOptionsFor(const Cluster& cluster) {
   GroupingOptions options;
   for (const Device& d : cluster.devices) {

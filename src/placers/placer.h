@@ -50,6 +50,11 @@ const PlacerInfo& FindPlacer(const std::string& name);
 // placement of such a graph is valid, so there is nothing to search for.
 void CheckClusterCanRun(const Graph& graph, const Cluster& cluster);
 
+// CheckClusterCanRun, then the same for each group of `grouping` (the kinds
+// its ops share): a placer that moves whole groups cannot place one that no
+// device can run.
+void CheckGroupsCanRun(const Graph& graph, const Cluster& cluster, const Grouping& grouping);
+
 // The grouping options for placing on `cluster`: the single-consumer merge
 // bounded, per device kind, by half the usable memory of the smallest device
 // of that kind (a merged group must then fit every kind it can run on).

@@ -1,6 +1,7 @@
-// The learned placer of the 2017 paper, trained with REINFORCE on step time
-// (§3.1, §3.4). This header has no torch in it, so the command line and the
-// tests that only drive it build fast; the work is in reinforce_trainer.cc.
+// The learned placers: the 2017 paper's seq2seq placer ("rl") and HDP's
+// Grouper+Placer ("hdp"), trained by one loop (rl/training_loop.cc) with
+// REINFORCE or PPO on step time. This header has no torch in it, so the
+// command line and the tests that only drive it build fast.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,19 @@
 namespace devplace {
 
 struct RlOptions {
+  // Which learned placer: "rl" (2017: hand-made co-location groups read by
+  // a seq2seq policy) or "hdp" (2018: a learned Grouper, then the Placer).
+  std::string method = "rl";
+  // How the policy learns: "reinforce" (the papers' 2017 and HDP rule) or
+  // "ppo" (clipped surrogate, several epochs over each batch).
+  std::string algorithm = "reinforce";
+  int32_t ppo_epochs = 4;
+  double ppo_clip = 0.2;
+  // What rewards are compared against: "moving-average" (the papers'
+  // exponential average, `baseline_decay`) or "batch-mean" (the mean reward
+  // of the step's own samples).
+  std::string baseline = "moving-average";
+
   // Budget: stop after this many policy updates, or this many seconds, or
   // this many sampled placements, whichever comes first (0 = no limit).
   int64_t max_steps = 0;
@@ -61,6 +75,13 @@ struct RlOptions {
   // "topological" is the graph's own order (docs/rl.md says why chain).
   std::string group_order = "chain";
 
+  // HDP (method "hdp"). Groups the Grouper may use: 0 picks min(256, 20 x
+  // devices), the paper's rule.
+  int32_t hdp_groups = 0;
+  int64_t grouper_hidden = 64;      // the Grouper's hidden layer
+  double grouper_noise_std = 0;     // Gaussian noise on the Grouper's logits while sampling...
+  int64_t grouper_noise_steps = 0;  // ...for this many steps
+
   // The environment: deterministic by default; with noise, each placement is
   // measured the paper's way (run `measure_steps`, drop the first, average).
   double jitter = 0;
@@ -104,6 +125,10 @@ struct RlResult {
 };
 
 using RlProgressCallback = std::function<void(const RlProgress&)>;
+
+// The learned methods `place --method` takes ("rl", "hdp").
+const std::vector<std::string>& LearnedMethodNames();
+bool IsLearnedMethod(const std::string& name);
 
 // Throws Error naming the first option that is out of range (NaN and
 // infinity included), in its flag's words. TrainRlPlacer calls it first.

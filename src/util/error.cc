@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <sstream>
 
 namespace devplace {
 
@@ -82,6 +83,12 @@ std::string ForMessage(std::string_view text, size_t max_bytes) {
   }
   if (i < text.size()) out += "...(" + std::to_string(text.size()) + " bytes)";
   return out;
+}
+
+std::string ShowNumber(double value) {
+  std::ostringstream text;
+  text << value;
+  return text.str();
 }
 
 }  // namespace devplace

@@ -22,6 +22,9 @@ void Require(bool condition, const std::string& message);
 // nlohmann's dump() insists on).
 bool IsValidUtf8(std::string_view text);
 
+// A number as people write it in a message ("0.001", "1e+09", "nan").
+std::string ShowNumber(double value);
+
 // A name or value taken from the input, made safe to put in a one-line
 // message: control characters, backslashes and bytes that are not UTF-8 are
 // escaped (\n, \t, \xNN), and anything longer than `max_bytes` is cut with

@@ -1,0 +1,14 @@
+#include "rl/algorithm.h"
+
+#include "rl/reinforce.h"
+#include "rl/rl_placer.h"
+#include "util/error.h"
+
+namespace devplace {
+
+std::unique_ptr<Algorithm> MakeAlgorithm(const RlOptions& options) {
+  if (options.algorithm == "reinforce") return MakeReinforceAlgorithm(options);
+  throw Error("--algorithm must be reinforce or ppo, got '" + ForMessage(options.algorithm) + "'");
+}
+
+}  // namespace devplace

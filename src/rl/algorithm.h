@@ -1,0 +1,44 @@
+// How a learned placer's policy is updated from measured placements:
+// REINFORCE with a moving-average baseline (2017, HDP) or PPO's clipped
+// surrogate (GDP, Mars). The loop gives an algorithm the samples that count
+// this step and their rewards; the algorithm computes losses, backpropagates
+// and asks the loop to apply the gradients (clip, optimiser step) as many
+// times as it takes updates.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rl/policy.h"
+
+namespace devplace {
+
+struct RlOptions;
+
+// The placements of one step that update the policy.
+struct UpdateBatch {
+  std::vector<Decision> decisions;
+  std::vector<double> rewards;  // sqrt(step time s), or the failing signal: lower is better
+};
+
+class Algorithm {
+ public:
+  virtual ~Algorithm() = default;
+
+  // Updates `policy` from `batch`. `pass` is the encoder pass the batch was
+  // sampled from, fresh (no optimiser step since). `baseline` is the
+  // controller's moving average of rewards, updated here. `apply` clips the
+  // gradients now in the policy's parameters and takes one optimiser step
+  // (thread-safe; the loop owns the optimiser and its learning rate).
+  virtual void Update(Policy& policy, PolicyPass& pass, const UpdateBatch& batch, double& baseline,
+                      const std::function<void()>& apply) = 0;
+};
+
+// "reinforce" or "ppo"; throws Error for any other name.
+std::unique_ptr<Algorithm> MakeAlgorithm(const RlOptions& options);
+
+}  // namespace devplace

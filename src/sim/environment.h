@@ -1,0 +1,70 @@
+// Measures batches of placements: what every learned placer (and any search)
+// asks of the world. The simulated environment runs worker threads, each with
+// its own simulator, applies the noise model and the measuring protocol
+// (sim/measure.h), and remembers what the deterministic simulator said about
+// placements it has seen, since converging policies resample the same ones.
+// The real executor will be a second implementation of Environment.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "sim/placement.h"
+#include "sim/simulator.h"
+
+namespace devplace {
+
+struct Outcome {
+  bool ok = false;         // ran: no device out of memory, no failure
+  double step_time_s = 0;  // the protocol's mean step time, if it ran
+};
+
+class Environment {
+ public:
+  virtual ~Environment() = default;
+
+  // Measures every placement; `batch` and `stream` (an update and the
+  // controller that sampled it) give each measurement its own noise seed, so
+  // a run is the same whichever thread measures what.
+  virtual std::vector<Outcome> Measure(const std::vector<Placement>& placements, int64_t batch, int32_t stream) = 0;
+
+  // One placement, measured as the first of batch 0, stream 0 would be.
+  virtual Outcome MeasureOne(const Placement& placement) = 0;
+};
+
+struct SimulatedEnvironmentOptions {
+  int32_t workers = 1;        // threads, each with its own simulator
+  NoiseOptions noise;         // none: deterministic, and remembered
+  int32_t measure_steps = 1;  // the protocol: run this many steps, drop the first, average
+  uint64_t seed = 1;
+  // What the memory of past measurements may hold (keys are placements, a
+  // byte per op where devices fit in a byte).
+  int64_t cache_bytes = int64_t{256} << 20;
+};
+
+class SimulatedEnvironment : public Environment {
+ public:
+  // `graph`, `cluster` and `cost` must outlive the environment.
+  SimulatedEnvironment(const Graph& graph, const Cluster& cluster, const CostModel& cost,
+                       const SimulatedEnvironmentOptions& options);
+
+  std::vector<Outcome> Measure(const std::vector<Placement>& placements, int64_t batch, int32_t stream) override;
+  Outcome MeasureOne(const Placement& placement) override;
+
+ private:
+  Outcome Run(Simulator& simulator, const Placement& placement, uint64_t seed);
+  Outcome Remembered(Simulator& simulator, const Placement& placement, uint64_t seed);
+
+  SimulatedEnvironmentOptions options_;
+  int32_t num_devices_;
+  std::vector<std::unique_ptr<Simulator>> simulators_;
+  std::mutex cache_mutex_;
+  std::unordered_map<std::string, Outcome> cache_;
+  int64_t cache_bytes_used_ = 0;
+};
+
+}  // namespace devplace
