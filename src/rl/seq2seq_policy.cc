@@ -1,5 +1,7 @@
 #include "rl/seq2seq_policy.h"
 
+#include "rl/attention.h"
+
 namespace devplace {
 
 Seq2SeqPolicyImpl::Seq2SeqPolicyImpl(const GroupFeatures& features, int64_t num_devices, const Seq2SeqOptions& options)
@@ -57,13 +59,12 @@ Seq2SeqPolicyImpl::Encoded Seq2SeqPolicyImpl::Encode() {
 
 torch::Tensor Seq2SeqPolicyImpl::Logits(const Encoded& encoded, const torch::Tensor& query, int64_t first,
                                         const torch::Tensor& previous) {
-  const int64_t K = query.size(0);
   const int64_t T = query.size(1);
-  // Bahdanau attention: score(step, group) = v . tanh(W_k key_group + W_q query_step).
-  torch::Tensor q = attention_decoder_(query).unsqueeze(2);                      // [K, T, 1, A]
-  torch::Tensor scores = attention_score_(torch::tanh(encoded.keys.unsqueeze(1) + q)).squeeze(3);  // [K, T, G]
-  torch::Tensor weights = torch::softmax(scores, 2);
-  torch::Tensor context = torch::matmul(weights, encoded.values.expand({K, encoded.values.size(1), encoded.values.size(2)}));  // [K, T, 2H]
+  // Bahdanau attention: score(step, group) = v . tanh(W_k key_group + W_q query_step),
+  // taken a chunk of steps at a time so that no [K, T, G, A] tensor is ever
+  // held (rl/attention.h).
+  torch::Tensor q = attention_decoder_(query);  // [K, T, A]
+  torch::Tensor context = AttentionContext(encoded.keys, encoded.values, q, attention_score_->weight.view({-1}));  // [K, T, 2H]
   torch::Tensor logits = output_(torch::cat({query, context}, 2));  // [K, T, D]
   logits = options_.tanh_constant * torch::tanh(logits / options_.temperature);
   // The start token is one class past the devices: its column is dropped.

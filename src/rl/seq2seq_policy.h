@@ -23,7 +23,7 @@ struct Seq2SeqOptions {
   int64_t encoder_hidden = 256;  // each direction
   int64_t decoder_hidden = 512;
   int64_t device_embedding = 32;
-  int64_t attention_hidden = 32;  // cost grows with groups squared times this
+  int64_t attention_hidden = 32;  // time grows with groups squared times this; memory does not (rl/attention.h)
   double temperature = 1.0;      // logits -> tanh_constant * tanh(logits / temperature)
   double tanh_constant = 5.0;
   // Added to the logit of the device chosen at the step before, learned from
