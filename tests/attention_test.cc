@@ -123,6 +123,11 @@ TEST(AttentionTest, ForwardAndBackwardNeverHoldStepsTimesUnitsTimesWidth) {
   // size) until backward. In chunks of 8 steps (4 MiB) a few chunks are
   // alive at once. (The peak only rises, so an earlier test's peak can hide
   // growth but never invent it.)
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer keeps freed blocks in quarantine instead of reusing
+  // them, so every chunk's memory would count: nothing to measure there.
+  GTEST_SKIP() << "peak memory is not meaningful under AddressSanitizer";
+#endif
   const int64_t K = 16, T = 256, G = 256, A = 32, V = 8, chunk = 8;
   const int64_t full_bytes = K * T * G * A * 4;
   Inputs in = RandomInputs(K, T, G, A, V, /*shared=*/true, 1);
