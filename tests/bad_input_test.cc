@@ -21,13 +21,16 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
+
+#include "test_files.h"
 
 namespace {
 
 namespace fs = std::filesystem;
+using devplace::testing::ReadFile;
+using devplace::testing::Split;
 
 // Far above what any refusal needs (well under a second unsanitized), so
 // that only a hang or a runaway reaches it; sanitizers make runs slower.
@@ -60,14 +63,6 @@ std::string Trim(const std::string& text) {
   return text.substr(first, text.find_last_not_of(" \t\r") - first + 1);
 }
 
-std::vector<std::string> SplitOn(const std::string& text, char separator) {
-  std::vector<std::string> parts;
-  std::string part;
-  std::istringstream in(text);
-  while (std::getline(in, part, separator)) parts.push_back(part);
-  return parts;
-}
-
 bool IsTestName(const std::string& name) {
   return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
@@ -86,7 +81,7 @@ std::vector<Case> LoadCases() {
   for (int number = 1; std::getline(in, line); ++number) {
     const std::string trimmed = Trim(line);
     if (trimmed.empty() || trimmed[0] == '#') continue;
-    const std::vector<std::string> fields = SplitOn(trimmed, '|');
+    const std::vector<std::string> fields = Split(trimmed, '|');
     Case c;
     c.name = fields.empty() ? "" : Trim(fields[0]);
     if (fields.size() != 3 || !IsTestName(c.name) || !names.insert(c.name).second) {
@@ -96,7 +91,7 @@ std::vector<Case> LoadCases() {
       continue;
     }
     c.expected = Trim(fields[1]);
-    for (const std::string& arg : SplitOn(Trim(fields[2]), ' ')) {
+    for (const std::string& arg : Split(Trim(fields[2]), ' ')) {
       if (!arg.empty()) c.args.push_back(arg);
     }
     cases.push_back(c);
@@ -174,13 +169,6 @@ std::set<std::string> ListTree(const fs::path& root) {
     paths.insert(fs::relative(it->path(), root).string());
   }
   return paths;
-}
-
-std::string ReadAll(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 bool Sanitized() {
@@ -282,7 +270,7 @@ TEST_P(BadInputTest, RefusedWithOneLine) {
   const std::string command = Describe(argv);
 
   const ChildEnd run = RunWithLimit(argv, work, root / "stdout", root / "stderr");
-  const std::string err = ReadAll(root / "stderr");
+  const std::string err = ReadFile((root / "stderr").string());
   const std::string err_head = err.substr(0, 2000);
 
   EXPECT_FALSE(run.timed_out) << command << "\nkilled after " << kTimeLimitS << " s; stderr so far:\n" << err_head;

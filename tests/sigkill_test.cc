@@ -15,20 +15,22 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "run_devplace.h"
+#include "test_files.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using devplace::testing::Outcome;
+using devplace::testing::ReadFile;
 using devplace::testing::RunDevplace;
+using devplace::testing::Split;
+using devplace::testing::TempDir;
 
 constexpr int kSteps = 12;
 // Checkpoints at step 1 (the first placement that runs), every 3 steps and
@@ -36,34 +38,6 @@ constexpr int kSteps = 12;
 const std::string kBaseArgs =
     "place --graph tiny --cluster k80x2 --samples-per-step 4 --workers 1 --seed 3 --checkpoint-seconds 0";
 const std::string kRunArgs = kBaseArgs + " --checkpoint-every 3 --max-steps " + std::to_string(kSteps);
-
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "devplace-sigkill-XXXXXX").string();
-    path_ = ::mkdtemp(pattern.data());
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string File(const std::string& name) const { return (fs::path(path_) / name).string(); }
-
- private:
-  std::string path_;
-};
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-std::vector<std::string> Split(const std::string& text, char separator) {
-  std::vector<std::string> parts;
-  std::string part;
-  std::istringstream in(text);
-  while (std::getline(in, part, separator)) parts.push_back(part);
-  return parts;
-}
 
 // The step time of the best placement in `out`, or 0 if there is none yet.
 double BestStepTimeS(const std::string& out) {

@@ -1,37 +1,16 @@
 // Helpers shared by the tests: small hand-checkable graphs and clusters, and
-// temporary files.
+// (from test_files.h) temporary files.
 #pragma once
 
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <string>
-#include <unistd.h>
 
 #include "cluster/cluster.h"
 #include "cost/cost_model.h"
 #include "graph/graph.h"
+#include "test_files.h"
 
 namespace devplace::testing {
-
-// A temporary folder removed when the test ends.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "devplace-test-XXXXXX").string();
-    path_ = ::mkdtemp(pattern.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string File(const std::string& name) const { return (std::filesystem::path(path_) / name).string(); }
-  std::string Write(const std::string& name, const std::string& contents) const {
-    std::string path = File(name);
-    std::ofstream(path) << contents;
-    return path;
-  }
-
- private:
-  std::string path_;
-};
 
 // An op of `flops` FLOPs writing one float32 tensor of `output_bytes`.
 inline Op MakeOp(int64_t id, const std::string& name, double flops, int64_t output_bytes) {

@@ -2,10 +2,7 @@
 // A new method is a policy file and a line here.
 #include "rl/methods.h"
 
-#if __has_include("rl/hdp_policy.h")  // TEMPORARY while the HDP policy is written
 #include "rl/hdp_policy.h"
-#define HAVE_HDP 1
-#endif
 #include "rl/seq2seq_placer.h"
 #include "util/error.h"
 
@@ -19,9 +16,7 @@ struct LearnedMethod {
 
 const LearnedMethod kMethods[] = {
     {"rl", MakeSeq2SeqPlacer},
-#ifdef HAVE_HDP
     {"hdp", MakeHdpPolicy},
-#endif
 };
 
 }  // namespace

@@ -1,0 +1,360 @@
+// HDP's Grouper+Placer policy (rl/hdp_policy.h) and the op features it reads
+// (rl/op_features.h): probabilities that agree between sampling and
+// scoring, placements that keep co-location and device kinds, imitation.
+#include <ATen/CPUGeneratorImpl.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cstdio>
+#include <map>
+#include <random>
+#include <set>
+
+#include "rl/hdp_policy.h"
+#include "rl/op_features.h"
+#include "rl/rl_placer.h"
+#include "test_util.h"
+#include "util/error.h"
+
+namespace devplace {
+namespace {
+
+using testing::MakeOp;
+
+// A chain of 14 ops with everything a unit can be: co-location groups of
+// neighbours and of distant ops, CPU-only and GPU-only ops, a co-location
+// group made CPU-only by one member, and a side branch.
+Graph ConstrainedGraph() {
+  Graph g;
+  const char* types[] = {"MatMul", "Conv2D", "Add"};
+  int32_t prev = -1;
+  for (int i = 0; i < 14; ++i) {
+    Op op = MakeOp(i, "op" + std::to_string(i), 1e6 * (i + 1), 4000 * (i + 1));
+    op.type = types[i % 3];
+    if (i == 2 || i == 3) op.colocation_group = "var1";
+    if (i == 5 || i == 9) op.colocation_group = "var2";
+    if (i == 10 || i == 11) op.colocation_group = "cpuvar";
+    if (i == 0 || i == 10) op.device_kinds = MaskOf(DeviceKind::kCpu);
+    if (i == 7) op.device_kinds = MaskOf(DeviceKind::kGpu);
+    int32_t index = g.AddOp(op);
+    if (prev >= 0) g.AddDataEdge(prev, 0, index);
+    prev = index;
+  }
+  g.AddDataEdge(1, 0, 12);  // a skip connection
+  g.AddDataEdge(1, 0, 4);
+  g.Finalize("constrained");
+  return g;
+}
+
+struct Problem {
+  Graph graph;
+  Cluster cluster;
+  CostModel cost;
+  Simulator simulator;
+  explicit Problem(Graph g, Cluster c = testing::MakeTestCluster())
+      : graph(std::move(g)), cluster(std::move(c)), cost(cluster, {}, testing::PerfectEfficiency()), simulator(graph, cluster, cost) {}
+  PlacementProblem get() { return {graph, cluster, cost, simulator, 0}; }
+};
+
+RlOptions HdpOptions(int32_t groups = 0) {
+  RlOptions o;
+  o.method = "hdp";
+  o.hdp_groups = groups;
+  o.encoder_hidden = 16;
+  o.decoder_hidden = 32;
+  o.grouper_hidden = 16;
+  return o;
+}
+
+torch::Generator Seeded(uint64_t seed) { return at::make_generator<at::CPUGeneratorImpl>(seed); }
+
+std::unique_ptr<Policy> MakePolicy(Problem& p, const RlOptions& options, uint64_t seed = 3) {
+  torch::manual_seed(seed);
+  return MakeHdpPolicy(p.get(), options);
+}
+
+const HdpLogProbs& Parts(PolicyPass& pass) { return dynamic_cast<HdpPassParts&>(pass).last_parts(); }
+
+// Every op on a device of a kind it can run, and every co-location group on one device.
+void ExpectValid(const Graph& graph, const Cluster& cluster, const Placement& placement) {
+  ASSERT_EQ(placement.size(), static_cast<size_t>(graph.num_ops()));
+  std::map<std::string, int32_t> device_of_group;
+  for (int32_t op = 0; op < graph.num_ops(); ++op) {
+    const int32_t d = placement[op];
+    ASSERT_GE(d, 0);
+    ASSERT_LT(d, cluster.num_devices());
+    EXPECT_TRUE(graph.op(op).device_kinds & MaskOf(cluster.devices[d].kind)) << graph.op(op).name << " on " << cluster.devices[d].name;
+    const std::string& group = graph.op(op).colocation_group;
+    if (group.empty()) continue;
+    auto [it, inserted] = device_of_group.emplace(group, d);
+    EXPECT_EQ(it->second, d) << "co-location group " << group << " split";
+  }
+  EXPECT_EQ(CheckPlacement(graph, cluster, placement), std::nullopt);
+}
+
+TEST(OpFeaturesTest, UnitsFollowCoLocationAndIntersectKinds) {
+  Graph graph = ConstrainedGraph();
+  OpFeatures f = BuildOpFeatures(graph, testing::MakeTestCluster());
+  EXPECT_EQ(f.num_units, 11);  // 14 ops, three pairs merged
+  EXPECT_EQ(f.unit_of_op[2], f.unit_of_op[3]);
+  EXPECT_EQ(f.unit_of_op[5], f.unit_of_op[9]);
+  EXPECT_EQ(f.unit_of_op[10], f.unit_of_op[11]);
+  EXPECT_NE(f.unit_of_op[4], f.unit_of_op[5]);
+  EXPECT_EQ(f.unit_kinds[f.unit_of_op[11]], MaskOf(DeviceKind::kCpu));  // made CPU-only by op10
+  EXPECT_EQ(f.unit_kinds[f.unit_of_op[7]], MaskOf(DeviceKind::kGpu));
+  EXPECT_EQ(f.unit_kinds[f.unit_of_op[4]], kAllDeviceKinds);
+  // Units in topological order of their first op.
+  int32_t next_unit = 0;
+  for (int32_t op : graph.topological_order()) {
+    if (f.unit_of_op[op] == next_unit) ++next_unit;
+    EXPECT_LT(f.unit_of_op[op], next_unit) << op;
+  }
+  EXPECT_EQ(next_unit, f.num_units);
+  // Edges inside a unit (2 -> 3) are dropped; each unit pair appears once.
+  std::set<std::pair<int32_t, int32_t>> pairs;
+  for (int32_t e = 0; e < f.num_edges(); ++e) {
+    EXPECT_NE(f.edge_src[e], f.edge_dst[e]);
+    EXPECT_TRUE(pairs.emplace(f.edge_src[e], f.edge_dst[e]).second);
+  }
+  EXPECT_EQ(f.num_types(), 3);
+  EXPECT_EQ(f.type_names[f.op_type[1]], "Conv2D");
+}
+
+TEST(OpFeaturesTest, AdjacencyHoldsNeighbourPositionsAndMinusOneWhenAbsent) {
+  Graph graph = ConstrainedGraph();
+  OpFeatures f = BuildOpFeatures(graph, testing::MakeTestCluster());
+  const int32_t first = f.unit_of_op[0];
+  const float* row = &f.adjacency[first * OpFeatures::kAdjacencyFeatures];
+  for (int k = 0; k < OpFeatures::kNeighbours; ++k) EXPECT_EQ(row[k], -1.0f);  // no predecessors
+  EXPECT_FLOAT_EQ(row[OpFeatures::kNeighbours], static_cast<float>(f.unit_of_op[1]) / f.num_units);
+  EXPECT_EQ(row[OpFeatures::kNeighbours + 1], -1.0f);
+  // op1 feeds op2 (unit var1), op4 and op12: three successors, sorted.
+  const float* succ = &f.adjacency[f.unit_of_op[1] * OpFeatures::kAdjacencyFeatures + OpFeatures::kNeighbours];
+  EXPECT_FLOAT_EQ(succ[0], static_cast<float>(f.unit_of_op[2]) / f.num_units);
+  EXPECT_FLOAT_EQ(succ[1], static_cast<float>(f.unit_of_op[4]) / f.num_units);
+  EXPECT_FLOAT_EQ(succ[2], static_cast<float>(f.unit_of_op[12]) / f.num_units);
+  EXPECT_EQ(succ[3], -1.0f);
+}
+
+TEST(OpFeaturesTest, RareTypesShareOneIdPastTheVocabulary) {
+  Graph g;
+  for (int i = 0; i < OpFeatures::kMaxTypes + 10; ++i) {
+    Op op = MakeOp(i, "op" + std::to_string(i), 1e6, 400);
+    char type[16];  // not "T" + std::to_string(i): GCC 12 warns falsely there (-Wrestrict)
+    std::snprintf(type, sizeof type, "T%d", i);
+    op.type = type;
+    g.AddOp(op);
+  }
+  g.Finalize("types");
+  OpFeatures f = BuildOpFeatures(g, testing::MakeTestCluster());
+  EXPECT_EQ(f.num_types(), OpFeatures::kMaxTypes);
+  EXPECT_EQ(f.type_names.back(), "other");
+  for (int32_t t : f.op_type) EXPECT_LT(t, OpFeatures::kMaxTypes);
+}
+
+TEST(OpFeaturesTest, OpNoClusterDeviceCanRunIsAnError) {
+  Graph g;
+  Op op = MakeOp(0, "gpu_only", 1e6, 400);
+  op.device_kinds = MaskOf(DeviceKind::kGpu);
+  g.AddOp(op);
+  g.Finalize("g");
+  Cluster cpus;
+  cpus.name = "cpus";
+  cpus.devices = {testing::MakeDevice("cpu:0", DeviceKind::kCpu)};
+  cpus.Finalize("cpus");
+  EXPECT_THROW(BuildOpFeatures(g, cpus), Error);
+}
+
+TEST(HdpPolicyTest, GroupCountFollowsThePaperUnlessGiven) {
+  EXPECT_EQ(HdpGroupCount(HdpOptions(), 3, 1000), 60);
+  EXPECT_EQ(HdpGroupCount(HdpOptions(), 8, 1000), 160);
+  EXPECT_EQ(HdpGroupCount(HdpOptions(), 64, 100000), 256);
+  EXPECT_EQ(HdpGroupCount(HdpOptions(7), 64, 100000), 7);
+  EXPECT_EQ(HdpGroupCount(HdpOptions(), 3, 12), 12);  // no more groups than units...
+  EXPECT_EQ(HdpGroupCount(HdpOptions(), 8, 5), 8);    // ...nor fewer than devices
+}
+
+TEST(HdpPolicyTest, SampledLogProbabilitiesEqualScoredOnesPartByPart) {
+  Problem p(ConstrainedGraph());
+  auto policy = MakePolicy(p, HdpOptions());
+  EXPECT_EQ(policy->num_units(), 11);
+  auto pass = policy->Begin();
+  torch::Generator gen = Seeded(5);
+  PolicySamples sampled;
+  HdpLogProbs sampled_parts;
+  {
+    torch::NoGradGuard no_grad;
+    sampled = pass->Sample(6, gen, {});
+    sampled_parts = Parts(*pass);
+  }
+  ASSERT_EQ(sampled.decisions.size(), 6u);
+  ASSERT_EQ(sampled.decisions[0].size(), 11u + 11u);  // a group per unit, then a device per group (11: no more groups than units)
+  PolicySamples scored = pass->Score(sampled.decisions);
+  const HdpLogProbs& scored_parts = Parts(*pass);
+  EXPECT_TRUE(torch::allclose(sampled_parts.grouping, scored_parts.grouping.detach(), 1e-5, 1e-4))
+      << sampled_parts.grouping << scored_parts.grouping;
+  EXPECT_TRUE(torch::allclose(sampled_parts.placement, scored_parts.placement.detach(), 1e-5, 1e-4))
+      << sampled_parts.placement << scored_parts.placement;
+  EXPECT_TRUE(torch::allclose(sampled.log_prob, scored.log_prob.detach(), 1e-5, 1e-4));
+  EXPECT_TRUE(torch::allclose(sampled.entropy, scored.entropy.detach(), 1e-4, 1e-3));
+  EXPECT_TRUE(torch::allclose(scored.log_prob, scored_parts.grouping + scored_parts.placement));
+  // The placer starts uniform over the 3 devices (zero output layer), but
+  // its stay bias makes repeats likelier: the placement part is not that of
+  // a uniform draw, and the grouping part is of 11 draws over 60 groups.
+  EXPECT_LT(sampled_parts.grouping.max().item<double>(), 0);
+  EXPECT_LT(sampled_parts.placement.max().item<double>(), 0);
+
+  // Another controller's pass over the same parameters agrees as well.
+  auto fresh = policy->Begin();
+  EXPECT_TRUE(torch::allclose(fresh->Score(sampled.decisions).log_prob.detach(), sampled.log_prob, 1e-5, 1e-4));
+}
+
+TEST(HdpPolicyTest, ScoreOfOtherDecisionsDiffersAndBothHalvesGetGradients) {
+  Problem p(ConstrainedGraph());
+  auto policy = MakePolicy(p, HdpOptions(8));
+  torch::Generator gen = Seeded(9);
+  PolicySamples sampled;
+  {
+    torch::NoGradGuard no_grad;
+    sampled = policy->Begin()->Sample(4, gen, {});
+  }
+  PolicySamples scored = policy->Begin()->Score(sampled.decisions);
+  scored.log_prob.sum().backward();
+  std::map<std::string, double> grad_norm;
+  for (const auto& item : policy->module().named_parameters()) {
+    if (item.value().grad().defined()) grad_norm[item.key()] = item.value().grad().norm().item<double>();
+  }
+  EXPECT_GT(grad_norm["grouper_output.weight"], 0);  // log p(grouping)
+  EXPECT_GT(grad_norm["output.bias"], 0);            // log p(placement | grouping)
+  EXPECT_GT(grad_norm["stay_bias"], 0);
+}
+
+TEST(HdpPolicyTest, EverySampledPlacementKeepsCoLocationAndDeviceKinds) {
+  Problem p(ConstrainedGraph());
+  auto policy = MakePolicy(p, HdpOptions(4));
+  auto pass = policy->Begin();
+  torch::Generator gen = Seeded(1);
+  torch::NoGradGuard no_grad;
+  std::set<int32_t> devices_of_op7, devices_of_op4;
+  for (const SampleOptions& options : {SampleOptions{}, SampleOptions{.logit_noise_std = 3.0}, SampleOptions{.greedy = true}}) {
+    PolicySamples s = pass->Sample(64, gen, options);
+    for (const Decision& d : s.decisions) {
+      Placement placement = policy->ToPlacement(d);
+      ExpectValid(p.graph, p.cluster, placement);
+      devices_of_op7.insert(placement[7]);
+      devices_of_op4.insert(placement[4]);
+    }
+  }
+  EXPECT_EQ(devices_of_op4.size(), 3u);     // unconstrained: the placer uses every device
+  EXPECT_FALSE(devices_of_op7.count(0));   // GPU-only op never on the CPU
+}
+
+TEST(HdpPolicyTest, UnitsAGroupsDeviceCannotRunGoToTheFirstDeviceThatCan) {
+  Problem p(ConstrainedGraph());
+  auto policy = MakePolicy(p, HdpOptions(2));
+  const int64_t U = policy->num_units();
+  for (int32_t device = 0; device < 3; ++device) {
+    Decision d(U + 2, 0);  // every unit in group 0
+    d[U] = device;
+    Placement placement = policy->ToPlacement(d);
+    ExpectValid(p.graph, p.cluster, placement);
+    for (int32_t op : {0, 10, 11}) EXPECT_EQ(placement[op], 0) << op;  // CPU-only: cpu:0
+    EXPECT_EQ(placement[7], device == 0 ? 1 : device);                  // GPU-only: gpu:0 when the group is on the CPU
+    EXPECT_EQ(placement[4], device);
+  }
+}
+
+// A random placement that keeps co-location and kinds: each unit's ops on one allowed device.
+Placement RandomValidPlacement(const Graph& graph, const Cluster& cluster, std::mt19937& rng) {
+  OpFeatures f = BuildOpFeatures(graph, cluster);
+  std::vector<int32_t> unit_device(f.num_units);
+  for (int32_t u = 0; u < f.num_units; ++u) {
+    std::vector<int32_t> allowed;
+    for (int32_t d = 0; d < cluster.num_devices(); ++d) {
+      if (f.unit_kinds[u] & MaskOf(cluster.devices[d].kind)) allowed.push_back(d);
+    }
+    unit_device[u] = allowed[rng() % allowed.size()];
+  }
+  Placement placement(graph.num_ops());
+  for (int32_t op = 0; op < graph.num_ops(); ++op) placement[op] = unit_device[f.unit_of_op[op]];
+  return placement;
+}
+
+TEST(HdpPolicyTest, ImitatingAValidPlacementReproducesIt) {
+  Problem p(ConstrainedGraph());
+  std::mt19937 rng(4);
+  for (int32_t groups : {0, 3, 5}) {
+    auto policy = MakePolicy(p, HdpOptions(groups));
+    for (int trial = 0; trial < 20; ++trial) {
+      Placement placement = RandomValidPlacement(p.graph, p.cluster, rng);
+      Decision d = policy->Imitate(placement);
+      EXPECT_EQ(policy->ToPlacement(d), placement) << "groups " << groups;
+      EXPECT_NO_THROW(policy->Begin()->Score({d}));
+    }
+  }
+}
+
+TEST(HdpPolicyTest, ImitatingWithFewerGroupsThanDevicesStillGivesAValidDecision) {
+  Problem p(ConstrainedGraph());
+  auto policy = MakePolicy(p, HdpOptions(2));
+  std::mt19937 rng(6);
+  Decision d = policy->Imitate(RandomValidPlacement(p.graph, p.cluster, rng));
+  ExpectValid(p.graph, p.cluster, policy->ToPlacement(d));
+  EXPECT_TRUE(torch::isfinite(policy->Begin()->Score({d}).log_prob).all().item<bool>());
+}
+
+TEST(HdpPolicyTest, GreedyIsDeterministicAndTheSameSeedGivesTheSameSamples) {
+  Problem p(ConstrainedGraph());
+  RlOptions options = HdpOptions();
+  options.grouper_noise_std = 0.5;
+  options.grouper_noise_steps = 10;
+  torch::NoGradGuard no_grad;
+  auto a = MakePolicy(p, options, 7);
+  auto b = MakePolicy(p, options, 7);
+  auto pass_a = a->Begin();
+  auto pass_b = b->Begin();
+  torch::Generator gen_a = Seeded(11), gen_b = Seeded(11), gen_c = Seeded(12);
+  // Grouper noise on (step 0) and off (step 10), same seeds.
+  for (int64_t step : {0, 10}) {
+    PolicySamples sa = pass_a->Sample(5, gen_a, {.step = step});
+    PolicySamples sb = pass_b->Sample(5, gen_b, {.step = step});
+    EXPECT_EQ(sa.decisions, sb.decisions);
+    EXPECT_TRUE(torch::equal(sa.log_prob, sb.log_prob));
+    EXPECT_NE(pass_a->Sample(5, gen_c, {.step = step}).decisions, sa.decisions);
+  }
+  PolicySamples g1 = pass_a->Sample(3, gen_a, {.greedy = true, .step = 10});
+  PolicySamples g2 = pass_a->Sample(3, gen_c, {.greedy = true, .step = 10});
+  EXPECT_EQ(g1.decisions, g2.decisions);
+  EXPECT_EQ(g1.decisions[0], g1.decisions[2]);
+}
+
+TEST(HdpPolicyTest, SiblingHasTheSameShapes) {
+  Problem p(ConstrainedGraph());
+  auto policy = MakePolicy(p, HdpOptions());
+  auto sibling = policy->MakeSibling();
+  EXPECT_EQ(sibling->num_units(), policy->num_units());
+  auto mine = policy->module().named_parameters();
+  auto theirs = sibling->module().named_parameters();
+  ASSERT_EQ(mine.size(), theirs.size());
+  for (const auto& item : mine) EXPECT_EQ(item.value().sizes(), theirs[item.key()].sizes()) << item.key();
+}
+
+TEST(HdpPolicyTest, MalformedDecisionsAreErrors) {
+  Problem p(ConstrainedGraph());
+  auto policy = MakePolicy(p, HdpOptions(4));
+  const int64_t size = policy->num_units() + 4;
+  Decision short_one(size - 1, 0), bad_group(size, 0), bad_device(size, 0);
+  bad_group[0] = 4;
+  bad_device[size - 1] = 3;
+  for (const Decision& d : {short_one, bad_group, bad_device}) {
+    EXPECT_THROW(policy->ToPlacement(d), Error);
+    EXPECT_THROW(policy->Begin()->Score({d}), Error);
+  }
+  RlOptions bad = HdpOptions();
+  bad.grouper_hidden = 0;
+  EXPECT_THROW(MakePolicy(p, bad), Error);
+}
+
+}  // namespace
+}  // namespace devplace
+
