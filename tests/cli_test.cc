@@ -289,6 +289,27 @@ TEST(CliTest, PlaceReadsTheGroupsInEitherOrder) {
   }
 }
 
+// Every learned method with every algorithm runs from the command line,
+// writes its placement, curve and checkpoint, and reports itself.
+TEST(CliTest, PlaceRunsEveryLearnedMethodWithEitherAlgorithm) {
+  TempDir dir;
+  for (const char* method : {"rl", "hdp"}) {
+    for (const char* algorithm : {"reinforce", "ppo"}) {
+      const std::string name = std::string(method) + "-" + algorithm;
+      Outcome o = Devplace(std::string("place --graph tiny --cluster k80x2 --max-steps 2 --samples-per-step 2 --json --method ") +
+                           method + " --algorithm " + algorithm + " --ppo-epochs 2 --out " + dir.File(name));
+      ASSERT_EQ(o.exit_code, 0) << name << ": " << o.out;
+      nlohmann::json j = nlohmann::json::parse(o.out);
+      EXPECT_EQ(j["method"], method) << name;
+      EXPECT_EQ(j["samples"].get<int64_t>(), 4) << name;
+      EXPECT_FALSE(j["oom"].get<bool>()) << name;
+      for (const char* file : {"best_placement.json", "curve.csv", "checkpoint.pt"}) {
+        EXPECT_TRUE(std::filesystem::exists(dir.File(name + "/" + file))) << name << ": " << file;
+      }
+    }
+  }
+}
+
 TEST(CliTest, ClustersAndModelsAreListed) {
   Outcome clusters = Devplace("clusters");
   ASSERT_EQ(clusters.exit_code, 0);
