@@ -13,6 +13,7 @@
 #include "rl/hdp_policy.h"
 #include "rl/op_features.h"
 #include "rl/rl_placer.h"
+#include "placement_problem.h"
 #include "test_util.h"
 #include "util/error.h"
 
@@ -46,15 +47,7 @@ Graph ConstrainedGraph() {
   return g;
 }
 
-struct Problem {
-  Graph graph;
-  Cluster cluster;
-  CostModel cost;
-  Simulator simulator;
-  explicit Problem(Graph g, Cluster c = testing::MakeTestCluster())
-      : graph(std::move(g)), cluster(std::move(c)), cost(cluster, {}, testing::PerfectEfficiency()), simulator(graph, cluster, cost) {}
-  PlacementProblem get() { return {graph, cluster, cost, simulator, 0}; }
-};
+using Problem = testing::OwnedProblem;
 
 RlOptions HdpOptions(int32_t groups = 0) {
   RlOptions o;

@@ -16,6 +16,7 @@
 #include "rl/group_features.h"
 #include "rl/rl_placer.h"
 #include "rl/seq2seq_policy.h"
+#include "placement_problem.h"
 #include "test_util.h"
 #include "util/error.h"
 #include "util/files.h"
@@ -29,31 +30,9 @@ using testing::TempDir;
 
 // A slow CPU and two GPUs, all linked.
 
-// `chains` independent chains of three 10 ms ops, each chain one group.
-Graph Chains(int chains) {
-  Graph g;
-  int64_t id = 0;
-  for (int c = 0; c < chains; ++c) {
-    int32_t prev = -1;
-    for (int i = 0; i < 3; ++i) {
-      int32_t op = g.AddOp(MakeOp(id++, "chain" + std::to_string(c) + "/op" + std::to_string(i), 1e10, 1000));
-      if (prev >= 0) g.AddDataEdge(prev, 0, op);
-      prev = op;
-    }
-  }
-  g.Finalize("chains");
-  return g;
-}
 
-struct Problem {
-  Graph graph;
-  Cluster cluster;
-  CostModel cost;
-  Simulator simulator;
-  Problem(Graph g, Cluster c)
-      : graph(std::move(g)), cluster(std::move(c)), cost(cluster, {}, testing::PerfectEfficiency()), simulator(graph, cluster, cost) {}
-  PlacementProblem get(uint64_t seed = 0) { return {graph, cluster, cost, simulator, seed}; }
-};
+using Problem = testing::OwnedProblem;
+using testing::Chains;
 
 // What a policy reads: a 120-op synthetic graph's groups on the slow-CPU cluster.
 struct PolicyInputs {
