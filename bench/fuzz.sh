@@ -11,6 +11,11 @@
 # seeded from the docs' examples and tests/bad_inputs.
 #
 #   bash bench/fuzz.sh [SECONDS] [TARGET...]     # targets: graph cluster placement op_times onnx
+#   FUZZ_RUNS=10000000 bash bench/fuzz.sh 0      # each target until 10 million executions
+#
+# With FUZZ_RUNS set, each target stops after that many executions (libFuzzer's
+# -runs) instead of after SECONDS (0: no time limit); a budget in executions
+# gives the same amount of fuzzing whatever the machine's load.
 #
 # Exits 1 when a target has a finding. BENCHMARKS.md ("Fuzzing") has results.
 set -euo pipefail
@@ -55,7 +60,12 @@ for t in "${targets[@]}"; do
   log="build-fuzz/findings/$t.log"
   # -timeout: an input taking 10 s is a hang; -rss_limit_mb: one using 2 GiB
   # is unbounded memory. Both are findings.
-  nice -n 19 "build-fuzz/fuzz/${t}_fuzz" "$corpus" "${dict[@]}" -max_total_time="$seconds" -max_len=8192 \
+  budget=(-max_total_time="$seconds")
+  if [ -n "${FUZZ_RUNS:-}" ]; then
+    budget=(-runs="$FUZZ_RUNS")
+    if [ "$seconds" != 0 ]; then budget+=(-max_total_time="$seconds"); fi
+  fi
+  nice -n 19 "build-fuzz/fuzz/${t}_fuzz" "$corpus" "${dict[@]}" "${budget[@]}" -max_len=8192 \
     -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$findings/" > "$log" 2>&1 || true
   runs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | tail -1 | awk '{print $2}')
   took=$(grep -o 'Done [0-9]* runs in [0-9]* second' "$log" | tail -1 | awk '{print $5}')
