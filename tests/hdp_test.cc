@@ -129,6 +129,69 @@ TEST(OpFeaturesTest, AdjacencyHoldsNeighbourPositionsAndMinusOneWhenAbsent) {
   EXPECT_EQ(succ[3], -1.0f);
 }
 
+// A three-layer network's training step: forward f0 -> f1 -> f2 -> loss,
+// backward b2 -> b1 -> b0, each backward op reading its forward op's
+// activation (the heaviest edge it has), and an update u1 reading b1.
+Graph TrainingChain() {
+  Graph g;
+  auto add = [&](const std::string& name, Phase phase, int64_t bytes) {
+    Op op = MakeOp(g.num_ops(), name, 1e6, bytes);
+    op.phase = phase;
+    return g.AddOp(op);
+  };
+  const int32_t f0 = add("f0", Phase::kForward, 8000), f1 = add("f1", Phase::kForward, 8000);
+  const int32_t f2 = add("f2", Phase::kForward, 8000), loss = add("loss", Phase::kForward, 4);
+  const int32_t b2 = add("b2", Phase::kBackward, 400), b1 = add("b1", Phase::kBackward, 400);
+  const int32_t b0 = add("b0", Phase::kBackward, 400), u1 = add("u1", Phase::kUpdate, 4);
+  g.AddDataEdge(f0, 0, f1);
+  g.AddDataEdge(f1, 0, f2);
+  g.AddDataEdge(f2, 0, loss);
+  g.AddDataEdge(loss, 0, b2);
+  g.AddDataEdge(b2, 0, b1);
+  g.AddDataEdge(b1, 0, b0);
+  g.AddDataEdge(b1, 0, u1);
+  g.AddDataEdge(f0, 0, b0);  // activations
+  g.AddDataEdge(f1, 0, b1);
+  g.AddDataEdge(f2, 0, b2);
+  g.Finalize("training_chain");
+  return g;
+}
+
+TEST(OpFeaturesTest, PositionsPutEachBackwardOpBesideItsForwardOp) {
+  Graph graph = TrainingChain();
+  OpFeatures f = BuildOpFeatures(graph, testing::MakeTestCluster());
+  ASSERT_EQ(f.unit_position.size(), static_cast<size_t>(f.num_units));
+  std::vector<std::pair<float, std::string>> by_position;
+  for (int32_t op = 0; op < graph.num_ops(); ++op) by_position.emplace_back(f.unit_position[f.unit_of_op[op]], graph.op(op).name);
+  std::sort(by_position.begin(), by_position.end());
+  std::vector<std::string> names;
+  for (const auto& [position, name] : by_position) {
+    EXPECT_GE(position, 0.0f);
+    EXPECT_LT(position, 1.0f);
+    names.push_back(name);
+  }
+  // u1 has no forward neighbour: it takes b1's place through b1.
+  EXPECT_EQ(names, (std::vector<std::string>{"f0", "b0", "f1", "b1", "u1", "f2", "b2", "loss"}));
+  // Equal FLOPs: evenly spaced, each in the middle of its share.
+  for (size_t i = 0; i < by_position.size(); ++i) EXPECT_NEAR(by_position[i].first, (i + 0.5) / 8.0, 1e-6);
+}
+
+TEST(OpFeaturesTest, PositionsGiveHeavyOpsAWiderStretch) {
+  // A chain of four ops, the third with almost all the FLOPs: half the
+  // range is spaced by count, half by FLOPs, so it takes about 0.6 of it.
+  Graph g;
+  for (int i = 0; i < 4; ++i) {
+    g.AddOp(MakeOp(i, "op" + std::to_string(i), i == 2 ? 1e12 : 1.0, 64));
+    if (i > 0) g.AddDataEdge(i - 1, 0, i);
+  }
+  g.Finalize("heavy");
+  OpFeatures f = BuildOpFeatures(g, testing::MakeTestCluster());
+  for (int i = 0; i + 1 < 4; ++i) EXPECT_LT(f.unit_position[f.unit_of_op[i]], f.unit_position[f.unit_of_op[i + 1]]);
+  EXPECT_NEAR(f.unit_position[f.unit_of_op[1]], 0.125 + 0.0625, 1e-6);  // two count shares of 1/8
+  EXPECT_NEAR(f.unit_position[f.unit_of_op[2]], 0.25 + 0.3125, 1e-6);   // then its own 1/8 + 1/2, halved
+  EXPECT_NEAR(f.unit_position[f.unit_of_op[3]], 0.875 + 0.0625, 1e-6);
+}
+
 TEST(OpFeaturesTest, RareTypesShareOneIdPastTheVocabulary) {
   Graph g;
   for (int i = 0; i < OpFeatures::kMaxTypes + 10; ++i) {
@@ -271,6 +334,35 @@ Placement RandomValidPlacement(const Graph& graph, const Cluster& cluster, std::
   Placement placement(graph.num_ops());
   for (int32_t op = 0; op < graph.num_ops(); ++op) placement[op] = unit_device[f.unit_of_op[op]];
   return placement;
+}
+
+TEST(HdpPolicyTest, TheLocalityPriorAloneGroupsStretchesOfTheNetworkInOrder) {
+  // With the prior on, the Grouper's network starts silent: its greedy
+  // grouping puts each unit in the group whose stretch holds its position,
+  // so groups follow the network in the Placer's reading order.
+  Problem p(TrainingChain());
+  OpFeatures f = BuildOpFeatures(p.graph, p.cluster);
+  for (int32_t groups : {2, 4, 8}) {
+    auto policy = MakePolicy(p, HdpOptions(groups));
+    torch::Generator generator = Seeded(1);
+    SampleOptions greedy;
+    greedy.greedy = true;
+    Decision d = policy->Begin()->Sample(1, generator, greedy).decisions.at(0);
+    for (int32_t u = 0; u < f.num_units; ++u) {
+      EXPECT_EQ(d[u], static_cast<int32_t>(f.unit_position[u] * groups)) << "unit " << u << ", " << groups << " groups";
+    }
+  }
+  // Without it (the paper's Grouper) the random network decides: not this grouping.
+  RlOptions paper = HdpOptions(8);
+  paper.grouper_locality = 0;
+  auto policy = MakePolicy(p, paper);
+  torch::Generator generator = Seeded(1);
+  SampleOptions greedy;
+  greedy.greedy = true;
+  Decision d = policy->Begin()->Sample(1, generator, greedy).decisions.at(0);
+  bool all_in_their_stretch = true;
+  for (int32_t u = 0; u < f.num_units; ++u) all_in_their_stretch &= d[u] == static_cast<int32_t>(f.unit_position[u] * 8);
+  EXPECT_FALSE(all_in_their_stretch);
 }
 
 TEST(HdpPolicyTest, ImitatingAValidPlacementReproducesIt) {

@@ -168,6 +168,9 @@ void AddPlaceCommand(CLI::App& app) {
       ->group(g);
   cmd->add_option("--grouper-noise-steps", rl.grouper_noise_steps, "HDP: steps during which the Grouper's noise applies")
       ->group(g);
+  cmd->add_option("--grouper-locality", rl.grouper_locality,
+                  "HDP: starting weight of the Grouper's prior for stretches of the network (learned; 0 = the paper's Grouper)")
+      ->group(g);
   cmd->add_option("--learning-rate", rl.learning_rate, "Adam's learning rate")->group(g)->check(CLI::PositiveNumber);
   cmd->add_option("--lr-decay", rl.lr_decay, "Learning-rate decay factor")->group(g)->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--lr-decay-every", rl.lr_decay_every, "Steps between decays")->group(g)->check(CLI::NonNegativeNumber);

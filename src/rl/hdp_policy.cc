@@ -57,6 +57,9 @@ class HdpNetImpl : public torch::nn::Module {
     edge_src_ = IndexTensor(f.edge_src);
     edge_dst_ = IndexTensor(f.edge_dst);
     edge_count_ = torch::tensor(f.edge_count, torch::kFloat32);
+    // In units of groups, from the middle of each group's stretch: [U, 1] and [1, N].
+    unit_slot_ = torch::tensor(f.unit_position, torch::kFloat32).mul(static_cast<float>(groups)).unsqueeze(1);
+    group_middle_ = torch::arange(groups, torch::kFloat32).add(0.5f).unsqueeze(0);
 
     const int64_t unit_width = kTypeEmbedding + OpFeatures::kShapeFeatures + OpFeatures::kAdjacencyFeatures;
     type_embedding_ = register_module("type_embedding", torch::nn::Embedding(types_, kTypeEmbedding));
@@ -81,6 +84,13 @@ class HdpNetImpl : public torch::nn::Module {
     output_->weight.zero_();
     output_->bias.zero_();
     stay_bias_ = register_parameter("stay_bias", torch::tensor(static_cast<float>(options.stay_bias)));
+    // With the locality prior, the Grouper's network starts silent so the
+    // prior alone shapes the first groupings; it learns what to change.
+    locality_ = register_parameter("grouper_locality", torch::tensor(static_cast<float>(options.grouper_locality)));
+    if (options.grouper_locality > 0) {
+      grouper_output_->weight.zero_();
+      grouper_output_->bias.zero_();
+    }
   }
 
   int64_t units() const { return units_; }
@@ -93,8 +103,9 @@ class HdpNetImpl : public torch::nn::Module {
   // [U, N]: the Grouper's logits, tanh-scaled.
   torch::Tensor GrouperLogits() {
     torch::Tensor x = torch::cat({type_embedding_(unit_type_), unit_static_}, 1);
-    torch::Tensor logits = grouper_output_(torch::tanh(grouper_hidden_(x)));
-    return Squash(logits);
+    torch::Tensor logits = Squash(grouper_output_(torch::tanh(grouper_hidden_(x))));
+    if (options_.grouper_locality > 0) logits = logits - locality_ * (unit_slot_ - group_middle_).square();
+    return logits;
   }
 
   // [K, N, group_width()] from groupings [K, U]: sparse sums over the unit
@@ -190,6 +201,7 @@ class HdpNetImpl : public torch::nn::Module {
   int64_t units_, groups_, devices_, types_;
   RlOptions options_;
   torch::Tensor unit_type_, unit_static_, unit_of_op_, op_type_, unit_bytes_, edge_src_, edge_dst_, edge_count_;
+  torch::Tensor unit_slot_, group_middle_;  // the locality prior's positions
 
   torch::nn::Embedding type_embedding_{nullptr};
   torch::nn::Linear grouper_hidden_{nullptr}, grouper_output_{nullptr};
@@ -200,6 +212,7 @@ class HdpNetImpl : public torch::nn::Module {
   torch::nn::Linear attention_encoder_{nullptr}, attention_decoder_{nullptr}, attention_score_{nullptr};
   torch::nn::Linear output_{nullptr};
   torch::Tensor stay_bias_;
+  torch::Tensor locality_;  // the locality prior's weight
 };
 TORCH_MODULE(HdpNet);
 

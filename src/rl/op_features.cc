@@ -3,8 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
+#include <tuple>
 #include <unordered_map>
 
+#include "graph/group_order.h"
+#include "graph/grouping.h"
 #include "util/error.h"
 
 namespace devplace {
@@ -157,6 +161,103 @@ void BuildEdges(const Graph& graph, OpFeatures& f) {
   }
 }
 
+// The locality order of the units (see OpFeatures::unit_position).
+void BuildPositions(const Graph& graph, OpFeatures& f) {
+  const int32_t U = f.num_units;
+  // The unit graph with bytes, as the chain-following order reads it.
+  std::vector<std::tuple<int32_t, int32_t, int64_t>> flows;
+  flows.reserve(graph.data_edges().size());
+  for (const DataEdge& e : graph.data_edges()) {
+    const int32_t src = f.unit_of_op[e.src], dst = f.unit_of_op[e.dst];
+    if (src != dst) flows.emplace_back(src, dst, graph.op(e.src).outputs[e.src_output].bytes);
+  }
+  std::sort(flows.begin(), flows.end());
+  Grouping units;
+  units.groups.resize(U);
+  for (const auto& [src, dst, bytes] : flows) {
+    if (!units.edges.empty() && units.edges.back().src == src && units.edges.back().dst == dst) {
+      int64_t& sum = units.edges.back().bytes;
+      sum = bytes > std::numeric_limits<int64_t>::max() - sum ? std::numeric_limits<int64_t>::max() : sum + bytes;
+    } else {
+      units.edges.push_back({src, dst, bytes});
+    }
+  }
+  std::vector<int32_t> rank(U);
+  {
+    const std::vector<int32_t> order = ChainFollowingOrder(units);
+    for (int32_t i = 0; i < U; ++i) rank[order[i]] = i;
+  }
+
+  // Forward units keep their own rank; the others take the rank of the
+  // forward unit they exchange the most bytes with.
+  std::vector<char> forward(U, 0);
+  bool any_forward = false;
+  for (int32_t op = 0; op < f.num_ops; ++op) {
+    if (graph.op(op).phase == Phase::kForward) forward[f.unit_of_op[op]] = any_forward = true;
+  }
+  if (!any_forward) std::fill(forward.begin(), forward.end(), 1);
+  std::vector<int32_t> key(U, -1);
+  std::vector<int64_t> best_bytes(U, -1);
+  for (int32_t u = 0; u < U; ++u) {
+    if (forward[u]) key[u] = rank[u];
+  }
+  std::vector<std::vector<int32_t>> neighbours(U);
+  auto consider = [&](int32_t u, int32_t other, int64_t bytes) {
+    if (forward[u] || !forward[other]) return;
+    if (bytes > best_bytes[u] || (bytes == best_bytes[u] && rank[other] < key[u])) {
+      best_bytes[u] = bytes;
+      key[u] = rank[other];
+    }
+  };
+  for (const GroupEdge& e : units.edges) {
+    consider(e.src, e.dst, e.bytes);
+    consider(e.dst, e.src, e.bytes);
+    neighbours[e.src].push_back(e.dst);
+    neighbours[e.dst].push_back(e.src);
+  }
+  // Units with no forward neighbour: the key of the nearest keyed unit, by
+  // breadth-first search from all keyed units at once (in key order, so the
+  // result does not depend on the edge list's order beyond that).
+  std::vector<int32_t> queue;
+  for (int32_t u = 0; u < U; ++u) {
+    if (key[u] >= 0) queue.push_back(u);
+  }
+  std::stable_sort(queue.begin(), queue.end(), [&](int32_t a, int32_t b) { return key[a] < key[b]; });
+  for (size_t head = 0; head < queue.size(); ++head) {
+    const int32_t u = queue[head];
+    for (int32_t v : neighbours[u]) {
+      if (key[v] < 0) {
+        key[v] = key[u];
+        queue.push_back(v);
+      }
+    }
+  }
+  for (int32_t u = 0; u < U; ++u) {
+    if (key[u] < 0) key[u] = rank[u];  // no edges at all
+  }
+
+  std::vector<int32_t> order(U);
+  for (int32_t u = 0; u < U; ++u) order[u] = u;
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return std::tie(key[a], rank[a]) < std::tie(key[b], rank[b]); });
+  // Spacing: half by count, half by FLOPs, so that equal stretches of the
+  // order hold similar work even where a few ops carry most of it.
+  std::vector<double> flops(U, 0.0);
+  double total_flops = 0;
+  for (int32_t op = 0; op < f.num_ops; ++op) {
+    const double x = std::isfinite(graph.op(op).flops) ? std::max(0.0, graph.op(op).flops) : 0.0;
+    flops[f.unit_of_op[op]] += x;
+    total_flops += x;
+  }
+  const double count_share = total_flops > 0 ? 0.5 : 1.0;
+  f.unit_position.assign(U, 0.0f);
+  double before = 0;
+  for (int32_t u : order) {
+    const double weight = count_share / U + (total_flops > 0 ? 0.5 * flops[u] / total_flops : 0.0);
+    f.unit_position[u] = static_cast<float>(std::clamp(before + 0.5 * weight, 0.0, std::nextafter(1.0, 0.0)));
+    before += weight;
+  }
+}
+
 }  // namespace
 
 OpFeatures BuildOpFeatures(const Graph& graph, const Cluster& cluster) {
@@ -167,6 +268,7 @@ OpFeatures BuildOpFeatures(const Graph& graph, const Cluster& cluster) {
   BuildTypes(graph, f);
   BuildUnitContents(graph, f);
   BuildEdges(graph, f);
+  BuildPositions(graph, f);
   return f;
 }
 

@@ -55,6 +55,15 @@ struct OpFeatures {
   // nearest kNeighbours successors; -1 where there are fewer.
   std::vector<float> adjacency;
 
+  // [unit]: where the unit sits in a locality order, in [0, 1): forward
+  // units in the chain-following order (graph/group_order.h), every other
+  // unit (backward, update) right after the forward unit it exchanges the
+  // most bytes with (or the nearest one through the edges), positions spaced
+  // by the units' share of count and FLOPs. Units close in this order are
+  // close in the network: a layer's forward and backward ops sit together,
+  // and consecutive stretches are layers. The Grouper's locality prior reads it.
+  std::vector<float> unit_position;
+
   // The bytes of all outputs of each unit's ops: what a group's output-size
   // sum adds up.
   std::vector<float> unit_output_bytes;  // [unit]

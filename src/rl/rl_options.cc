@@ -82,6 +82,7 @@ void ValidateRlOptions(const RlOptions& o) {
   RequireCount(o.grouper_hidden, 1, 4096, "--grouper-hidden");
   RequireNumber(o.grouper_noise_std, 0, 1e3, "--grouper-noise");
   RequireCount(o.grouper_noise_steps, 0, INT64_MAX, "--grouper-noise-steps");
+  RequireNumber(o.grouper_locality, 0, 1e3, "--grouper-locality");
 }
 
 }  // namespace devplace

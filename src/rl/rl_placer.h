@@ -81,6 +81,14 @@ struct RlOptions {
   int64_t grouper_hidden = 64;      // the Grouper's hidden layer
   double grouper_noise_std = 0;     // Gaussian noise on the Grouper's logits while sampling...
   int64_t grouper_noise_steps = 0;  // ...for this many steps
+  // Starting weight of the Grouper's locality prior (learned from there):
+  // an op's logit for group g is lowered by weight x (N x position - g - 1/2)^2,
+  // its position in OpFeatures::unit_position's locality order, so the
+  // first groupings are stretches of the network (layers, with their
+  // backward ops) rather than random mixes, and group g precedes group g+1
+  // in the network as the Placer reads them. 0: no prior, the paper's
+  // Grouper (docs/rl.md has the measured difference).
+  double grouper_locality = 1.0;
 
   // The environment: deterministic by default; with noise, each placement is
   // measured the paper's way (run `measure_steps`, drop the first, average).
