@@ -83,10 +83,10 @@ TEST(PpoClippedLossTest, HugeLogRatiosGiveFiniteLossesAndGradients) {
 
 // --- Advantages and baselines ---------------------------------------------
 
-TEST(PpoAdvantagesTest, MovingAverageAndBatchMeanBaselines) {
+TEST(BaselineAdvantagesTest, MovingAverageAndBatchMeanBaselines) {
   // Rewards 0.2 and 0.4 against a moving average at 0.5 (decay 0.9).
   double baseline = 0.5;
-  std::vector<double> moving = PpoAdvantages({0.2, 0.4}, /*batch_mean=*/false, 0.9, baseline);
+  std::vector<double> moving = BaselineAdvantages({0.2, 0.4}, /*batch_mean=*/false, 0.9, baseline);
   ASSERT_EQ(moving.size(), 2u);
   EXPECT_NEAR(moving[0], 0.3, 1e-12);
   EXPECT_NEAR(moving[1], 0.1, 1e-12);
@@ -96,19 +96,19 @@ TEST(PpoAdvantagesTest, MovingAverageAndBatchMeanBaselines) {
 
   // The batch mean (0.3) is the reference; the moving average still moves.
   baseline = 0.5;
-  std::vector<double> mean = PpoAdvantages({0.2, 0.4}, /*batch_mean=*/true, 0.9, baseline);
+  std::vector<double> mean = BaselineAdvantages({0.2, 0.4}, /*batch_mean=*/true, 0.9, baseline);
   EXPECT_NEAR(mean[0], 0.1, 1e-12);
   EXPECT_NEAR(mean[1], -0.1, 1e-12);
   EXPECT_NEAR(baseline, 0.463, 1e-12);
 }
 
-TEST(PpoAdvantagesTest, OneSampleOrEqualRewardsGiveZeroNotNaN) {
+TEST(BaselineAdvantagesTest, OneSampleOrEqualRewardsGiveZeroNotNaN) {
   double baseline = 1.0;
-  std::vector<double> one = PpoAdvantages({0.7}, /*batch_mean=*/true, 0.9, baseline);
+  std::vector<double> one = BaselineAdvantages({0.7}, /*batch_mean=*/true, 0.9, baseline);
   EXPECT_EQ(one[0], 0.0);
-  std::vector<double> equal = PpoAdvantages({0.7, 0.7, 0.7}, /*batch_mean=*/true, 0.9, baseline);
+  std::vector<double> equal = BaselineAdvantages({0.7, 0.7, 0.7}, /*batch_mean=*/true, 0.9, baseline);
   for (double a : equal) EXPECT_EQ(a, 0.0);
-  EXPECT_TRUE(PpoAdvantages({}, /*batch_mean=*/true, 0.9, baseline).empty());
+  EXPECT_TRUE(BaselineAdvantages({}, /*batch_mean=*/true, 0.9, baseline).empty());
 }
 
 // --- The algorithm on a tiny policy ---------------------------------------

@@ -1,5 +1,7 @@
 #include "rl/algorithm.h"
 
+#include <vector>
+
 #include "rl/ppo.h"
 #include "rl/reinforce.h"
 #include "rl/rl_placer.h"
@@ -7,7 +9,26 @@
 
 namespace devplace {
 
+std::vector<double> BaselineAdvantages(const std::vector<double>& rewards, bool batch_mean, double baseline_decay,
+                                  double& baseline) {
+  double reference = baseline;
+  if (batch_mean && !rewards.empty()) {
+    // Summed as offsets from the first reward, so that equal rewards give
+    // a mean equal to each of them and advantages of exactly 0 (a plain sum
+    // of three 0.7s divides back to 0.7 + 1e-16).
+    double offsets = 0;
+    for (double r : rewards) offsets += r - rewards[0];
+    reference = rewards[0] + offsets / static_cast<double>(rewards.size());
+  }
+  std::vector<double> advantages;
+  advantages.reserve(rewards.size());
+  for (double r : rewards) advantages.push_back(reference - r);
+  for (double r : rewards) baseline = baseline_decay * baseline + (1 - baseline_decay) * r;
+  return advantages;
+}
+
 std::unique_ptr<Algorithm> MakeAlgorithm(const RlOptions& options) {
+  ValidateRlOptions(options);
   if (options.algorithm == "reinforce") return MakeReinforceAlgorithm(options);
   if (options.algorithm == "ppo") return MakePpoAlgorithm(options);
   throw Error("--algorithm must be reinforce or ppo, got '" + ForMessage(options.algorithm) + "'");

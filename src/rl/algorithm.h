@@ -38,6 +38,15 @@ class Algorithm {
                       const std::function<void()>& apply) = 0;
 };
 
+// The advantages of a batch's rewards, A_k = b - r_k (lower reward is
+// better, so a positive advantage is a good placement), where b is
+// `baseline` as it stands (moving average) or the batch's mean reward
+// (`batch_mean`). Then updates `baseline` over the rewards in order,
+// b = decay b + (1 - decay) r, in both cases, as REINFORCE does, so the
+// curve's baseline column means the same for every algorithm.
+std::vector<double> BaselineAdvantages(const std::vector<double>& rewards, bool batch_mean, double baseline_decay,
+                                  double& baseline);
+
 // "reinforce" or "ppo"; throws Error for any other name.
 std::unique_ptr<Algorithm> MakeAlgorithm(const RlOptions& options);
 

@@ -29,24 +29,6 @@ torch::Tensor PpoClippedLoss(const torch::Tensor& new_log_prob, const torch::Ten
   return -torch::min(unclipped, clipped).mean();
 }
 
-std::vector<double> PpoAdvantages(const std::vector<double>& rewards, bool batch_mean, double baseline_decay,
-                                  double& baseline) {
-  double reference = baseline;
-  if (batch_mean && !rewards.empty()) {
-    // Summed as offsets from the first reward, so that equal rewards give
-    // a mean equal to each of them and advantages of exactly 0 (a plain sum
-    // of three 0.7s divides back to 0.7 + 1e-16).
-    double offsets = 0;
-    for (double r : rewards) offsets += r - rewards[0];
-    reference = rewards[0] + offsets / static_cast<double>(rewards.size());
-  }
-  std::vector<double> advantages;
-  advantages.reserve(rewards.size());
-  for (double r : rewards) advantages.push_back(reference - r);
-  for (double r : rewards) baseline = baseline_decay * baseline + (1 - baseline_decay) * r;
-  return advantages;
-}
-
 PpoAlgorithm::PpoAlgorithm(const PpoSettings& settings) : settings_(settings) {
   Require(settings_.epochs >= 1, "--ppo-epochs must be at least 1, got " + std::to_string(settings_.epochs));
   // Written so that NaN fails too. A clip of 1 or more leaves the ratio no
@@ -66,7 +48,7 @@ void PpoAlgorithm::Update(Policy& policy, PolicyPass& pass, const UpdateBatch& b
                                                               " decisions but " + std::to_string(batch.rewards.size()) +
                                                               " rewards");
   const std::vector<double> advantages =
-      PpoAdvantages(batch.rewards, settings_.batch_mean_baseline, settings_.baseline_decay, baseline);
+      BaselineAdvantages(batch.rewards, settings_.batch_mean_baseline, settings_.baseline_decay, baseline);
 
   torch::Tensor old_log_prob;
   torch::Tensor advantage;
@@ -91,8 +73,7 @@ void PpoAlgorithm::Update(Policy& policy, PolicyPass& pass, const UpdateBatch& b
 }
 
 std::unique_ptr<Algorithm> MakePpoAlgorithm(const RlOptions& options) {
-  Require(options.baseline == "moving-average" || options.baseline == "batch-mean",
-          "--baseline must be 'moving-average' or 'batch-mean', got '" + ForMessage(options.baseline) + "'");
+  ValidateRlOptions(options);
   PpoSettings settings;
   settings.epochs = options.ppo_epochs;
   settings.clip = options.ppo_clip;

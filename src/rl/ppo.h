@@ -32,15 +32,6 @@ inline constexpr double kPpoMaxLogRatio = 20.0;
 torch::Tensor PpoClippedLoss(const torch::Tensor& new_log_prob, const torch::Tensor& old_log_prob,
                              const torch::Tensor& advantage, double clip);
 
-// The advantages of a batch's rewards, A_k = b - r_k (lower reward is
-// better, so a positive advantage is a good placement), where b is
-// `baseline` as it stands (moving average) or the batch's mean reward
-// (`batch_mean`). Then updates `baseline` over the rewards in order,
-// b = decay b + (1 - decay) r, in both cases, as REINFORCE does, so the
-// curve's baseline column means the same for every algorithm.
-std::vector<double> PpoAdvantages(const std::vector<double>& rewards, bool batch_mean, double baseline_decay,
-                                  double& baseline);
-
 struct PpoSettings {
   int32_t epochs = 4;             // optimiser steps per batch, >= 1
   double clip = 0.2;              // epsilon of the clipped ratio, > 0

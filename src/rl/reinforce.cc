@@ -1,7 +1,5 @@
 #include "rl/reinforce.h"
 
-#include <numeric>
-
 namespace devplace {
 namespace {
 
@@ -16,16 +14,15 @@ class Reinforce : public Algorithm {
               const std::function<void()>& apply) override {
     if (batch.decisions.empty()) return;
     PolicySamples scored = pass.Score(batch.decisions);
-    const double compared_to =
-        batch_mean_ ? std::accumulate(batch.rewards.begin(), batch.rewards.end(), 0.0) / batch.rewards.size() : baseline;
     std::vector<float> advantages;
-    for (double r : batch.rewards) advantages.push_back(static_cast<float>(r - compared_to));
-    // Minimising E[R]: descend (R - b) * log p.
-    torch::Tensor loss = (torch::tensor(advantages) * scored.log_prob).mean();
+    for (double a : BaselineAdvantages(batch.rewards, batch_mean_, baseline_decay_, baseline)) {
+      advantages.push_back(static_cast<float>(a));
+    }
+    // Minimising E[R]: ascend A * log p, A = b - R (exactly -(R - b)).
+    torch::Tensor loss = -(torch::tensor(advantages) * scored.log_prob).mean();
     if (entropy_weight_ > 0) loss = loss - entropy_weight_ * scored.entropy.mean();
     policy.module().zero_grad();
     loss.backward();
-    for (double r : batch.rewards) baseline = baseline_decay_ * baseline + (1 - baseline_decay_) * r;
     apply();
   }
 
@@ -37,6 +34,9 @@ class Reinforce : public Algorithm {
 
 }  // namespace
 
-std::unique_ptr<Algorithm> MakeReinforceAlgorithm(const RlOptions& options) { return std::make_unique<Reinforce>(options); }
+std::unique_ptr<Algorithm> MakeReinforceAlgorithm(const RlOptions& options) {
+  ValidateRlOptions(options);
+  return std::make_unique<Reinforce>(options);
+}
 
 }  // namespace devplace
