@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Installs what devplace needs, builds it, and runs the main job: the 2017
-# paper's learned placer on NMT with 1 CPU + 4 K80 under a short budget,
+# Installs what devplace needs, builds it, and runs the main job: HDP's
+# learned placer (Grouper + Placer, cold: no warm start) on NMT with
+# 1 CPU + 4 K80 under a short budget,
 # then the baselines on the same graph and cluster for comparison, and a
 # report of both (one HTML file that opens offline).
-#   GRAPH=rnnlm CLUSTER=k80x2 SECONDS_BUDGET=300 bash scripts/demo.sh
+#   GRAPH=rnnlm CLUSTER=k80x2 SECONDS_BUDGET=300 METHOD=rl bash scripts/demo.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -12,9 +13,10 @@ devplace=build/devplace
 graph=${GRAPH:-nmt}
 cluster=${CLUSTER:-k80x4}
 budget=${SECONDS_BUDGET:-60}
-out=runs/$graph-$cluster-rl
-echo "== learned placer (REINFORCE, ${budget} s) on $graph, $cluster"
-"$devplace" place --graph "$graph" --cluster "$cluster" --max-seconds "$budget" --out "$out"
+method=${METHOD:-hdp}
+out=runs/$graph-$cluster-$method
+echo "== learned placer ($method, REINFORCE, ${budget} s, cold) on $graph, $cluster"
+"$devplace" place --graph "$graph" --cluster "$cluster" --method "$method" --max-seconds "$budget" --out "$out"
 echo
 echo "== the baselines"
 "$devplace" compare --graph "$graph" --cluster "$cluster" 2>/dev/null

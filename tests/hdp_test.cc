@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <random>
@@ -219,6 +220,33 @@ TEST(OpFeaturesTest, OpNoClusterDeviceCanRunIsAnError) {
   cpus.devices = {testing::MakeDevice("cpu:0", DeviceKind::kCpu)};
   cpus.Finalize("cpus");
   EXPECT_THROW(BuildOpFeatures(g, cpus), Error);
+}
+
+TEST(HdpPolicyTest, StayBiasMakesRunsOfGroupsOverDevicesUnlessGiven) {
+  for (auto [groups, devices] : {std::pair<int64_t, int32_t>{100, 5}, {60, 3}, {40, 5}, {160, 8}}) {
+    const double s = HdpStayBias(groups, devices);
+    const double stay = std::exp(s) / (std::exp(s) + devices - 1);
+    EXPECT_NEAR(stay, 1.0 - static_cast<double>(devices) / groups, 1e-9) << groups << " groups, " << devices << " devices";
+  }
+  EXPECT_NEAR(HdpStayBias(100, 5), std::log(76.0), 1e-12);
+  EXPECT_EQ(HdpStayBias(10, 1), 0);  // one device: nothing to stay on
+  EXPECT_EQ(HdpStayBias(4, 4), 0);   // as many groups as devices: no runs to make
+  EXPECT_EQ(HdpStayBias(5, 4), 0);   // 1 - 4/5 is below uniform's 1/4... floored at no bonus
+
+  Problem p(ConstrainedGraph());
+  auto bias_of = [](Policy& policy) {
+    for (const auto& item : policy.module().named_parameters()) {
+      if (item.key() == "stay_bias") return item.value().item<double>();
+    }
+    return std::nan("");
+  };
+  RlOptions options = HdpOptions(6);
+  auto policy = MakePolicy(p, options);
+  EXPECT_NEAR(bias_of(*policy), HdpStayBias(6, p.cluster.num_devices()), 1e-6);
+  options.stay_bias = 1.5;
+  options.stay_bias_given = true;
+  policy = MakePolicy(p, options);
+  EXPECT_NEAR(bias_of(*policy), 1.5, 1e-6);
 }
 
 TEST(HdpPolicyTest, GroupCountFollowsThePaperUnlessGiven) {

@@ -188,7 +188,13 @@ void AddPlaceCommand(CLI::App& app) {
       ->group(g)->check(CLI::NonNegativeNumber);
   cmd->add_option("--tanh-constant", rl.tanh_constant, "Logits become C * tanh(logits / T): C")->group(g)->check(CLI::PositiveNumber);
   cmd->add_option("--temperature", rl.temperature, "Logits become C * tanh(logits / T): T")->group(g)->check(CLI::PositiveNumber);
-  cmd->add_option("--stay-bias", rl.stay_bias, "Starting bonus on the logit of the device the previous group got (learned)")
+  cmd->add_option_function<double>(
+         "--stay-bias",
+         [&rl](double bias) {
+           rl.stay_bias = bias;
+           rl.stay_bias_given = true;
+         },
+         "Starting bonus on the logit of the device the previous group got (learned; rl: 2, hdp: from groups and devices)")
       ->group(g)->check(CLI::Range(-100.0, 100.0));
   cmd->add_option("--group-order", rl.group_order, "Order the policy reads the groups in: chain (each chain to its end) or topological")
       ->group(g)

@@ -1,6 +1,7 @@
 #include "rl/hdp_policy.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -83,7 +84,8 @@ class HdpNetImpl : public torch::nn::Module {
     torch::NoGradGuard no_grad;
     output_->weight.zero_();
     output_->bias.zero_();
-    stay_bias_ = register_parameter("stay_bias", torch::tensor(static_cast<float>(options.stay_bias)));
+    const double stay_bias = options.stay_bias_given ? options.stay_bias : HdpStayBias(groups, devices);
+    stay_bias_ = register_parameter("stay_bias", torch::tensor(static_cast<float>(stay_bias)));
     // With the locality prior, the Grouper's network starts silent so the
     // prior alone shapes the first groupings; it learns what to change.
     locality_ = register_parameter("grouper_locality", torch::tensor(static_cast<float>(options.grouper_locality)));
@@ -402,6 +404,12 @@ int64_t HdpGroupCount(const RlOptions& options, int32_t num_devices, int64_t num
   // stays reachable, and Imitate stays exact).
   const int64_t paper = std::min<int64_t>(256, 20 * int64_t{num_devices});
   return std::min(paper, std::max<int64_t>(num_units, num_devices));
+}
+
+double HdpStayBias(int64_t groups, int32_t num_devices) {
+  const double n = static_cast<double>(groups), d = num_devices;
+  if (d < 2 || n <= d) return 0;
+  return std::log(std::max(1.0, (n - d) * (d - 1) / d));
 }
 
 std::unique_ptr<Policy> MakeHdpPolicy(const PlacementProblem& problem, const RlOptions& options) {

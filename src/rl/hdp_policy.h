@@ -43,6 +43,13 @@ namespace devplace {
 // number of devices.
 int64_t HdpGroupCount(const RlOptions& options, int32_t num_devices, int64_t num_units);
 
+// The Placer's starting stay bonus when the user gave none: s with
+// P(previous group's device) = e^s / (e^s + D - 1) = 1 - D / N, so the
+// first placements change device about D times over the N groups (runs of
+// N / D groups: with the locality prior, a D-stage split of the network)
+// whatever N and D are. 0 when that probability is not above 1 / D.
+double HdpStayBias(int64_t groups, int32_t num_devices);
+
 // The two halves of log p(decision), [samples] each.
 struct HdpLogProbs {
   torch::Tensor grouping;

@@ -64,6 +64,10 @@ struct RlOptions {
   // (learned from there): with groups read chain by chain, a good placement
   // is a few long runs of one device (docs/rl.md).
   double stay_bias = 2.0;
+  // Whether the user chose stay_bias. HDP, when not, starts its bonus at
+  // HdpStayBias(groups, devices) instead: its group sequence is longer and
+  // its first groupings are stretches of the network (rl/hdp_policy.h).
+  bool stay_bias_given = false;
   // Network sizes. The public implementation uses 256 per encoder direction
   // and 512 in the decoder; on a 2-core machine half of each trains about
   // three times faster (a recurrent weight's gradient is rewritten at every
