@@ -28,7 +28,6 @@ std::vector<double> BaselineAdvantages(const std::vector<double>& rewards, bool 
 }
 
 std::unique_ptr<Algorithm> MakeAlgorithm(const RlOptions& options) {
-  ValidateRlOptions(options);
   if (options.algorithm == "reinforce") return MakeReinforceAlgorithm(options);
   if (options.algorithm == "ppo") return MakePpoAlgorithm(options);
   throw Error("--algorithm must be reinforce or ppo, got '" + ForMessage(options.algorithm) + "'");

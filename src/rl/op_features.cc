@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <limits>
 #include <tuple>
 #include <unordered_map>
 
 #include "graph/group_order.h"
 #include "graph/grouping.h"
+#include "sim/simulator.h"
 #include "util/error.h"
 
 namespace devplace {
@@ -120,21 +120,27 @@ void BuildUnitContents(const Graph& graph, OpFeatures& f) {
 
 // The unit-to-unit edge list (deduplicated, with multiplicities) and each
 // unit's nearest neighbours.
-void BuildEdges(const Graph& graph, OpFeatures& f) {
-  std::vector<uint64_t> keys;
-  keys.reserve(graph.data_edges().size());
+std::vector<int64_t> BuildEdges(const Graph& graph, OpFeatures& f) {
+  // (src unit, dst unit, bytes of the tensor) per op-level data edge.
+  std::vector<std::tuple<uint32_t, uint32_t, int64_t>> flows;
+  flows.reserve(graph.data_edges().size());
   for (const DataEdge& e : graph.data_edges()) {
     const uint32_t src = static_cast<uint32_t>(f.unit_of_op[e.src]);
     const uint32_t dst = static_cast<uint32_t>(f.unit_of_op[e.dst]);
-    if (src != dst) keys.push_back(uint64_t{src} << 32 | dst);
+    if (src != dst) flows.emplace_back(src, dst, graph.op(e.src).outputs[e.src_output].bytes);
   }
-  std::sort(keys.begin(), keys.end());
-  for (size_t i = 0; i < keys.size();) {
+  std::sort(flows.begin(), flows.end());
+  std::vector<int64_t> edge_bytes;
+  for (size_t i = 0; i < flows.size();) {
     size_t j = i;
-    while (j < keys.size() && keys[j] == keys[i]) ++j;
-    f.edge_src.push_back(static_cast<int32_t>(keys[i] >> 32));
-    f.edge_dst.push_back(static_cast<int32_t>(keys[i] & 0xffffffffu));
+    int64_t bytes = 0;
+    for (; j < flows.size() && std::get<0>(flows[j]) == std::get<0>(flows[i]) && std::get<1>(flows[j]) == std::get<1>(flows[i]); ++j) {
+      bytes = SaturatingAddBytes(bytes, std::get<2>(flows[j]));
+    }
+    f.edge_src.push_back(static_cast<int32_t>(std::get<0>(flows[i])));
+    f.edge_dst.push_back(static_cast<int32_t>(std::get<1>(flows[i])));
     f.edge_count.push_back(static_cast<float>(j - i));
+    edge_bytes.push_back(bytes);
     i = j;
   }
 
@@ -159,29 +165,18 @@ void BuildEdges(const Graph& graph, OpFeatures& f) {
     fill(u, predecessors[u], row);
     fill(u, successors[u], row + OpFeatures::kNeighbours);
   }
+  return edge_bytes;
 }
 
 // The locality order of the units (see OpFeatures::unit_position).
-void BuildPositions(const Graph& graph, OpFeatures& f) {
+// `edge_bytes` is BuildEdges' bytes for each unit pair of f.edge_src/dst.
+void BuildPositions(const Graph& graph, const std::vector<int64_t>& edge_bytes, OpFeatures& f) {
   const int32_t U = f.num_units;
   // The unit graph with bytes, as the chain-following order reads it.
-  std::vector<std::tuple<int32_t, int32_t, int64_t>> flows;
-  flows.reserve(graph.data_edges().size());
-  for (const DataEdge& e : graph.data_edges()) {
-    const int32_t src = f.unit_of_op[e.src], dst = f.unit_of_op[e.dst];
-    if (src != dst) flows.emplace_back(src, dst, graph.op(e.src).outputs[e.src_output].bytes);
-  }
-  std::sort(flows.begin(), flows.end());
   Grouping units;
   units.groups.resize(U);
-  for (const auto& [src, dst, bytes] : flows) {
-    if (!units.edges.empty() && units.edges.back().src == src && units.edges.back().dst == dst) {
-      int64_t& sum = units.edges.back().bytes;
-      sum = bytes > std::numeric_limits<int64_t>::max() - sum ? std::numeric_limits<int64_t>::max() : sum + bytes;
-    } else {
-      units.edges.push_back({src, dst, bytes});
-    }
-  }
+  units.edges.reserve(f.num_edges());
+  for (int32_t e = 0; e < f.num_edges(); ++e) units.edges.push_back({f.edge_src[e], f.edge_dst[e], edge_bytes[e]});
   std::vector<int32_t> rank(U);
   {
     const std::vector<int32_t> order = ChainFollowingOrder(units);
@@ -267,8 +262,8 @@ OpFeatures BuildOpFeatures(const Graph& graph, const Cluster& cluster) {
   BuildUnits(graph, cluster, f);
   BuildTypes(graph, f);
   BuildUnitContents(graph, f);
-  BuildEdges(graph, f);
-  BuildPositions(graph, f);
+  const std::vector<int64_t> edge_bytes = BuildEdges(graph, f);
+  BuildPositions(graph, edge_bytes, f);
   return f;
 }
 
