@@ -6,13 +6,16 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <limits>
 #include <cstdio>
 #include <map>
 #include <random>
 #include <set>
 
 #include "rl/hdp_policy.h"
+#include "rl/methods.h"
 #include "rl/op_features.h"
+#include "rl/optimizer.h"
 #include "rl/rl_placer.h"
 #include "placement_problem.h"
 #include "test_util.h"
@@ -247,6 +250,186 @@ TEST(HdpPolicyTest, StayBiasMakesRunsOfGroupsOverDevicesUnlessGiven) {
   options.stay_bias_given = true;
   policy = MakePolicy(p, options);
   EXPECT_NEAR(bias_of(*policy), 1.5, 1e-6);
+}
+
+// HDP's stay bonus and locality weight learn at --prior-learning-rate, the
+// rest at --learning-rate: one Adam step moves each by about its own rate.
+// The 2017 policy has no priors (its stay bonus keeps the network's rate,
+// as its pinned curve needs).
+TEST(HdpPolicyTest, PriorsLearnAtTheirOwnRate) {
+  Problem p(ConstrainedGraph());
+  RlOptions options = HdpOptions(6);
+  options.learning_rate = 1e-4;
+  options.prior_learning_rate = 0.05;
+  auto policy = MakePolicy(p, options);
+  auto optimizer = MakePolicyOptimizer(*policy, options);
+  ASSERT_EQ(optimizer->param_groups().size(), 2u);
+  EXPECT_EQ(optimizer->param_groups()[1].params().size(), 2u);
+  EXPECT_EQ(optimizer->param_groups()[0].params().size() + 2, policy->module().parameters().size());
+
+  auto values = [&] {
+    std::map<std::string, torch::Tensor> out;
+    for (const auto& item : policy->module().named_parameters()) out[item.key()] = item.value().detach().clone();
+    return out;
+  };
+  const auto before = values();
+  torch::Generator gen = Seeded(4);
+  auto pass = policy->Begin();
+  PolicySamples sampled = pass->Sample(8, gen, {});
+  torch::Tensor loss = pass->Score(sampled.decisions).log_prob.mean();  // any loss that reaches every part
+  policy->module().zero_grad();
+  loss.backward();
+  optimizer->step();
+  const auto after = values();
+  for (const auto& [name, value] : before) {
+    const double moved = (after.at(name) - value).abs().max().item<double>();
+    if (name == "stay_bias" || name == "grouper_locality") {
+      EXPECT_NEAR(moved, 0.05, 0.005) << name;  // Adam's first step: the rate times the gradient's sign
+    } else {
+      EXPECT_LE(moved, 1.1e-4) << name;
+    }
+  }
+
+  // Both rates decay on the same schedule.
+  options.lr_decay = 0.5;
+  options.lr_decay_every = 10;
+  options.lr_decay_start = 100;
+  EXPECT_DOUBLE_EQ(ScheduledLearningRates(options, 100).priors, 0.05);
+  EXPECT_DOUBLE_EQ(ScheduledLearningRates(options, 125).priors, 0.0125);
+  EXPECT_DOUBLE_EQ(ScheduledLearningRates(options, 125).network, 2.5e-5);
+  SetLearningRates(*optimizer, ScheduledLearningRates(options, 125));
+  EXPECT_DOUBLE_EQ(static_cast<torch::optim::AdamOptions&>(optimizer->param_groups()[1].options()).lr(), 0.0125);
+
+  RlOptions rl = options;
+  rl.method = "rl";
+  torch::manual_seed(1);
+  auto seq2seq = devplace::MakePolicy(p.get(), rl);
+  EXPECT_EQ(MakePolicyOptimizer(*seq2seq, rl)->param_groups().size(), 1u);
+}
+
+// A network of `modules` blocks, each two heavy parallel branches between a
+// light input and a light join (an Inception-like shape): its fast
+// placements put the two branches of a block on different GPUs.
+Graph BranchyGraph(int modules) {
+  Graph g;
+  int32_t prev = -1;
+  for (int m = 0; m < modules; ++m) {
+    const std::string b = "block" + std::to_string(m);
+    const int32_t in = g.AddOp(MakeOp(g.num_ops(), b + "/in", 1e6, 4000));
+    if (prev >= 0) g.AddDataEdge(prev, 0, in);
+    const int32_t left = g.AddOp(MakeOp(g.num_ops(), b + "/left", 1e9, 4000));
+    const int32_t right = g.AddOp(MakeOp(g.num_ops(), b + "/right", 1e9, 4000));
+    const int32_t join = g.AddOp(MakeOp(g.num_ops(), b + "/join", 1e6, 4000));
+    g.AddDataEdge(in, 0, left);
+    g.AddDataEdge(in, 0, right);
+    g.AddDataEdge(left, 0, join);
+    g.AddDataEdge(right, 0, join);
+    prev = join;
+  }
+  g.Finalize("branchy");
+  return g;
+}
+
+// Two layers unrolled over `steps` (an RNN-like shape): layer 1's step t
+// needs layer 0's step t and its own step t-1, and sending a tensor costs
+// 40 % of an op.
+// Its fast placements give each layer a device, so the layers overlap in
+// time and only the layer-to-layer tensors cross.
+Graph TwoLayerGraph(int steps) {
+  Graph g;
+  std::vector<int32_t> below;
+  for (int layer = 0; layer < 2; ++layer) {
+    std::vector<int32_t> row;
+    for (int t = 0; t < steps; ++t) {
+      // (appended piece by piece: GCC 12 warns, wrongly, on the chain of +)
+      std::string name = "layer" + std::to_string(layer);
+      name += "/step";
+      name += std::to_string(t);
+      const int32_t op = g.AddOp(MakeOp(g.num_ops(), name, 1e9, 400'000));
+      if (t > 0) g.AddDataEdge(row.back(), 0, op);
+      if (layer > 0) g.AddDataEdge(below[t], 0, op);
+      row.push_back(op);
+    }
+    below = row;
+  }
+  g.Finalize("two layers");
+  return g;
+}
+
+// The stay bonus HDP starts from after measuring its probes on `graph`.
+double ChosenStayBias(Graph graph, const RlOptions& options, std::vector<double>* times_s = nullptr) {
+  Problem p(std::move(graph), testing::MakeSlowCpuCluster());
+  auto policy = MakePolicy(p, options);
+  std::vector<double> times;
+  for (const Decision& d : policy->StartProbes()) {
+    const SimResult r = p.simulator.Run(policy->ToPlacement(d));
+    times.push_back(r.invalid || r.oom ? std::numeric_limits<double>::infinity() : r.step_time_us * 1e-6);
+  }
+  policy->ChooseStart(times);
+  if (times_s != nullptr) *times_s = times;
+  return policy->prior_parameters()[0].item<double>();
+}
+
+TEST(HdpPolicyTest, ProbeRunLengthsHalveFromOneStagePerDevice) {
+  EXPECT_EQ(HdpProbeRunLengths(60, 2), (std::vector<double>{30, 15, 7.5, 3.75, 1}));
+  EXPECT_EQ(HdpProbeRunLengths(100, 4), (std::vector<double>{25, 12.5, 6.25, 3.125, 1}));
+  EXPECT_EQ(HdpProbeRunLengths(3, 2), (std::vector<double>{1}));
+  for (double run : {2.0, 5.0, 20.0}) {
+    const double s = HdpStayBiasForRuns(run, 3);
+    EXPECT_NEAR(std::exp(s) / (std::exp(s) + 2), 1 - 1 / run, 1e-9) << run;
+  }
+  EXPECT_EQ(HdpStayBiasForRuns(1, 3), 0);
+  EXPECT_EQ(HdpStayBiasForRuns(1.2, 3), 0);  // below uniform: no bonus, never a malus
+}
+
+// Each probe is the locality prior's grouping placed in runs over the fast
+// devices (not the slow host CPU); the start takes the fastest probe's run.
+TEST(HdpPolicyTest, StartProbesPlaceStretchesInRunsAndTheFastestSetsTheStayBonus) {
+  Problem p(BranchyGraph(6), testing::MakeSlowCpuCluster());
+  RlOptions options = HdpOptions(8);
+  auto policy = MakePolicy(p, options);
+  const std::vector<Decision> probes = policy->StartProbes();
+  const std::vector<double> runs = HdpProbeRunLengths(8, 2);  // the two GPUs
+  ASSERT_EQ(probes.size(), runs.size());
+  const int64_t U = policy->num_units();
+  for (size_t i = 0; i < probes.size(); ++i) {
+    for (int64_t g = 0; g < 8; ++g) {
+      EXPECT_EQ(probes[i][U + g], 1 + static_cast<int64_t>(std::floor(g / runs[i])) % 2) << "probe " << i << " group " << g;
+    }
+    for (int64_t u = 1; u < U; ++u) EXPECT_LE(probes[0][u - 1], 7);
+  }
+  // Groups follow the locality order: a stretch of units per group.
+  std::vector<float> position = BuildOpFeatures(p.graph, p.cluster).unit_position;
+  for (int64_t u = 0; u < U; ++u) EXPECT_EQ(probes[0][u], static_cast<int32_t>(std::floor(position[u] * 8))) << u;
+
+  auto stay = [&] { return policy->prior_parameters()[0].item<double>(); };
+  const double untouched = stay();
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> times(runs.size(), 2.0);
+  times[1] = 1.0;
+  times[2] = inf;
+  policy->ChooseStart(times);
+  EXPECT_EQ(stay(), untouched);  // one ran out of memory: runs of N / D stay
+  times[2] = 3.0;
+  policy->ChooseStart(times);
+  EXPECT_NEAR(stay(), HdpStayBiasForRuns(runs[1], 3), 1e-6);
+  policy->ChooseStart(std::vector<double>(runs.size(), 1.0));  // a tie: the longest run, capped at N / D
+  EXPECT_NEAR(stay(), HdpStayBias(8, 3), 1e-6);
+
+  options.stay_bias = 1;
+  options.stay_bias_given = true;
+  EXPECT_TRUE(MakePolicy(p, options)->StartProbes().empty());  // a given bonus is used as it is
+}
+
+// The point of probing: a network of parallel branches starts with short
+// runs (neighbouring stretches on different devices), an unrolled one with
+// long runs (a device per layer).
+TEST(HdpPolicyTest, BranchyNetworksStartWithShortRunsAndUnrolledOnesWithLong) {
+  std::vector<double> branchy_s, layered_s;
+  const double branchy = ChosenStayBias(BranchyGraph(8), HdpOptions(16), &branchy_s);
+  const double layered = ChosenStayBias(TwoLayerGraph(16), HdpOptions(16), &layered_s);
+  EXPECT_EQ(branchy, 0) << ::testing::PrintToString(branchy_s);
+  EXPECT_NEAR(layered, HdpStayBias(16, 3), 1e-6) << ::testing::PrintToString(layered_s);
 }
 
 TEST(HdpPolicyTest, GroupCountFollowsThePaperUnlessGiven) {

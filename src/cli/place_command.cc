@@ -172,6 +172,9 @@ void AddPlaceCommand(CLI::App& app) {
                   "HDP: starting weight of the Grouper's prior for stretches of the network (learned; 0 = the paper's Grouper)")
       ->group(g);
   cmd->add_option("--learning-rate", rl.learning_rate, "Adam's learning rate")->group(g)->check(CLI::PositiveNumber);
+  cmd->add_option("--prior-learning-rate", rl.prior_learning_rate,
+                  "HDP: Adam's learning rate for the starting stay bonus and locality weight")
+      ->group(g)->check(CLI::PositiveNumber);
   cmd->add_option("--lr-decay", rl.lr_decay, "Learning-rate decay factor")->group(g)->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--lr-decay-every", rl.lr_decay_every, "Steps between decays")->group(g)->check(CLI::NonNegativeNumber);
   cmd->add_option("--lr-decay-start", rl.lr_decay_start, "Step at which decay begins")->group(g)->check(CLI::NonNegativeNumber);

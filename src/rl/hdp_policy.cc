@@ -97,6 +97,11 @@ class HdpNetImpl : public torch::nn::Module {
 
   int64_t units() const { return units_; }
   int64_t groups() const { return groups_; }
+  std::vector<torch::Tensor> priors() const { return {stay_bias_, locality_}; }
+  void set_stay_bias(double value) {
+    torch::NoGradGuard no_grad;
+    stay_bias_.fill_(value);
+  }
   int64_t devices() const { return devices_; }
   // Per group: its out-edge and in-edge counts to every group, its op-type
   // mix, its share of the output bytes.
@@ -318,6 +323,18 @@ class HdpPolicy : public Policy {
         net_(*features_, groups, cluster.num_devices(), options) {
     device_kind_.reserve(cluster.num_devices());
     for (const Device& d : cluster.devices) device_kind_.push_back(MaskOf(d.kind));
+    // The start probes spread stretches over the fast devices (at least half
+    // the fastest one's peak): over a host CPU as well, every probe would
+    // mostly measure the CPU's share, whatever its run length.
+    double fastest = 0;
+    for (const Device& d : cluster.devices) fastest = std::max(fastest, d.peak_flops_per_s);
+    for (int32_t d = 0; d < cluster.num_devices(); ++d) {
+      if (cluster.devices[d].peak_flops_per_s >= 0.5 * fastest) probe_devices_.push_back(d);
+    }
+    if (probe_devices_.size() < 2) {
+      probe_devices_.resize(cluster.num_devices());
+      for (int32_t d = 0; d < cluster.num_devices(); ++d) probe_devices_[d] = d;
+    }
     // Soft placement: a unit its group's device cannot run goes to the
     // first device that can (features_ made sure there is one).
     fallback_.resize(features_->num_units);
@@ -370,28 +387,77 @@ class HdpPolicy : public Policy {
   }
 
   torch::nn::Module& module() override { return *net_; }
+  std::vector<torch::Tensor> prior_parameters() override { return net_->priors(); }
 
   std::unique_ptr<Policy> MakeSibling() const override {
-    return std::unique_ptr<Policy>(new HdpPolicy(features_, device_kind_, groups_, options_, fallback_));
+    return std::unique_ptr<Policy>(new HdpPolicy(features_, device_kind_, groups_, options_, fallback_, probe_devices_));
+  }
+
+  // With no --stay-bias, the start is measured rather than assumed: the
+  // locality prior's own grouping (unit u in group floor(N position(u)))
+  // placed in runs of L groups per device, round robin over the fast
+  // devices, for each L of HdpProbeRunLengths. An unrolled network runs
+  // fastest as a few long stretches (its layers overlap in time); a network
+  // of parallel branches, alternating between neighbouring stretches.
+  std::vector<Decision> StartProbes() const override {
+    if (options_.stay_bias_given || probe_devices_.size() < 2) return {};
+    const int32_t U = features_->num_units;
+    Decision grouped(U + groups_);
+    for (int32_t u = 0; u < U; ++u) {
+      const double slot = std::floor(static_cast<double>(features_->unit_position[u]) * static_cast<double>(groups_));
+      grouped[u] = static_cast<int32_t>(std::clamp<double>(slot, 0, static_cast<double>(groups_ - 1)));
+    }
+    std::vector<Decision> probes;
+    const int64_t P = static_cast<int64_t>(probe_devices_.size());
+    for (double run : probe_runs()) {
+      Decision d = grouped;
+      for (int64_t g = 0; g < groups_; ++g) d[U + g] = probe_devices_[static_cast<int64_t>(std::floor(g / run)) % P];
+      probes.push_back(std::move(d));
+    }
+    return probes;
+  }
+
+  // The stay bonus of the fastest probe's run length; on a tie, the longer
+  // run (the order of HdpProbeRunLengths). Unchanged (runs of N / D) unless
+  // every probe ran: where some run out of memory, memory rather than run
+  // length tells them apart (the large RNNLM fits the GPUs at some run
+  // lengths only, and its fast placements use the host's memory too).
+  void ChooseStart(const std::vector<double>& step_times_s) override {
+    const std::vector<double> runs = probe_runs();
+    if (step_times_s.size() != runs.size()) {
+      throw Error("HDP's start: " + std::to_string(step_times_s.size()) + " probe times for " + std::to_string(runs.size()) + " probes");
+    }
+    if (runs.empty() || !std::all_of(step_times_s.begin(), step_times_s.end(), [](double t) { return std::isfinite(t); })) return;
+    const size_t best = static_cast<size_t>(std::min_element(step_times_s.begin(), step_times_s.end()) - step_times_s.begin());
+    // Runs are capped at N / D: the Placer spreads over all D devices, and
+    // longer runs would leave some of them out from the start.
+    const int32_t D = static_cast<int32_t>(device_kind_.size());
+    net_->set_stay_bias(HdpStayBiasForRuns(std::min(runs[best], static_cast<double>(groups_) / D), D));
   }
 
   int64_t num_units() const override { return features_->num_units; }
 
  private:
   HdpPolicy(std::shared_ptr<const OpFeatures> features, std::vector<DeviceKindMask> device_kind, int64_t groups,
-            const RlOptions& options, std::vector<int32_t> fallback)
+            const RlOptions& options, std::vector<int32_t> fallback, std::vector<int32_t> probe_devices)
       : features_(std::move(features)),
         groups_(groups),
         options_(options),
         device_kind_(std::move(device_kind)),
         fallback_(std::move(fallback)),
+        probe_devices_(std::move(probe_devices)),
         net_(*features_, groups, static_cast<int64_t>(device_kind_.size()), options) {}
+
+  // From N / P groups (a P-stage split over the P probe devices, each
+  // stage its share of the network) down to 1.
+  std::vector<double> probe_runs() const { return HdpProbeRunLengths(groups_, static_cast<int32_t>(probe_devices_.size())); }
 
   std::shared_ptr<const OpFeatures> features_;
   int64_t groups_;
   RlOptions options_;
   std::vector<DeviceKindMask> device_kind_;  // [device]: the mask of its kind
   std::vector<int32_t> fallback_;            // [unit]: the first device that can run it
+  std::vector<int32_t> probe_devices_;       // the devices the start probes use
   HdpNet net_;
 };
 
@@ -406,10 +472,21 @@ int64_t HdpGroupCount(const RlOptions& options, int32_t num_devices, int64_t num
   return std::min(paper, std::max<int64_t>(num_units, num_devices));
 }
 
+double HdpStayBiasForRuns(double run_groups, int32_t num_devices) {
+  if (num_devices < 2 || !(run_groups > 1)) return 0;
+  return std::log(std::max(1.0, (run_groups - 1) * (num_devices - 1)));
+}
+
 double HdpStayBias(int64_t groups, int32_t num_devices) {
-  const double n = static_cast<double>(groups), d = num_devices;
-  if (d < 2 || n <= d) return 0;
-  return std::log(std::max(1.0, (n - d) * (d - 1) / d));
+  if (num_devices < 2) return 0;
+  return HdpStayBiasForRuns(static_cast<double>(groups) / num_devices, num_devices);
+}
+
+std::vector<double> HdpProbeRunLengths(int64_t groups, int32_t num_probe_devices) {
+  std::vector<double> out;
+  for (double run = static_cast<double>(groups) / std::max(1, num_probe_devices); run >= 2; run /= 2) out.push_back(run);
+  out.push_back(1);
+  return out;
 }
 
 std::unique_ptr<Policy> MakeHdpPolicy(const PlacementProblem& problem, const RlOptions& options) {

@@ -32,6 +32,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "rl/policy.h"
 #include "rl/rl_placer.h"
@@ -43,12 +44,21 @@ namespace devplace {
 // number of devices.
 int64_t HdpGroupCount(const RlOptions& options, int32_t num_devices, int64_t num_units);
 
-// The Placer's starting stay bonus when the user gave none: s with
-// P(previous group's device) = e^s / (e^s + D - 1) = 1 - D / N, so the
-// first placements change device about D times over the N groups (runs of
-// N / D groups: with the locality prior, a D-stage split of the network)
-// whatever N and D are. 0 when that probability is not above 1 / D.
+// A stay bonus s with P(previous group's device) = e^s / (e^s + D - 1) =
+// 1 - 1 / run_groups, so that runs of one device are about run_groups
+// groups long. 0 when that probability is not above 1 / D.
+double HdpStayBiasForRuns(double run_groups, int32_t num_devices);
+
+// The Placer's stay bonus before its start is chosen: runs of N / D groups,
+// so the first placements change device about D times over the N groups
+// (with the locality prior, a D-stage split of the network) whatever N and
+// D are.
 double HdpStayBias(int64_t groups, int32_t num_devices);
+
+// The run lengths, in groups, that HDP's start probes try over P devices
+// when the user gave no --stay-bias: N / P, then halved while at least 2,
+// then 1.
+std::vector<double> HdpProbeRunLengths(int64_t groups, int32_t num_probe_devices);
 
 // The two halves of log p(decision), [samples] each.
 struct HdpLogProbs {

@@ -62,6 +62,20 @@ class Policy {
   // controllers).
   virtual torch::nn::Module& module() = 0;
 
+  // The scalars of module() that set where the search starts (a stay bonus,
+  // a locality weight): the optimiser moves them at
+  // RlOptions::prior_learning_rate rather than the network's rate, so a
+  // start that does not suit the graph is left within tens of updates.
+  // None by default (every parameter learns at the network's rate).
+  virtual std::vector<torch::Tensor> prior_parameters() { return {}; }
+
+  // Decisions the loop measures once before a fresh run's first update
+  // (not on resume: the checkpoint holds the start already chosen), whose
+  // step times pick where the search starts: ChooseStart gets them in order,
+  // +infinity for one that did not run. None by default.
+  virtual std::vector<Decision> StartProbes() const { return {}; }
+  virtual void ChooseStart(const std::vector<double>& step_times_s) { (void)step_times_s; }
+
   // A policy of the same shape with its own parameters (their values do not
   // matter: the loop copies them), for one more controller.
   virtual std::unique_ptr<Policy> MakeSibling() const = 0;

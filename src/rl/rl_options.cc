@@ -49,6 +49,7 @@ void ValidateRlOptions(const RlOptions& o) {
   // Past these bounds the policy's float arithmetic overflows into NaN
   // (C * tanh(x / T) with T near 0, a bonus or noise near float's range).
   RequirePositive(o.learning_rate, 1, "--learning-rate");
+  RequirePositive(o.prior_learning_rate, 1, "--prior-learning-rate");
   RequireNumber(o.lr_decay, 0, 1, "--lr-decay");
   RequireCount(o.lr_decay_every, 0, INT64_MAX, "--lr-decay-every");
   RequireCount(o.lr_decay_start, 0, INT64_MAX, "--lr-decay-start");

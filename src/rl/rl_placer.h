@@ -45,6 +45,14 @@ struct RlOptions {
   // whatever it sampled first; at 0.001 it still settles on one device
   // within some 100 updates on the LSTM models (see docs/rl.md).
   double learning_rate = 0.0003;
+  // Adam's rate for the scalars that set a policy's start (HDP's stay bonus
+  // and locality weight; Policy::prior_parameters). At the network's rate
+  // they would stay where they start for the whole search (0.0003 a step);
+  // at this one a start that does not suit the graph (long runs of one
+  // device on a graph of parallel branches) is left within some 100 updates
+  // (docs/rl.md). The 2017 placer has none: its stay bonus keeps the
+  // network's rate.
+  double prior_learning_rate = 0.03;
   double lr_decay = 0.95;
   int64_t lr_decay_every = 50;
   int64_t lr_decay_start = 400;

@@ -10,11 +10,13 @@
 #include <malloc.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -23,6 +25,7 @@
 #include "rl/checkpoint_facts.h"
 #include "rl/checkpoint_file.h"
 #include "rl/methods.h"
+#include "rl/optimizer.h"
 #include "rl/policy.h"
 #include "rl/rl_placer.h"
 #include "rl/run_files.h"
@@ -60,8 +63,7 @@ class Trainer {
     // The policy's parameters start random: from the run's seed.
     torch::manual_seed(static_cast<uint64_t>(options.seed));
     shared_ = MakePolicy(problem, options);
-    optimizer_ = std::make_unique<torch::optim::Adam>(shared_->module().parameters(),
-                                                      torch::optim::AdamOptions(options.learning_rate));
+    optimizer_ = MakePolicyOptimizer(*shared_, options);
     failing_reward_ = std::sqrt(options.failing_runtime_s > 0 ? options.failing_runtime_s : AutomaticFailingRuntimeS());
     if (!std::isfinite(failing_reward_)) {
       throw Error("cannot pick a failing step time for graph " + ForMessage(problem.graph.name) + " on cluster " +
@@ -107,8 +109,9 @@ class Trainer {
     CheckOutFolder();
     if (options_.resume) {
       LoadCheckpoint();
-    } else if (!options_.warm_start.empty()) {
-      WarmStart();
+    } else {
+      ProbeStart();
+      if (!options_.warm_start.empty()) WarmStart();
     }
     OpenOutput();
     last_checkpoint_ = Clock::now();
@@ -198,15 +201,6 @@ class Trainer {
     if (best_file_stale_) WriteBestPlacement();
   }
 
-  double LearningRate(int64_t step) const {
-    if (step <= options_.lr_decay_start || options_.lr_decay_every <= 0) return options_.learning_rate;
-    return options_.learning_rate * std::pow(options_.lr_decay, static_cast<double>((step - options_.lr_decay_start) / options_.lr_decay_every));
-  }
-
-  void SetLearningRate(double lr) {
-    for (auto& group : optimizer_->param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
-  }
-
   // One update by one controller: sample K, measure, REINFORCE.
   void Step(Controller& controller) {
     int64_t step;
@@ -265,7 +259,7 @@ class Trainer {
     progress.failed_fraction = 1.0 - static_cast<double>(ran) / outcomes.size();
     progress.samples_per_second = progress.seconds > 0 ? samples_ / progress.seconds : 0;
     progress.samples_used = static_cast<int32_t>(used.decisions.size());
-    AppendCurveRow(progress, controller.baseline, LearningRate(step));
+    AppendCurveRow(progress, controller.baseline, ScheduledLearningRates(options_, step).network);
     if (on_step_) on_step_(progress);
     if (CheckpointDue()) SaveCheckpoint();
     HoldPoint("step-end");
@@ -303,9 +297,33 @@ class Trainer {
       }
     }
     torch::nn::utils::clip_grad_norm_(shared_->module().parameters(), options_.grad_clip_norm);
-    SetLearningRate(LearningRate(step));
+    SetLearningRates(*optimizer_, ScheduledLearningRates(options_, step));
     optimizer_->step();
     if (controller.policy != shared_.get()) CopyParameters(*shared_, *controller.policy);
+  }
+
+  // Measures the policy's start probes (Policy::StartProbes) as samples of
+  // the search (they count in its budget, and one may be its first best),
+  // then lets the policy choose its start from their times.
+  void ProbeStart() {
+    const std::vector<Decision> probes = shared_->StartProbes();
+    if (probes.empty()) return;
+    std::vector<Placement> placements;
+    placements.reserve(probes.size());
+    for (const Decision& d : probes) placements.push_back(shared_->ToPlacement(d));
+    // Batch -1: noise seeds of their own, apart from every update's.
+    const std::vector<Outcome> outcomes = controllers_[0]->environment->Measure(placements, -1, 0);
+    std::vector<double> times_s(outcomes.size(), std::numeric_limits<double>::infinity());
+    for (size_t i = 0; i < outcomes.size(); ++i) {
+      if (!outcomes[i].ok) continue;
+      times_s[i] = outcomes[i].step_time_s;
+      RecordBest(placements[i], outcomes[i].step_time_s);
+    }
+    samples_ += static_cast<int64_t>(probes.size());
+    shared_->ChooseStart(times_s);
+    for (auto& controller : controllers_) {
+      if (controller->policy != shared_.get()) CopyParameters(*shared_, *controller->policy);
+    }
   }
 
   // The placement a warm start imitates: a placement file, a baseline
@@ -355,7 +373,7 @@ class Trainer {
       shared_->module().zero_grad();
       loss.backward();
       torch::nn::utils::clip_grad_norm_(shared_->module().parameters(), options_.grad_clip_norm);
-      SetLearningRate(0.01);  // supervised: a larger step is safe; 300 steps imitate a pipeline over 170 groups
+      SetLearningRates(*optimizer_, {0.01, 0.01});  // supervised: a larger step is safe; 300 steps imitate a pipeline over 170 groups
       optimizer_->step();
     }
     Outcome measured = controllers_[0]->environment->MeasureOne(target_placement);

@@ -1,0 +1,41 @@
+#include "rl/optimizer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+#include <vector>
+
+namespace devplace {
+
+std::unique_ptr<torch::optim::Adam> MakePolicyOptimizer(Policy& policy, const RlOptions& options) {
+  const std::vector<torch::Tensor> priors = policy.prior_parameters();
+  auto is_prior = [&](const torch::Tensor& t) {
+    return std::any_of(priors.begin(), priors.end(),
+                       [&](const torch::Tensor& p) { return p.unsafeGetTensorImpl() == t.unsafeGetTensorImpl(); });
+  };
+  std::vector<torch::Tensor> network;
+  for (const torch::Tensor& t : policy.module().parameters()) {
+    if (!is_prior(t)) network.push_back(t);
+  }
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(network, std::make_unique<torch::optim::AdamOptions>(options.learning_rate));
+  if (!priors.empty()) groups.emplace_back(priors, std::make_unique<torch::optim::AdamOptions>(options.prior_learning_rate));
+  return std::make_unique<torch::optim::Adam>(std::move(groups), torch::optim::AdamOptions(options.learning_rate));
+}
+
+LearningRates ScheduledLearningRates(const RlOptions& options, int64_t step) {
+  double factor = 1;
+  if (step > options.lr_decay_start && options.lr_decay_every > 0) {
+    factor = std::pow(options.lr_decay, static_cast<double>((step - options.lr_decay_start) / options.lr_decay_every));
+  }
+  return {options.learning_rate * factor, options.prior_learning_rate * factor};
+}
+
+void SetLearningRates(torch::optim::Adam& optimizer, const LearningRates& rates) {
+  auto& groups = optimizer.param_groups();
+  for (size_t i = 0; i < groups.size(); ++i) {
+    static_cast<torch::optim::AdamOptions&>(groups[i].options()).lr(i == 0 ? rates.network : rates.priors);
+  }
+}
+
+}  // namespace devplace
