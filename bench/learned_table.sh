@@ -16,6 +16,10 @@
 #                                                        # (independent of machine load)
 #   ROWS="nmt:k80x4 gnmt8:p100x8" bash bench/learned_table.sh   # a subset of rows
 #   LEARNED_RUNS=runs/learned bash bench/learned_table.sh        # keep every run's folder
+#   METHODS=hdp SECTION=learned-gdp ROWS="..." bash bench/learned_table.sh
+#       # one learned method only (the other's columns show "-"), written to
+#       # its own section of BENCHMARKS.md so the other table stays (TITLE:
+#       # the heading a new section gets)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 devplace=${DEVPLACE:-build/devplace}
@@ -26,6 +30,8 @@ paper2017="rnnlm:k80x2 rnnlm:k80x4 nmt:k80x2 nmt:k80x4 inception_v3:k80x2 incept
 # Inception-V3, AmoebaNet, WaveNet 2x18 and 4x36, on 2, 4 or 8 P100s.
 gdp="rnnlm:p100x2 rnnlm4:p100x4 gnmt2:p100x2 gnmt4:p100x4 gnmt8:p100x8 transformer_xl2:p100x2 transformer_xl4:p100x4 transformer_xl8:p100x8 inception_v3:p100x2 amoebanet:p100x4 wavenet2x18:p100x2 wavenet4x36:p100x4"
 rows=${ROWS:-"$paper2017 $gdp"}
+methods=${METHODS:-"rl hdp"}
+section_name=${SECTION:-learned}
 
 # The budget: a sample budget when LEARNED_SAMPLES is given, else seconds.
 if [ -n "${LEARNED_SAMPLES:-}" ]; then
@@ -39,6 +45,8 @@ else
   command="LEARNED_SECONDS=$seconds"
 fi
 [ -n "${ROWS:-}" ] && command="$command ROWS=\"$ROWS\""
+[ -n "${METHODS:-}" ] && command="$command METHODS=\"$METHODS\""
+[ -n "${SECTION:-}" ] && command="$command SECTION=$SECTION"
 command="$command bash bench/learned_table.sh"
 
 if [ -n "${LEARNED_RUNS:-}" ]; then
@@ -70,7 +78,7 @@ for row in $rows; do
   name="$model-$cluster"
   echo "== $name: baselines" >&2
   run_json "$runs/$name.compare.json" compare --graph "$model" --cluster "$cluster" --json
-  for method in rl hdp; do
+  for method in $methods; do
     echo "== $name: $method (${budget[*]})" >&2
     rm -rf "$runs/$name-$method"
     run_json "$runs/$name.$method.json" place --graph "$model" --cluster "$cluster" --method "$method" \
@@ -79,10 +87,11 @@ for row in $rows; do
 done
 
 python3 - "$runs" "$command" "$budget_words" "$(nproc)" "$(date -u +%Y-%m-%d)" \
-  "$paper2017" "$gdp" $rows > "$section" <<'EOF'
+  "$paper2017" "$gdp" "$methods" "$section_name" $rows > "$section" <<'EOF'
 import csv, json, os, sys
-runs, command, budget, cores, day, paper2017, gdp = sys.argv[1:8]
-rows = sys.argv[8:]
+runs, command, budget, cores, day, paper2017, gdp, methods, section_name = sys.argv[1:10]
+rows = sys.argv[10:]
+methods = methods.split()
 
 def load(path):
     """The JSON a devplace run printed, or None when it failed."""
@@ -138,11 +147,17 @@ def table_row(model, cluster):
     fastest_t = min(ran) if ran else None
     outs = {m: load(f"{name}.{m}.json") for m in ("rl", "hdp")}
     for m in ("rl", "hdp"):
+        if m not in methods:
+            cells.append("-")
+            continue
         cells.append("error" if outs[m] is None else fmt(learned_time(outs[m])))
     for m in ("rl", "hdp"):
         t = learned_time(outs[m])
         cells.append("-" if t is None or fastest_t is None else f"{fastest_t / t:.3f}x")
     for m in ("rl", "hdp"):
+        if m not in methods:
+            cells.append("-")
+            continue
         cost = None if outs[m] is None else search_cost(f"{name}-{m}/curve.csv")
         cells.append("none" if cost is None else f"{cost[0]:.1f} / {cost[1]}")
     for m in ("rl", "hdp"):
@@ -158,9 +173,10 @@ groups = [("The 2017 paper's Table 2 settings and the large variants (K80 preset
 known = set(paper2017.split()) | set(gdp.split())
 groups.append(("Other settings", [r for r in rows if r not in known]))
 
-print("<!-- learned:begin -->")
+print(f"<!-- {section_name}:begin -->")
+ran = " and ".join(f"`{m}`" for m in methods)
 print(f"Produced by `{command}` on {day}, {cores} cores; every learned run cold (no warm start), "
-      f"default settings, {budget} each for `rl` and `hdp`. Step times in simulated seconds.")
+      f"default settings, {budget} each for {ran}. Step times in simulated seconds.")
 for title, members in groups:
     chosen = [r for r in rows if r in members]
     if not chosen:
@@ -178,7 +194,7 @@ print("\"vs fastest\" is the fastest baseline's step time (`random` left out) ov
       "above 1 the learned placement is faster. \"to 1 %\" is the search time and the samples until the run's "
       "best so far first came within 1 % of its final best (from its curve.csv); \"none\" when no sampled "
       "placement ran, OOM when no placement fitted.")
-print("<!-- learned:end -->")
+print(f"<!-- {section_name}:end -->")
 EOF
 
-bash bench/splice_section.sh learned "$section" "The learned placers: rl and hdp (issue 13)"
+bash bench/splice_section.sh "$section_name" "$section" "${TITLE:-The learned placers: rl and hdp (issue 13)}"
