@@ -197,7 +197,7 @@ void AddPlaceCommand(CLI::App& app) {
            rl.stay_bias = bias;
            rl.stay_bias_given = true;
          },
-         "Starting bonus on the logit of the device the previous group got (learned; rl: 2, hdp: from groups and devices)")
+         "Starting bonus on the logit of the device the previous group got (learned; rl: 2, hdp: measured per graph by start probes)")
       ->group(g)->check(CLI::Range(-100.0, 100.0));
   cmd->add_option("--group-order", rl.group_order, "Order the policy reads the groups in: chain (each chain to its end) or topological")
       ->group(g)

@@ -72,9 +72,9 @@ struct RlOptions {
   // (learned from there): with groups read chain by chain, a good placement
   // is a few long runs of one device (docs/rl.md).
   double stay_bias = 2.0;
-  // Whether the user chose stay_bias. HDP, when not, starts its bonus at
-  // HdpStayBias(groups, devices) instead: its group sequence is longer and
-  // its first groupings are stretches of the network (rl/hdp_policy.h).
+  // Whether the user chose stay_bias. HDP, when not, measures its start
+  // instead: probes of several run lengths pick the bonus per graph, runs of
+  // N / D groups when a probe runs out of memory (rl/hdp_policy.h).
   bool stay_bias_given = false;
   // Network sizes. The public implementation uses 256 per encoder direction
   // and 512 in the decoder; on a 2-core machine half of each trains about
