@@ -253,20 +253,21 @@ TEST(HdpPolicyTest, StayBiasMakesRunsOfGroupsOverDevicesUnlessGiven) {
   EXPECT_NEAR(bias_of(*policy), 1.5, 1e-6);
 }
 
-// HDP's stay bonus and locality weight learn at --prior-learning-rate, the
+// HDP's stay bonus, locality weight and slow-device penalty learn at
+// --prior-learning-rate, the
 // rest at --learning-rate: one Adam step moves each by about its own rate.
 // The 2017 policy has no priors (its stay bonus keeps the network's rate,
 // as its pinned curve needs).
 TEST(HdpPolicyTest, PriorsLearnAtTheirOwnRate) {
-  Problem p(ConstrainedGraph());
+  Problem p(ConstrainedGraph(), testing::MakeSlowCpuCluster());  // a slow device: its penalty has a gradient
   RlOptions options = HdpOptions(6);
   options.learning_rate = 1e-4;
   options.prior_learning_rate = 0.05;
   auto policy = MakePolicy(p, options);
   auto optimizer = MakePolicyOptimizer(*policy, options);
   ASSERT_EQ(optimizer->param_groups().size(), 2u);
-  EXPECT_EQ(optimizer->param_groups()[1].params().size(), 2u);
-  EXPECT_EQ(optimizer->param_groups()[0].params().size() + 2, policy->module().parameters().size());
+  EXPECT_EQ(optimizer->param_groups()[1].params().size(), 3u);
+  EXPECT_EQ(optimizer->param_groups()[0].params().size() + 3, policy->module().parameters().size());
 
   auto values = [&] {
     std::map<std::string, torch::Tensor> out;
@@ -284,7 +285,7 @@ TEST(HdpPolicyTest, PriorsLearnAtTheirOwnRate) {
   const auto after = values();
   for (const auto& [name, value] : before) {
     const double moved = (after.at(name) - value).abs().max().item<double>();
-    if (name == "stay_bias" || name == "grouper_locality") {
+    if (name == "stay_bias" || name == "grouper_locality" || name == "slow_device_penalty") {
       EXPECT_NEAR(moved, 0.05, 0.005) << name;  // Adam's first step: the rate times the gradient's sign
     } else {
       EXPECT_LE(moved, 1.1e-4) << name;
@@ -421,6 +422,66 @@ TEST(HdpPolicyTest, StartProbesPlaceStretchesInRunsAndTheFastestSetsTheStayBonus
   options.stay_bias = 1;
   options.stay_bias_given = true;
   EXPECT_TRUE(MakePolicy(p, options)->StartProbes().empty());  // a given bonus is used as it is
+}
+
+TEST(HdpPolicyTest, SlowDevicePenaltyPutsAboutOneGroupInNOnTheSlowDevices) {
+  for (int64_t groups : {8, 100, 256}) {
+    for (int32_t fast : {1, 2, 4, 8}) {
+      const double s = HdpSlowDevicePenalty(groups, fast, 1);
+      if (groups - 1 < fast) {
+        EXPECT_EQ(s, 0);  // already rarer than 1 in N: never a bonus
+        continue;
+      }
+      EXPECT_NEAR(std::exp(-s) / (fast + std::exp(-s)), 1.0 / groups, 1e-9) << groups << " " << fast;
+    }
+  }
+  EXPECT_EQ(HdpSlowDevicePenalty(100, 4, 0), 0);  // no slow devices
+  EXPECT_EQ(HdpSlowDevicePenalty(2, 4, 1), 0);    // never a bonus for them
+}
+
+// Once a probe (on the fast devices alone) runs, the slow device (the
+// cluster's host CPU) starts disfavoured; if none runs it is needed for
+// memory and stays as likely as any. A probe that failed by chance (NaN)
+// is left out; one out of memory keeps runs of N / D but not the CPU's odds.
+TEST(HdpPolicyTest, AProbeThatRunsMakesTheSlowDevicesStartDisfavoured) {
+  Problem p(BranchyGraph(6), testing::MakeSlowCpuCluster());
+  RlOptions options = HdpOptions(8);
+  const size_t probes = HdpProbeRunLengths(8, 2).size();
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  auto start = [&](std::vector<double> times) {
+    auto policy = MakePolicy(p, options);
+    policy->ChooseStart(times);
+    return std::make_pair(policy->prior_parameters()[0].item<double>(), policy->prior_parameters()[2].item<double>());
+  };
+  const double untouched_stay = start(std::vector<double>(probes, inf)).first;
+  EXPECT_EQ(start(std::vector<double>(probes, inf)).second, 0);  // nothing fits the GPUs alone
+  EXPECT_EQ(start(std::vector<double>(probes, nan)).second, 0);  // nothing known
+  EXPECT_EQ(start(std::vector<double>(probes, nan)).first, untouched_stay);
+
+  std::vector<double> times(probes, inf);
+  times[1] = 2.0;
+  EXPECT_NEAR(start(times).second, HdpSlowDevicePenalty(8, 2, 1), 1e-6);
+  EXPECT_EQ(start(times).first, untouched_stay);  // out of memory elsewhere: runs of N / D
+  std::fill(times.begin(), times.end(), 3.0);
+  times[0] = nan;  // the longest run failed by chance: the fastest of the others
+  times[2] = 1.0;
+  EXPECT_NEAR(start(times).first, HdpStayBiasForRuns(HdpProbeRunLengths(8, 2)[2], 3), 1e-6);
+
+  // A given penalty is used as it is, and steers the Placer's groups.
+  auto group_devices = [&](double penalty) {
+    options.slow_device_penalty = penalty;
+    options.slow_device_penalty_given = true;
+    auto policy = MakePolicy(p, options);
+    policy->ChooseStart(std::vector<double>(probes, 1.0));
+    EXPECT_NEAR(policy->prior_parameters()[2].item<double>(), penalty, 1e-6);
+    torch::Generator gen = Seeded(3);
+    std::set<int32_t> devices;
+    const int64_t U = policy->num_units();
+    for (const Decision& d : policy->Begin()->Sample(16, gen, {}).decisions) devices.insert(d.begin() + U, d.end());
+    return devices;
+  };
+  EXPECT_EQ(group_devices(50), (std::set<int32_t>{1, 2}));  // never the CPU
+  EXPECT_EQ(group_devices(-50), (std::set<int32_t>{0}));    // only the CPU
 }
 
 // The point of probing: a network of parallel branches starts with short

@@ -12,8 +12,10 @@
 
 #include "models/synthetic.h"
 #include "placers/placer.h"
+#include "rl/algorithm.h"
 #include "rl/checkpoint_file.h"
 #include "rl/group_features.h"
+#include "rl/methods.h"
 #include "rl/rl_placer.h"
 #include "rl/seq2seq_policy.h"
 #include "placement_problem.h"
@@ -263,6 +265,35 @@ TEST(ReinforceTest, AShortRunGivesTheSameCurveAsBeforeTheLearningCoreWasReshaped
   EXPECT_EQ(curve, kGoldenCurve);
   EXPECT_EQ(placement, kGoldenPlacement);
   EXPECT_DOUBLE_EQ(result.best_step_time_s, kGoldenBestS);
+}
+
+// Rewards: sqrt of the step time when a placement runs; the failing signal
+// when not, flat, or graded by the share of memory that did not fit (a
+// chance failure is never graded). The 2017 placer keeps the paper's flat
+// signal by default, HDP grades; --failing-signal chooses either.
+TEST(RewardTest, FailuresCountFlatOrGradedByHowFarTheyOverflow) {
+  const Outcome ran{true, 4.0, 0}, barely_over{false, 0, 0.01}, far_over{false, 0, 0.5}, chance_failure{false, 0, 0};
+  for (bool graded : {false, true}) {
+    EXPECT_DOUBLE_EQ(RewardOf(ran, 10, graded), 2.0);
+    EXPECT_DOUBLE_EQ(RewardOf(chance_failure, 10, graded), 10);
+  }
+  EXPECT_DOUBLE_EQ(RewardOf(barely_over, 10, false), 10);
+  EXPECT_DOUBLE_EQ(RewardOf(far_over, 10, false), 10);
+  EXPECT_DOUBLE_EQ(RewardOf(barely_over, 10, true), 10.1);
+  EXPECT_DOUBLE_EQ(RewardOf(far_over, 10, true), 15);
+
+  RlOptions options;
+  options.method = "rl";
+  EXPECT_FALSE(GradesFailures(options));
+  options.failing_signal = "graded";
+  EXPECT_TRUE(GradesFailures(options));
+  options.method = "hdp";
+  options.failing_signal = "";
+  EXPECT_TRUE(GradesFailures(options));
+  options.failing_signal = "flat";
+  EXPECT_FALSE(GradesFailures(options));
+  options.failing_signal = "steep";
+  EXPECT_THROW(ValidateRlOptions(options), Error);
 }
 
 TEST(ReinforceTest, AfterTheCutoverFailingPlacementsNeverUpdateThePolicy) {

@@ -9,6 +9,7 @@
 #include "cost/op_time_table.h"
 #include "models/registry.h"
 #include "report/sim_report.h"
+#include "sim/environment.h"
 #include "sim/measure.h"
 #include "sim/placement.h"
 #include "test_util.h"
@@ -226,6 +227,53 @@ TEST(SimulatorTest, OversizedGraphFailsWithOutOfMemory) {
   SimResult parameters = f.Run({kGpu1, kGpu1, kGpu1}, SimOptions{.stop_at_oom = true});
   EXPECT_TRUE(parameters.oom);
   EXPECT_FALSE(f.Run({kCpu, kCpu, kCpu}).oom);
+}
+
+// The environment grades a placement out of memory by the share of its peak
+// memory beyond the devices' capacities (what HDP's graded failing signal
+// reads), measured over the whole step; without measure_overflow, 1.
+TEST(EnvironmentTest, OutOfMemoryPlacementsSayHowFarTheyOverflow) {
+  Graph g = Chain();
+  g.mutable_op(0).persistent_bytes = 1000;
+  Cluster c = MakeTestCluster();
+  c.devices[kGpu0].memory_bytes = 1400;  // parameters fit, activations do not
+  c.devices[kGpu1].memory_bytes = 900;   // not even the parameters
+  Fixture f(std::move(g), c);
+  const Placement on_gpu0 = {kGpu0, kGpu0, kGpu0}, on_gpu1 = {kGpu1, kGpu1, kGpu1}, on_cpu = {kCpu, kCpu, kCpu};
+  auto share_over = [&](const Placement& p) {
+    const SimResult full = f.Run(p);  // to the step's end
+    double peak = 0, over = 0;
+    for (int32_t d = 0; d < f.cluster.num_devices(); ++d) {
+      peak += static_cast<double>(full.devices[d].peak_memory_bytes);
+      over += std::max<double>(0, full.devices[d].peak_memory_bytes - f.cluster.devices[d].usable_memory_bytes());
+    }
+    return over / peak;
+  };
+  SimulatedEnvironmentOptions graded;
+  graded.measure_overflow = true;
+  SimulatedEnvironment environment(f.graph, f.cluster, *f.cost, graded);
+  const std::vector<Outcome> outcomes = environment.Measure({on_gpu0, on_gpu1, on_cpu}, 0, 0);
+  EXPECT_FALSE(outcomes[0].ok);
+  EXPECT_TRUE(outcomes[0].oom());
+  EXPECT_GT(share_over(on_gpu0), 0);
+  EXPECT_DOUBLE_EQ(outcomes[0].memory_overflow, share_over(on_gpu0));
+  EXPECT_DOUBLE_EQ(outcomes[1].memory_overflow, share_over(on_gpu1));
+  EXPECT_GT(outcomes[1].memory_overflow, outcomes[0].memory_overflow);  // further from fitting
+  EXPECT_TRUE(outcomes[2].ok);
+  EXPECT_EQ(outcomes[2].memory_overflow, 0);
+  EXPECT_FALSE(outcomes[2].oom());
+
+  SimulatedEnvironment flat(f.graph, f.cluster, *f.cost, SimulatedEnvironmentOptions{});
+  EXPECT_EQ(flat.MeasureOne(on_gpu0).memory_overflow, 1.0);
+  EXPECT_EQ(flat.MeasureOne(on_cpu).memory_overflow, 0);
+  // Noise failures are failures, never out of memory.
+  SimulatedEnvironmentOptions failing;
+  failing.noise.failure_probability = 1;
+  failing.measure_overflow = true;
+  SimulatedEnvironment unlucky(f.graph, f.cluster, *f.cost, failing);
+  const Outcome failed = unlucky.MeasureOne(on_cpu);
+  EXPECT_FALSE(failed.ok);
+  EXPECT_FALSE(failed.oom());
 }
 
 TEST(SimulatorTest, PlacementOnADeviceThatCannotRunTheOpIsInvalid) {

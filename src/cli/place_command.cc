@@ -182,6 +182,10 @@ void AddPlaceCommand(CLI::App& app) {
   cmd->add_option("--baseline-decay", rl.baseline_decay, "Decay of the moving-average baseline")->group(g)->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--failing-runtime", rl.failing_runtime_s, "Seconds a failing placement counts as (reward sqrt of it); 0 = twice the all-on-CPU time")
       ->group(g)->check(CLI::NonNegativeNumber);
+  cmd->add_option("--failing-signal", rl.failing_signal,
+                  "What an out-of-memory placement counts as: flat (the failing runtime) or graded (times 1 + the share "
+                  "of its memory that does not fit); default flat for rl, graded for hdp")
+      ->group(g);
   cmd->add_option("--cutover-step", rl.cutover_step, "After this step only placements that run update the policy")
       ->group(g)->check(CLI::NonNegativeNumber);
   cmd->add_option("--entropy-weight", rl.entropy_weight, "Weight of the entropy bonus")->group(g)->check(CLI::NonNegativeNumber);
@@ -198,6 +202,15 @@ void AddPlaceCommand(CLI::App& app) {
            rl.stay_bias_given = true;
          },
          "Starting bonus on the logit of the device the previous group got (learned; rl: 2, hdp: measured per graph by start probes)")
+      ->group(g)->check(CLI::Range(-100.0, 100.0));
+  cmd->add_option_function<double>(
+         "--slow-device-penalty",
+         [&rl](double penalty) {
+           rl.slow_device_penalty = penalty;
+           rl.slow_device_penalty_given = true;
+         },
+         "HDP: starting penalty on the logits of devices under half the fastest's peak (learned; default: 0, "
+         "or about one group in N on them once a start probe shows the fast devices hold the graph)")
       ->group(g)->check(CLI::Range(-100.0, 100.0));
   cmd->add_option("--group-order", rl.group_order, "Order the policy reads the groups in: chain (each chain to its end) or topological")
       ->group(g)

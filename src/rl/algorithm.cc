@@ -1,5 +1,6 @@
 #include "rl/algorithm.h"
 
+#include <cmath>
 #include <vector>
 
 #include "rl/ppo.h"
@@ -8,6 +9,12 @@
 #include "util/error.h"
 
 namespace devplace {
+
+double RewardOf(const Outcome& outcome, double failing_reward, bool grade_failures) {
+  if (outcome.ok) return std::sqrt(outcome.step_time_s);
+  if (grade_failures && outcome.oom()) return failing_reward * (1 + outcome.memory_overflow);
+  return failing_reward;
+}
 
 std::vector<double> BaselineAdvantages(const std::vector<double>& rewards, bool batch_mean, double baseline_decay,
                                   double& baseline) {

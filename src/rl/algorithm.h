@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "rl/policy.h"
+#include "sim/environment.h"
 
 namespace devplace {
 
@@ -37,6 +38,13 @@ class Algorithm {
   virtual void Update(Policy& policy, PolicyPass& pass, const UpdateBatch& batch, double& baseline,
                       const std::function<void()>& apply) = 0;
 };
+
+// A measured placement's reward, lower is better: sqrt(step time s) if it
+// ran, else `failing_reward`; with `grade_failures`, a placement out of
+// memory counts `failing_reward` x (1 + Outcome::memory_overflow), so that
+// among failures those nearer to fitting rank better and a policy whose
+// samples all overflow still learns which way memory fits.
+double RewardOf(const Outcome& outcome, double failing_reward, bool grade_failures);
 
 // The advantages of a batch's rewards, A_k = b - r_k (lower reward is
 // better, so a positive advantage is a good placement), where b is

@@ -93,14 +93,27 @@ class HdpNetImpl : public torch::nn::Module {
       grouper_output_->weight.zero_();
       grouper_output_->bias.zero_();
     }
+    // No slow devices, no penalty, until the policy says which are fast.
+    slow_penalty_ = register_parameter("slow_device_penalty", torch::zeros({}));
+    slow_mask_ = torch::zeros({devices});
   }
 
   int64_t units() const { return units_; }
   int64_t groups() const { return groups_; }
-  std::vector<torch::Tensor> priors() const { return {stay_bias_, locality_}; }
+  std::vector<torch::Tensor> priors() const { return {stay_bias_, locality_, slow_penalty_}; }
   void set_stay_bias(double value) {
     torch::NoGradGuard no_grad;
     stay_bias_.fill_(value);
+  }
+  // Devices outside `fast` become slow: their logits carry the slow-device
+  // penalty (0 until set_slow_device_penalty).
+  void set_fast_devices(const std::vector<int32_t>& fast) {
+    slow_mask_ = torch::ones({devices_});
+    for (int32_t d : fast) slow_mask_[d] = 0.0f;
+  }
+  void set_slow_device_penalty(double value) {
+    torch::NoGradGuard no_grad;
+    slow_penalty_.fill_(value);
   }
   int64_t devices() const { return devices_; }
   // Per group: its out-edge and in-edge counts to every group, its op-type
@@ -160,7 +173,7 @@ class HdpNetImpl : public torch::nn::Module {
     torch::Tensor context = AttentionContext(e.keys, e.values, attention_decoder_(query), attention_score_->weight.view({-1}));
     torch::Tensor logits = Squash(output_(torch::cat({query, context}, 2)));
     torch::Tensor was_previous = torch::one_hot(previous, devices_ + 1).narrow(2, 0, devices_).to(torch::kFloat);
-    return logits + stay_bias_ * was_previous;
+    return logits + stay_bias_ * was_previous - slow_penalty_ * slow_mask_;
   }
 
   struct Placed {
@@ -220,6 +233,8 @@ class HdpNetImpl : public torch::nn::Module {
   torch::nn::Linear output_{nullptr};
   torch::Tensor stay_bias_;
   torch::Tensor locality_;  // the locality prior's weight
+  torch::Tensor slow_penalty_;  // learned, subtracted from the slow devices' logits
+  torch::Tensor slow_mask_;     // [D]: 1 for a slow device
 };
 TORCH_MODULE(HdpNet);
 
@@ -335,6 +350,8 @@ class HdpPolicy : public Policy {
       probe_devices_.resize(cluster.num_devices());
       for (int32_t d = 0; d < cluster.num_devices(); ++d) probe_devices_[d] = d;
     }
+    net_->set_fast_devices(probe_devices_);
+    if (options.slow_device_penalty_given) net_->set_slow_device_penalty(options.slow_device_penalty);
     // Soft placement: a unit its group's device cannot run goes to the
     // first device that can (features_ made sure there is one).
     fallback_.resize(features_->num_units);
@@ -418,17 +435,33 @@ class HdpPolicy : public Policy {
   }
 
   // The stay bonus of the fastest probe's run length; on a tie, the longer
-  // run (the order of HdpProbeRunLengths). Unchanged (runs of N / D) unless
-  // every probe ran: where some run out of memory, memory rather than run
-  // length tells them apart (the large RNNLM fits the GPUs at some run
-  // lengths only, and its fast placements use the host's memory too).
+  // run (the order of HdpProbeRunLengths). Unchanged (runs of N / D) when a
+  // probe runs out of memory: then memory rather than run length tells them
+  // apart (the large RNNLM fits the GPUs at some run lengths only).
   void ChooseStart(const std::vector<double>& step_times_s) override {
     const std::vector<double> runs = probe_runs();
     if (step_times_s.size() != runs.size()) {
       throw Error("HDP's start: " + std::to_string(step_times_s.size()) + " probe times for " + std::to_string(runs.size()) + " probes");
     }
-    if (runs.empty() || !std::all_of(step_times_s.begin(), step_times_s.end(), [](double t) { return std::isfinite(t); })) return;
-    const size_t best = static_cast<size_t>(std::min_element(step_times_s.begin(), step_times_s.end()) - step_times_s.begin());
+    // A probe out of memory: memory, not run length, tells placements of
+    // this graph apart, and the start stays at runs of N / D. Probes that
+    // failed by chance (NaN) are left out.
+    // A probe that ran held the whole graph on the fast devices: the slow
+    // ones (the K80 and P100 presets' host CPU) start disfavoured, else a
+    // fifth of the first placements' groups land on them, and a policy
+    // whose fast placements often run out of memory learns the safe slow
+    // device rather than how to spread memory over the fast ones.
+    const int32_t fast = static_cast<int32_t>(probe_devices_.size());
+    const int32_t slow = static_cast<int32_t>(device_kind_.size()) - fast;
+    if (slow > 0 && !options_.slow_device_penalty_given && std::any_of(step_times_s.begin(), step_times_s.end(), [](double t) { return std::isfinite(t); })) {
+      net_->set_slow_device_penalty(HdpSlowDevicePenalty(groups_, fast, slow));
+    }
+    if (std::any_of(step_times_s.begin(), step_times_s.end(), [](double t) { return std::isinf(t); })) return;
+    size_t best = runs.size();
+    for (size_t i = 0; i < runs.size(); ++i) {
+      if (!std::isnan(step_times_s[i]) && (best == runs.size() || step_times_s[i] < step_times_s[best])) best = i;
+    }
+    if (best == runs.size()) return;
     // Runs are capped at N / D: the Placer spreads over all D devices, and
     // longer runs would leave some of them out from the start.
     const int32_t D = static_cast<int32_t>(device_kind_.size());
@@ -446,7 +479,9 @@ class HdpPolicy : public Policy {
         device_kind_(std::move(device_kind)),
         fallback_(std::move(fallback)),
         probe_devices_(std::move(probe_devices)),
-        net_(*features_, groups, static_cast<int64_t>(device_kind_.size()), options) {}
+        net_(*features_, groups, static_cast<int64_t>(device_kind_.size()), options) {
+    net_->set_fast_devices(probe_devices_);
+  }
 
   // From N / P groups (a P-stage split over the P probe devices, each
   // stage its share of the network) down to 1.
@@ -480,6 +515,11 @@ double HdpStayBiasForRuns(double run_groups, int32_t num_devices) {
 double HdpStayBias(int64_t groups, int32_t num_devices) {
   if (num_devices < 2) return 0;
   return HdpStayBiasForRuns(static_cast<double>(groups) / num_devices, num_devices);
+}
+
+double HdpSlowDevicePenalty(int64_t groups, int32_t num_fast, int32_t num_slow) {
+  if (num_fast < 1 || num_slow < 1 || groups < 2) return 0;
+  return std::log(std::max(1.0, static_cast<double>(num_slow) * static_cast<double>(groups - 1) / num_fast));
 }
 
 std::vector<double> HdpProbeRunLengths(int64_t groups, int32_t num_probe_devices) {

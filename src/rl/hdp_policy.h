@@ -55,6 +55,13 @@ double HdpStayBiasForRuns(double run_groups, int32_t num_devices);
 // D are.
 double HdpStayBias(int64_t groups, int32_t num_devices);
 
+// The Placer's starting penalty on the logits of slow devices (those the
+// start probes leave out) once a probe showed the fast ones hold the graph:
+// s with P(a slow device) = S e^-s / (F + S e^-s) = 1 / N, so a first
+// placement puts about one of its N groups on a slow device. 0 without slow
+// devices.
+double HdpSlowDevicePenalty(int64_t groups, int32_t num_fast, int32_t num_slow);
+
 // The run lengths, in groups, that HDP's start probes try over P devices
 // when the user gave no --stay-bias: N / P, then halved while at least 2,
 // then 1.

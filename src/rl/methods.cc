@@ -12,11 +12,14 @@ namespace {
 struct LearnedMethod {
   const char* name;
   std::unique_ptr<Policy> (*make)(const PlacementProblem&, const RlOptions&);
+  const char* failing_signal;  // RlOptions::failing_signal when not given
 };
 
+// The 2017 placer keeps its paper's flat failing signal (and its pinned
+// curve); HDP grades failures by how far they overflow memory (docs/rl.md).
 const LearnedMethod kMethods[] = {
-    {"rl", MakeSeq2SeqPlacer},
-    {"hdp", MakeHdpPolicy},
+    {"rl", MakeSeq2SeqPlacer, "flat"},
+    {"hdp", MakeHdpPolicy, "graded"},
 };
 
 }  // namespace
@@ -33,6 +36,14 @@ const std::vector<std::string>& LearnedMethodNames() {
 bool IsLearnedMethod(const std::string& name) {
   for (const LearnedMethod& m : kMethods) {
     if (name == m.name) return true;
+  }
+  return false;
+}
+
+bool GradesFailures(const RlOptions& options) {
+  if (!options.failing_signal.empty()) return options.failing_signal == "graded";
+  for (const LearnedMethod& m : kMethods) {
+    if (options.method == m.name) return std::string(m.failing_signal) == "graded";
   }
   return false;
 }

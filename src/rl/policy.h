@@ -72,7 +72,8 @@ class Policy {
   // Decisions the loop measures once before a fresh run's first update
   // (not on resume: the checkpoint holds the start already chosen), whose
   // step times pick where the search starts: ChooseStart gets them in order,
-  // +infinity for one that did not run. None by default.
+  // +infinity for one out of memory, NaN for one that failed by chance (the
+  // noise model's failures say nothing about the placement). None by default.
   virtual std::vector<Decision> StartProbes() const { return {}; }
   virtual void ChooseStart(const std::vector<double>& step_times_s) { (void)step_times_s; }
 

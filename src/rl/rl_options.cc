@@ -63,6 +63,7 @@ void ValidateRlOptions(const RlOptions& o) {
   RequirePositive(o.tanh_constant, 1e3, "--tanh-constant");
   RequireNumber(o.temperature, 1e-3, 1e3, "--temperature");
   RequireNumber(o.stay_bias, -100, 100, "--stay-bias");
+  RequireNumber(o.slow_device_penalty, -100, 100, "--slow-device-penalty");
   RequireCount(o.encoder_hidden, 1, 4096, "--encoder-hidden");
   RequireCount(o.decoder_hidden, 1, 4096, "--decoder-hidden");
   if (o.group_order != "chain" && o.group_order != "topological") {
@@ -77,6 +78,7 @@ void ValidateRlOptions(const RlOptions& o) {
   if (!IsLearnedMethod(o.method)) throw Error("--method '" + ForMessage(o.method) + "' is not a learned method (rl or hdp)");
   RequireOneOf(o.algorithm, {"reinforce", "ppo"}, "--algorithm");
   RequireOneOf(o.baseline, {"moving-average", "batch-mean"}, "--baseline");
+  if (!o.failing_signal.empty()) RequireOneOf(o.failing_signal, {"flat", "graded"}, "--failing-signal");
   RequireCount(o.ppo_epochs, 1, 100, "--ppo-epochs");
   RequireNumber(o.ppo_clip, 0.001, 10, "--ppo-clip");
   RequireCount(o.hdp_groups, 0, 4096, "--hdp-groups");

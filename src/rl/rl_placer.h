@@ -62,6 +62,12 @@ struct RlOptions {
   // it by hand per graph; 0 picks it per graph: twice the all-on-CPU step
   // time, or ten times the step-time lower bound if that does not run.
   double failing_runtime_s = 0;
+  // What a placement out of memory counts as: "flat", the failing signal
+  // (the 2017 paper), or "graded", the failing signal times 1 + the share of
+  // its memory that did not fit, so that among failures those nearer to
+  // fitting rank better (docs/rl.md, measured); "" picks the method's
+  // default: flat for rl, graded for hdp.
+  std::string failing_signal;
   int64_t cutover_step = 5000;     // after it, only placements that run update anything (§3.1)
   double entropy_weight = 0;
   double logit_noise_std = 0;      // Gaussian noise on logits while sampling...
@@ -76,6 +82,11 @@ struct RlOptions {
   // instead: probes of several run lengths pick the bonus per graph, runs of
   // N / D groups when a probe runs out of memory (rl/hdp_policy.h).
   bool stay_bias_given = false;
+  // HDP: the starting penalty on the logits of slow devices (those its start
+  // probes leave out; learned from there). Unless given, 0, and once a probe
+  // shows the fast devices hold the graph, HdpSlowDevicePenalty.
+  double slow_device_penalty = 0;
+  bool slow_device_penalty_given = false;
   // Network sizes. The public implementation uses 256 per encoder direction
   // and 512 in the decoder; on a 2-core machine half of each trains about
   // three times faster (a recurrent weight's gradient is rewritten at every

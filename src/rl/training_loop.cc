@@ -64,6 +64,7 @@ class Trainer {
     torch::manual_seed(static_cast<uint64_t>(options.seed));
     shared_ = MakePolicy(problem, options);
     optimizer_ = MakePolicyOptimizer(*shared_, options);
+    grade_failures_ = GradesFailures(options);
     failing_reward_ = std::sqrt(options.failing_runtime_s > 0 ? options.failing_runtime_s : AutomaticFailingRuntimeS());
     if (!std::isfinite(failing_reward_)) {
       throw Error("cannot pick a failing step time for graph " + ForMessage(problem.graph.name) + " on cluster " +
@@ -91,6 +92,7 @@ class Trainer {
       environment.noise.failure_probability = options.failure_probability;
       environment.measure_steps = options.measure_steps;
       environment.seed = options.seed;
+      environment.measure_overflow = grade_failures_;
       controller->environment =
           std::make_unique<SimulatedEnvironment>(problem.graph, problem.cluster, problem.cost, environment);
       controllers_.push_back(std::move(controller));
@@ -231,7 +233,7 @@ class Trainer {
       }
       if (after_cutover && !outcomes[k].ok) continue;
       used.decisions.push_back(samples.decisions[k]);
-      used.rewards.push_back(outcomes[k].ok ? std::sqrt(outcomes[k].step_time_s) : failing_reward_);
+      used.rewards.push_back(RewardOf(outcomes[k], failing_reward_, grade_failures_));
     }
 
     if (!used.decisions.empty()) {
@@ -315,7 +317,10 @@ class Trainer {
     const std::vector<Outcome> outcomes = controllers_[0]->environment->Measure(placements, -1, 0);
     std::vector<double> times_s(outcomes.size(), std::numeric_limits<double>::infinity());
     for (size_t i = 0; i < outcomes.size(); ++i) {
-      if (!outcomes[i].ok) continue;
+      if (!outcomes[i].ok) {
+        if (!outcomes[i].oom()) times_s[i] = std::numeric_limits<double>::quiet_NaN();
+        continue;
+      }
       times_s[i] = outcomes[i].step_time_s;
       RecordBest(placements[i], outcomes[i].step_time_s);
     }
@@ -600,6 +605,7 @@ class Trainer {
   std::unique_ptr<torch::optim::Adam> optimizer_;
   std::vector<std::unique_ptr<Controller>> controllers_;
   double failing_reward_ = 0;
+  bool grade_failures_ = false;  // RewardOf's: RlOptions::failing_signal or the method's default
   RlProgressCallback on_step_;
   bool output_open_ = false;   // the out folder has been written to
   int curve_fd_ = -1;          // curve.csv, opened for appending

@@ -31,6 +31,7 @@ std::string KeyOf(const Placement& placement, int32_t num_devices) {
 SimulatedEnvironment::SimulatedEnvironment(const Graph& graph, const Cluster& cluster, const CostModel& cost,
                                            const SimulatedEnvironmentOptions& options)
     : options_(options), num_devices_(cluster.num_devices()) {
+  for (const Device& device : cluster.devices) usable_bytes_.push_back(device.usable_memory_bytes());
   for (int32_t w = 0; w < std::max(1, options.workers); ++w) {
     simulators_.push_back(std::make_unique<Simulator>(graph, cluster, cost));
   }
@@ -41,8 +42,23 @@ Outcome SimulatedEnvironment::Run(Simulator& simulator, const Placement& placeme
   measure.steps = options_.measure_steps;
   measure.noise = options_.noise;
   measure.seed = seed;
+  measure.stop_at_oom = !options_.measure_overflow;
   Measurement m = MeasureStepTime(simulator, placement, measure);
-  return {m.ok, m.mean_step_time_us * 1e-6};
+  Outcome outcome{m.ok, m.mean_step_time_us * 1e-6};
+  if (!m.ok && m.last.oom) outcome.memory_overflow = options_.measure_overflow ? MemoryOverflow(m.last) : 1.0;
+  return outcome;
+}
+
+double SimulatedEnvironment::MemoryOverflow(const SimResult& result) const {
+  // In doubles: a saturated count (kSaturatedBytes) stays far over capacity.
+  double peak_bytes = 0, over_bytes = 0;
+  for (int32_t d = 0; d < num_devices_; ++d) {
+    const double peak = static_cast<double>(result.devices[d].peak_memory_bytes);
+    peak_bytes += peak;
+    over_bytes += std::max(0.0, peak - static_cast<double>(usable_bytes_[d]));
+  }
+  // Never 0 for a placement out of memory, whatever the rounding.
+  return peak_bytes > 0 ? std::clamp(over_bytes / peak_bytes, 1e-9, 1.0) : 1.0;
 }
 
 // The deterministic simulator gives a placement the same time every time.

@@ -21,6 +21,11 @@ namespace devplace {
 struct Outcome {
   bool ok = false;         // ran: no device out of memory, no failure
   double step_time_s = 0;  // the protocol's mean step time, if it ran
+  // Out of memory: the share of the placement's peak memory (summed over
+  // devices) beyond the devices' capacities, in (0, 1]; 0 otherwise. Only
+  // measured with SimulatedEnvironmentOptions::measure_overflow, else 1.
+  double memory_overflow = 0;
+  bool oom() const { return memory_overflow > 0; }
 };
 
 class Environment {
@@ -44,6 +49,10 @@ struct SimulatedEnvironmentOptions {
   // What the memory of past measurements may hold (keys are placements, a
   // byte per op where devices fit in a byte).
   int64_t cache_bytes = int64_t{256} << 20;
+  // Run out-of-memory placements to the step's end to measure how far they
+  // overflow (Outcome::memory_overflow); slower on them than stopping at the
+  // first overflow.
+  bool measure_overflow = false;
 };
 
 class SimulatedEnvironment : public Environment {
@@ -58,9 +67,11 @@ class SimulatedEnvironment : public Environment {
  private:
   Outcome Run(Simulator& simulator, const Placement& placement, uint64_t seed);
   Outcome Remembered(Simulator& simulator, const Placement& placement, uint64_t seed);
+  double MemoryOverflow(const SimResult& result) const;
 
   SimulatedEnvironmentOptions options_;
   int32_t num_devices_;
+  std::vector<int64_t> usable_bytes_;  // [device]
   std::vector<std::unique_ptr<Simulator>> simulators_;
   std::mutex cache_mutex_;
   std::unordered_map<std::string, Outcome> cache_;

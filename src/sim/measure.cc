@@ -12,7 +12,7 @@ Measurement MeasureStepTime(Simulator& simulator, const Placement& placement, co
     // Each step draws its own noise; the golden-ratio stride keeps the
     // steps' streams apart.
     sim.seed = options.seed + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(step + 1);
-    sim.stop_at_oom = true;
+    sim.stop_at_oom = options.stop_at_oom;
     SimResult r = simulator.Run(placement, sim);
     if (!r.ok()) {
       m.ok = false;

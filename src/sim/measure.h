@@ -13,6 +13,9 @@ struct MeasureOptions {
   NoiseOptions noise;
   uint64_t seed = 0;
   double first_step_factor = 1.0;  // how much slower the dropped first step runs
+  // An out-of-memory step ends where memory first overflows (it will fail
+  // anyway); false runs it to its end, so that its peaks say by how much.
+  bool stop_at_oom = true;
 };
 
 struct Measurement {
