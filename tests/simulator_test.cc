@@ -212,13 +212,23 @@ TEST(SimulatorTest, AVariablesValueIsItsPersistentMemoryNotANewTensor) {
   EXPECT_EQ(r.devices[kGpu1].bytes_in, 1000);
 }
 
-TEST(SimulatorTest, OversizedGraphFailsWithOutOfMemory) {
+// The chain with 1,000 bytes of parameters on its first op...
+Graph ChainWithParameters() {
   Graph g = Chain();
   g.mutable_op(0).persistent_bytes = 1000;
+  return g;
+}
+
+// ...on GPUs too small for it.
+Cluster SmallGpusCluster() {
   Cluster c = MakeTestCluster();
   c.devices[kGpu0].memory_bytes = 1400;  // parameters fit, activations do not
   c.devices[kGpu1].memory_bytes = 900;   // not even the parameters
-  Fixture f(std::move(g), c);
+  return c;
+}
+
+TEST(SimulatorTest, OversizedGraphFailsWithOutOfMemory) {
+  Fixture f(ChainWithParameters(), SmallGpusCluster());
   SimResult activations = f.Run({kGpu0, kGpu0, kGpu0});
   EXPECT_TRUE(activations.oom);
   EXPECT_FALSE(activations.ok());
@@ -233,12 +243,7 @@ TEST(SimulatorTest, OversizedGraphFailsWithOutOfMemory) {
 // memory beyond the devices' capacities (what HDP's graded failing signal
 // reads), measured over the whole step; without measure_overflow, 1.
 TEST(EnvironmentTest, OutOfMemoryPlacementsSayHowFarTheyOverflow) {
-  Graph g = Chain();
-  g.mutable_op(0).persistent_bytes = 1000;
-  Cluster c = MakeTestCluster();
-  c.devices[kGpu0].memory_bytes = 1400;  // parameters fit, activations do not
-  c.devices[kGpu1].memory_bytes = 900;   // not even the parameters
-  Fixture f(std::move(g), c);
+  Fixture f(ChainWithParameters(), SmallGpusCluster());
   const Placement on_gpu0 = {kGpu0, kGpu0, kGpu0}, on_gpu1 = {kGpu1, kGpu1, kGpu1}, on_cpu = {kCpu, kCpu, kCpu};
   auto share_over = [&](const Placement& p) {
     const SimResult full = f.Run(p);  // to the step's end
