@@ -137,6 +137,16 @@ TEST(CliTest, BadInputsGiveOneLineErrors) {
   ExpectCleanError(Devplace("frobnicate"), "frobnicate");
 }
 
+// An empty --failing-signal is not "the method's default": it is refused,
+// and the run writes nothing.
+TEST(CliTest, EmptyFailingSignalIsRefused) {
+  TempDir dir;
+  const std::string out = dir.File("run");
+  ExpectCleanError(Devplace("place --graph tiny --cluster k80x2 --max-steps 1 --method hdp --failing-signal '' --out " + out),
+                   "--failing-signal");
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
 TEST(CliTest, FailedRunLeavesNoTraceBehind) {
   TempDir dir;
   std::string trace = dir.File("trace.json");

@@ -185,7 +185,8 @@ void AddPlaceCommand(CLI::App& app) {
   cmd->add_option("--failing-signal", rl.failing_signal,
                   "What an out-of-memory placement counts as: flat (the failing runtime) or graded (times 1 + the share "
                   "of its memory that does not fit); default flat for rl, graded for hdp")
-      ->group(g);
+      ->group(g)
+      ->check(CLI::IsMember({"flat", "graded"}));
   cmd->add_option("--cutover-step", rl.cutover_step, "After this step only placements that run update the policy")
       ->group(g)->check(CLI::NonNegativeNumber);
   cmd->add_option("--entropy-weight", rl.entropy_weight, "Weight of the entropy bonus")->group(g)->check(CLI::NonNegativeNumber);

@@ -443,9 +443,6 @@ class HdpPolicy : public Policy {
     if (step_times_s.size() != runs.size()) {
       throw Error("HDP's start: " + std::to_string(step_times_s.size()) + " probe times for " + std::to_string(runs.size()) + " probes");
     }
-    // A probe out of memory: memory, not run length, tells placements of
-    // this graph apart, and the start stays at runs of N / D. Probes that
-    // failed by chance (NaN) are left out.
     // A probe that ran held the whole graph on the fast devices: the slow
     // ones (the K80 and P100 presets' host CPU) start disfavoured, else a
     // fifth of the first placements' groups land on them, and a policy
@@ -456,6 +453,9 @@ class HdpPolicy : public Policy {
     if (slow > 0 && !options_.slow_device_penalty_given && std::any_of(step_times_s.begin(), step_times_s.end(), [](double t) { return std::isfinite(t); })) {
       net_->set_slow_device_penalty(HdpSlowDevicePenalty(groups_, fast, slow));
     }
+    // A probe out of memory: memory, not run length, tells placements of
+    // this graph apart, and the start stays at runs of N / D. Probes that
+    // failed by chance (NaN) are left out.
     if (std::any_of(step_times_s.begin(), step_times_s.end(), [](double t) { return std::isinf(t); })) return;
     size_t best = runs.size();
     for (size_t i = 0; i < runs.size(); ++i) {

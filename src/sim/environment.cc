@@ -30,8 +30,7 @@ std::string KeyOf(const Placement& placement, int32_t num_devices) {
 
 SimulatedEnvironment::SimulatedEnvironment(const Graph& graph, const Cluster& cluster, const CostModel& cost,
                                            const SimulatedEnvironmentOptions& options)
-    : options_(options), num_devices_(cluster.num_devices()) {
-  for (const Device& device : cluster.devices) usable_bytes_.push_back(device.usable_memory_bytes());
+    : options_(options), cluster_(cluster), num_devices_(cluster.num_devices()) {
   for (int32_t w = 0; w < std::max(1, options.workers); ++w) {
     simulators_.push_back(std::make_unique<Simulator>(graph, cluster, cost));
   }
@@ -55,7 +54,7 @@ double SimulatedEnvironment::MemoryOverflow(const SimResult& result) const {
   for (int32_t d = 0; d < num_devices_; ++d) {
     const double peak = static_cast<double>(result.devices[d].peak_memory_bytes);
     peak_bytes += peak;
-    over_bytes += std::max(0.0, peak - static_cast<double>(usable_bytes_[d]));
+    over_bytes += std::max(0.0, peak - static_cast<double>(cluster_.devices[d].usable_memory_bytes()));
   }
   // Never 0 for a placement out of memory, whatever the rounding.
   return peak_bytes > 0 ? std::clamp(over_bytes / peak_bytes, 1e-9, 1.0) : 1.0;

@@ -70,8 +70,8 @@ class SimulatedEnvironment : public Environment {
   double MemoryOverflow(const SimResult& result) const;
 
   SimulatedEnvironmentOptions options_;
+  const Cluster& cluster_;  // its devices' capacities
   int32_t num_devices_;
-  std::vector<int64_t> usable_bytes_;  // [device]
   std::vector<std::unique_ptr<Simulator>> simulators_;
   std::mutex cache_mutex_;
   std::unordered_map<std::string, Outcome> cache_;
