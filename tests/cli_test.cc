@@ -29,7 +29,7 @@ std::string ReadText(const std::string& path) {
 TEST(CliTest, HelpListsEverySubcommand) {
   Outcome o = Devplace("--help");
   EXPECT_EQ(o.exit_code, 0);
-  for (const char* sub : {"simulate", "clusters", "models", "info"}) EXPECT_NE(o.out.find(sub), std::string::npos) << sub;
+  for (const char* sub : {"simulate", "clusters", "models", "info", "place", "train"}) EXPECT_NE(o.out.find(sub), std::string::npos) << sub;
   Outcome sim = Devplace("simulate --help");
   EXPECT_EQ(sim.exit_code, 0);
   for (const char* flag : {"--graph", "--cluster", "--placement", "--trace", "--json", "--op-times", "--jitter",
@@ -303,7 +303,7 @@ TEST(CliTest, PlaceReadsTheGroupsInEitherOrder) {
 // writes its placement, curve and checkpoint, and reports itself.
 TEST(CliTest, PlaceRunsEveryLearnedMethodWithEitherAlgorithm) {
   TempDir dir;
-  for (const char* method : {"rl", "hdp"}) {
+  for (const char* method : {"rl", "hdp", "gdp"}) {
     for (const char* algorithm : {"reinforce", "ppo"}) {
       const std::string name = std::string(method) + "-" + algorithm;
       Outcome o = Devplace(std::string("place --graph tiny --cluster k80x2 --max-steps 2 --samples-per-step 2 --json --method ") +
@@ -311,14 +311,72 @@ TEST(CliTest, PlaceRunsEveryLearnedMethodWithEitherAlgorithm) {
       ASSERT_EQ(o.exit_code, 0) << name << ": " << o.out;
       nlohmann::json j = nlohmann::json::parse(o.out);
       EXPECT_EQ(j["method"], method) << name;
-      // HDP also measures its start probes (3 run lengths on tiny's groups over two GPUs).
-      EXPECT_EQ(j["samples"].get<int64_t>(), std::string(method) == "hdp" ? 4 + 3 : 4) << name;
+      // HDP also measures its start probes (3 run lengths on tiny's groups
+      // over two GPUs), GDP its (5 run lengths over two GPUs, and one GPU).
+      const int64_t probes = std::string(method) == "hdp" ? 3 : std::string(method) == "gdp" ? 6 : 0;
+      EXPECT_EQ(j["samples"].get<int64_t>(), 4 + probes) << name;
       EXPECT_FALSE(j["oom"].get<bool>()) << name;
       for (const char* file : {"best_placement.json", "curve.csv", "checkpoint.pt"}) {
         EXPECT_TRUE(std::filesystem::exists(dir.File(name + "/" + file))) << name << ": " << file;
       }
     }
   }
+}
+
+// `train` writes a policy file and a checkpoint; the policy places a graph
+// zero-shot the same way in every process (same seed), fine-tunes with a
+// budget, and is refused in one line on a cluster of another device count
+// or when damaged; training resumes from its checkpoint.
+TEST(CliTest, TrainWritesAPolicyThatPlacesZeroShotAlikeInEveryProcess) {
+  TempDir dir;
+  const std::string policy = dir.File("policy.pt");
+  Outcome t = Devplace("train --graphs tiny,synthetic --cluster k80x2 -o " + policy +
+                       " --max-steps 3 --samples-per-step 2 --gdp-hidden 16 --gdp-heads 2 --quiet");
+  ASSERT_EQ(t.exit_code, 0) << t.out;
+  EXPECT_NE(t.out.find("trained 3 updates"), std::string::npos) << t.out;
+  ASSERT_TRUE(std::filesystem::exists(policy));
+  ASSERT_TRUE(std::filesystem::exists(policy + ".checkpoint"));
+
+  std::string placements[2];
+  for (int run = 0; run < 2; ++run) {
+    const std::string out = dir.File("zero" + std::to_string(run));
+    Outcome o = Devplace("place --method gdp --graph inception_v3 --cluster k80x2 --policy " + policy + " --json --out " + out);
+    ASSERT_EQ(o.exit_code, 0) << o.out;
+    nlohmann::json j = nlohmann::json::parse(o.out);
+    EXPECT_TRUE(j["zero_shot"].get<bool>());
+    EXPECT_EQ(j["samples"].get<int64_t>(), 6 + 16);  // start probes, the most likely placement and 15 samples
+    EXPECT_FALSE(j["oom"].get<bool>());
+    placements[run] = ReadText(out + "/best_placement.json");
+  }
+  EXPECT_FALSE(placements[0].empty());
+  EXPECT_EQ(placements[0], placements[1]);
+
+  Outcome tuned = Devplace("place --method gdp --graph tiny --cluster k80x2 --policy " + policy +
+                           " --max-steps 2 --samples-per-step 2 --json --out " + dir.File("tuned"));
+  ASSERT_EQ(tuned.exit_code, 0) << tuned.out;
+  nlohmann::json j = nlohmann::json::parse(tuned.out);
+  EXPECT_FALSE(j["zero_shot"].get<bool>());
+  EXPECT_EQ(j["samples"].get<int64_t>(), 6 + 4);
+
+  ExpectCleanError(Devplace("place --method gdp --graph tiny --cluster k80x4 --policy " + policy + " --out " + dir.File("x4")),
+                   "trained for 3 devices");
+  ExpectCleanError(Devplace("place --method hdp --graph tiny --cluster k80x2 --policy " + policy + " --out " + dir.File("hdp")),
+                   "--policy is a GDP policy");
+  EXPECT_FALSE(std::filesystem::exists(dir.File("x4")));
+
+  Outcome resumed = Devplace("train --graphs tiny,synthetic --cluster k80x2 -o " + policy +
+                             " --max-steps 5 --samples-per-step 2 --gdp-hidden 16 --gdp-heads 2 --quiet --resume");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out;
+  EXPECT_NE(resumed.out.find("trained 5 updates"), std::string::npos) << resumed.out;
+  ExpectCleanError(Devplace("train --graphs synthetic,tiny --cluster k80x2 -o " + policy +
+                            " --max-steps 6 --gdp-hidden 16 --gdp-heads 2 --quiet --resume"),
+                   "resume with the same --graphs");
+
+  std::string bytes = ReadText(policy);
+  bytes[bytes.size() / 2] ^= 0x5a;
+  std::ofstream(policy, std::ios::binary | std::ios::trunc) << bytes;
+  ExpectCleanError(Devplace("place --method gdp --graph tiny --cluster k80x2 --policy " + policy + " --out " + dir.File("bad")),
+                   "GDP policy file is damaged");
 }
 
 TEST(CliTest, ClustersAndModelsAreListed) {

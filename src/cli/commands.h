@@ -9,6 +9,7 @@ namespace devplace {
 void AddSimulateCommand(CLI::App& app);
 void AddCompareCommand(CLI::App& app);
 void AddPlaceCommand(CLI::App& app);
+void AddTrainCommand(CLI::App& app);  // GDP across graphs
 void AddGenerateCommand(CLI::App& app);
 void AddImportCommand(CLI::App& app);  // ONNX models
 void AddInfoCommands(CLI::App& app);  // clusters, models, info

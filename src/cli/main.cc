@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   devplace::AddSimulateCommand(app);
   devplace::AddCompareCommand(app);
   devplace::AddPlaceCommand(app);
+  devplace::AddTrainCommand(app);
   devplace::AddGenerateCommand(app);
   devplace::AddImportCommand(app);
   devplace::AddInfoCommands(app);

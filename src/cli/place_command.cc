@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
+#include "cli/rl_flags.h"
 #include "cli/run_methods.h"
 #include "cluster/cluster_json.h"
 #include "placers/placer.h"
@@ -23,6 +24,7 @@ struct PlaceFlags {
   std::string out_dir;
   OpTimesFlags op_times;
   bool json = false;
+  bool max_steps_given = false;
   RlOptions rl;
 };
 
@@ -90,12 +92,24 @@ void RunPlace(PlaceFlags flags) {
   std::string placement_file = (std::filesystem::path(flags.out_dir) / "best_placement.json").string();
   if (learned) {
     flags.rl.out_dir = flags.out_dir;  // the trainer creates it once its checks pass
-    if (flags.rl.max_steps <= 0 && flags.rl.max_seconds <= 0 && flags.rl.max_samples <= 0) flags.rl.max_seconds = 120;
+    const bool no_budget = flags.rl.max_steps <= 0 && flags.rl.max_seconds <= 0 && flags.rl.max_samples <= 0;
+    // A trained GDP policy places zero-shot unless given a budget to
+    // fine-tune in; `--max-steps 0` asks for zero-shot explicitly.
+    if (!flags.rl.policy_file.empty() && (no_budget || (flags.max_steps_given && flags.rl.max_steps == 0))) {
+      flags.rl.zero_shot = true;
+      ValidateRlOptions(flags.rl);
+    } else if (no_budget) {
+      flags.rl.max_seconds = 120;
+    }
     ProgressPrinter printer;
     RlResult result = TrainRlPlacer(problem, flags.rl, [&](const RlProgress& p) {
       if (!flags.json) printer(p);
     });
     if (!flags.json) printer.Flush();
+    if (flags.rl.zero_shot && !flags.json) {
+      std::fprintf(stderr, "note: zero-shot with %s: no update; measured its start probes, its most likely placement and %d samples, kept the fastest\n",
+                   flags.rl.policy_file.c_str(), flags.rl.samples_per_step - 1);
+    }
     placement = result.best_placement;
     search_seconds = result.seconds;
     samples = result.samples;
@@ -120,6 +134,7 @@ void RunPlace(PlaceFlags flags) {
                           {"oom", placement.empty() || final_result.oom},
                           {"search_seconds", search_seconds},
                           {"samples", samples},
+                          {"zero_shot", flags.rl.zero_shot},
                           {"placement_file", placement.empty() ? nlohmann::json(nullptr) : nlohmann::json(placement_file)}};
     std::cout << out.dump(2) << "\n";
   } else if (!ran) {
@@ -140,7 +155,8 @@ void AddPlaceCommand(CLI::App& app) {
   cmd->add_option("--graph", flags->graph, "Graph file (JSON) or built-in model name")->required();
   cmd->add_option("--cluster", flags->cluster, "Cluster preset or cluster file")->required();
   cmd->add_option("--method", flags->method,
-                  "rl (default: the 2017 seq2seq placer), hdp (Grouper+Placer), or a baseline method of `devplace compare`");
+                  "rl (default: the 2017 seq2seq placer), hdp (Grouper+Placer), gdp (GraphSAGE + segment attention), "
+                  "or a baseline method of `devplace compare`");
   cmd->add_option("--out", flags->out_dir,
                   "Folder for best_placement.json, curve.csv and checkpoint.pt (default runs/GRAPH-CLUSTER-METHOD)");
   AddOpTimesFlags(cmd, &flags->op_times, "Table of measured op times that override the cost model (JSON)");
@@ -171,6 +187,12 @@ void AddPlaceCommand(CLI::App& app) {
   cmd->add_option("--grouper-locality", rl.grouper_locality,
                   "HDP: starting weight of the Grouper's prior for stretches of the network (learned; 0 = the paper's Grouper)")
       ->group(g);
+  const std::string gdp = "GDP";
+  cmd->add_option("--policy", rl.policy_file,
+                  "GDP: a policy trained by `devplace train`; with no budget (or --max-steps 0) it places zero-shot "
+                  "(its most likely placement and K - 1 samples, the fastest kept), with one it is fine-tuned")
+      ->group(gdp);
+  AddGdpNetworkFlags(cmd, rl, gdp);
   cmd->add_option("--learning-rate", rl.learning_rate, "Adam's learning rate")->group(g)->check(CLI::PositiveNumber);
   cmd->add_option("--prior-learning-rate", rl.prior_learning_rate,
                   "HDP: Adam's learning rate for the starting stay bonus and locality weight")
@@ -233,8 +255,9 @@ void AddPlaceCommand(CLI::App& app) {
   cmd->add_option("--warm-start", rl.warm_start, "Imitate a baseline method, a placement file, or \"best\" (the fastest baseline) before RL")->group(g);
   cmd->add_option("--warm-start-steps", rl.warm_start_steps, "Supervised steps of the warm start")
       ->group(g)->check(CLI::NonNegativeNumber);
-  cmd->callback([flags] {
+  cmd->callback([flags, cmd] {
     try {
+      flags->max_steps_given = cmd->count("--max-steps") > 0;
       RunPlace(*flags);
     } catch (const Error&) {
       throw;

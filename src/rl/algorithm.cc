@@ -3,9 +3,12 @@
 #include <cmath>
 #include <vector>
 
+#include "placers/placer.h"
 #include "rl/ppo.h"
 #include "rl/reinforce.h"
 #include "rl/rl_placer.h"
+#include "sim/lower_bound.h"
+#include "sim/placement.h"
 #include "util/error.h"
 
 namespace devplace {
@@ -38,6 +41,15 @@ std::unique_ptr<Algorithm> MakeAlgorithm(const RlOptions& options) {
   if (options.algorithm == "reinforce") return MakeReinforceAlgorithm(options);
   if (options.algorithm == "ppo") return MakePpoAlgorithm(options);
   throw Error("--algorithm must be reinforce or ppo, got '" + ForMessage(options.algorithm) + "'");
+}
+
+double AutomaticFailingRuntimeS(const PlacementProblem& problem) {
+  std::vector<int32_t> cpus = DevicesOfKind(problem.cluster, DeviceKind::kCpu);
+  if (!cpus.empty()) {
+    SimResult cpu = problem.simulator.Run(SingleDevicePlacement(problem.graph, problem.cluster, cpus.front()));
+    if (cpu.ok()) return 2 * cpu.step_time_s();
+  }
+  return 10e-6 * StepTimeLowerBound(problem.graph, problem.cluster, problem.cost).step_time_us();
 }
 
 }  // namespace devplace

@@ -46,6 +46,11 @@ class Algorithm {
 // samples all overflow still learns which way memory fits.
 double RewardOf(const Outcome& outcome, double failing_reward, bool grade_failures);
 
+// The step time a failed placement counts as when not given: twice the
+// all-on-CPU step time, or ten times the step-time lower bound if that does
+// not run (or there is no CPU). +infinity when neither is finite.
+double AutomaticFailingRuntimeS(const PlacementProblem& problem);
+
 // The advantages of a batch's rewards, A_k = b - r_k (lower reward is
 // better, so a positive advantage is a good placement), where b is
 // `baseline` as it stands (moving average) or the batch's mean reward

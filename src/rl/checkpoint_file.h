@@ -54,10 +54,11 @@ inline uint64_t ReadU64(std::string_view bytes) {
 }  // namespace checkpoint_file
 
 // The file's bytes.
-inline std::string SealCheckpoint(const CheckpointParts& parts) {
+// `header` says what kind of file it is (a GDP policy file has its own).
+inline std::string SealCheckpoint(const CheckpointParts& parts, std::string_view header = checkpoint_file::kHeader) {
   using namespace checkpoint_file;
   const std::string facts = parts.facts.dump();
-  std::string out(kHeader);
+  std::string out(header);
   AppendU64(out, facts.size());
   out += facts;
   out += parts.tensors;
@@ -69,23 +70,27 @@ inline std::string SealCheckpoint(const CheckpointParts& parts) {
 
 // The parts of the file at `path` whose bytes are `bytes`; throws Error
 // naming the file if it is not a sealed checkpoint or its checksum fails.
-inline CheckpointParts UnsealCheckpoint(const std::string& path, std::string_view bytes) {
+inline CheckpointParts UnsealCheckpoint(const std::string& path, std::string_view bytes,
+                                        std::string_view header = checkpoint_file::kHeader,
+                                        const std::string& noun = "checkpoint") {
   using namespace checkpoint_file;
   const std::string name = ForMessage(path);
-  if (bytes.size() < kHeader.size() + 8 + kTrailerBytes || bytes.substr(bytes.size() - kTrailerMagic.size()) != kTrailerMagic) {
-    throw Error(name + ": not a devplace checkpoint, or damaged (no checksum trailer; an older devplace's checkpoints cannot be resumed)");
+  const bool checkpoint = noun == "checkpoint";
+  if (bytes.size() < header.size() + 8 + kTrailerBytes || bytes.substr(bytes.size() - kTrailerMagic.size()) != kTrailerMagic) {
+    throw Error(name + ": not a devplace " + noun + ", or damaged (no checksum trailer" +
+                (checkpoint ? "; an older devplace's checkpoints cannot be resumed)" : ")"));
   }
   const std::string_view payload = bytes.substr(0, bytes.size() - kTrailerBytes);
   if (ReadU64(bytes.substr(payload.size(), 8)) != Fnv1a64(payload)) {
-    throw Error(name + ": checkpoint is damaged (its checksum does not match its contents)");
+    throw Error(name + ": " + noun + " is damaged (its checksum does not match its contents)");
   }
-  if (payload.substr(0, kHeader.size()) != kHeader) throw Error(name + ": not a devplace checkpoint of this version");
-  const uint64_t facts_bytes = ReadU64(payload.substr(kHeader.size(), 8));
-  const size_t facts_at = kHeader.size() + 8;
-  if (facts_bytes > payload.size() - facts_at) throw Error(name + ": checkpoint is damaged (its parts do not add up)");
+  if (payload.substr(0, header.size()) != header) throw Error(name + ": not a devplace " + noun + " of this version");
+  const uint64_t facts_bytes = ReadU64(payload.substr(header.size(), 8));
+  const size_t facts_at = header.size() + 8;
+  if (facts_bytes > payload.size() - facts_at) throw Error(name + ": " + noun + " is damaged (its parts do not add up)");
   CheckpointParts parts;
   parts.facts = ParseJson(payload.substr(facts_at, facts_bytes), path);  // bounded depth, one-line errors
-  if (!parts.facts.is_object()) throw Error(name + ": checkpoint is damaged (its facts are not a JSON object)");
+  if (!parts.facts.is_object()) throw Error(name + ": " + noun + " is damaged (its facts are not a JSON object)");
   parts.tensors.assign(payload.substr(facts_at + facts_bytes));
   return parts;
 }

@@ -2,6 +2,7 @@
 // A new method is a policy file and a line here.
 #include "rl/methods.h"
 
+#include "rl/gdp_policy.h"
 #include "rl/hdp_policy.h"
 #include "rl/seq2seq_placer.h"
 #include "util/error.h"
@@ -20,6 +21,7 @@ struct LearnedMethod {
 const LearnedMethod kMethods[] = {
     {"rl", MakeSeq2SeqPlacer, "flat"},
     {"hdp", MakeHdpPolicy, "graded"},
+    {"gdp", MakeGdpPolicy, "graded"},
 };
 
 }  // namespace
@@ -52,7 +54,7 @@ std::unique_ptr<Policy> MakePolicy(const PlacementProblem& problem, const RlOpti
   for (const LearnedMethod& m : kMethods) {
     if (options.method == m.name) return m.make(problem, options);
   }
-  throw Error("unknown learned method '" + ForMessage(options.method) + "' (rl or hdp)");
+  throw Error("unknown learned method '" + ForMessage(options.method) + "' (rl, hdp or gdp)");
 }
 
 }  // namespace devplace

@@ -75,7 +75,7 @@ void ValidateRlOptions(const RlOptions& o) {
   RequireCount(o.checkpoint_every, 0, INT64_MAX, "--checkpoint-every");
   RequireNumber(o.checkpoint_seconds, 0, 1e9, "--checkpoint-seconds");
   RequireCount(o.warm_start_steps, 0, INT64_MAX, "--warm-start-steps");
-  if (!IsLearnedMethod(o.method)) throw Error("--method '" + ForMessage(o.method) + "' is not a learned method (rl or hdp)");
+  if (!IsLearnedMethod(o.method)) throw Error("--method '" + ForMessage(o.method) + "' is not a learned method (rl, hdp or gdp)");
   RequireOneOf(o.algorithm, {"reinforce", "ppo"}, "--algorithm");
   RequireOneOf(o.baseline, {"moving-average", "batch-mean"}, "--baseline");
   if (!o.failing_signal.empty()) RequireOneOf(o.failing_signal, {"flat", "graded"}, "--failing-signal");
@@ -86,6 +86,17 @@ void ValidateRlOptions(const RlOptions& o) {
   RequireNumber(o.grouper_noise_std, 0, 1e3, "--grouper-noise");
   RequireCount(o.grouper_noise_steps, 0, INT64_MAX, "--grouper-noise-steps");
   RequireNumber(o.grouper_locality, 0, 1e3, "--grouper-locality");
+  RequireCount(o.gdp_hidden, 1, 4096, "--gdp-hidden");
+  RequireCount(o.gdp_sage_layers, 0, 16, "--gdp-sage-layers");
+  RequireCount(o.gdp_placer_layers, 0, 16, "--gdp-placer-layers");
+  RequireCount(o.gdp_heads, 1, 64, "--gdp-heads");
+  if (o.gdp_hidden % o.gdp_heads != 0) {
+    throw Error("--gdp-hidden (" + std::to_string(o.gdp_hidden) + ") must be a multiple of --gdp-heads (" + std::to_string(o.gdp_heads) + ")");
+  }
+  RequireCount(o.gdp_segment, 1, 1 << 20, "--gdp-segment");
+  RequireNumber(o.gdp_start_bias, 0, 100, "--start-bias");
+  if (!o.policy_file.empty() && o.method != "gdp") throw Error("--policy is a GDP policy: it needs --method gdp");
+  if (o.zero_shot && o.policy_file.empty()) throw Error("placing zero-shot (--max-steps 0) needs a trained policy: give --policy");
 }
 
 }  // namespace devplace

@@ -15,7 +15,8 @@ namespace devplace {
 
 struct RlOptions {
   // Which learned placer: "rl" (2017: hand-made co-location groups read by
-  // a seq2seq policy) or "hdp" (2018: a learned Grouper, then the Placer).
+  // a seq2seq policy), "hdp" (2018: a learned Grouper, then the Placer) or
+  // "gdp" (GraphSAGE and a segment-recurrent attention placer, rl/gdp_policy.h).
   std::string method = "rl";
   // How the policy learns: "reinforce" (the papers' 2017 and HDP rule) or
   // "ppo" (clipped surrogate, several epochs over each batch).
@@ -113,6 +114,26 @@ struct RlOptions {
   // Grouper (docs/rl.md has the measured difference).
   double grouper_locality = 1.0;
 
+  // GDP (method "gdp"). The network's sizes (rl/gdp_net.h); a policy file
+  // brings its own.
+  int64_t gdp_hidden = 64;
+  int64_t gdp_sage_layers = 3;
+  int64_t gdp_placer_layers = 2;
+  int64_t gdp_heads = 4;
+  int64_t gdp_segment = 128;
+  bool gdp_attention = true;      // false: segment recurrence only (the paper's ablation)
+  bool gdp_superposition = true;  // false: no graph context (the paper's ablation)
+  // Starting bonus on each unit's logit for its start device, the fastest
+  // of the start probes (learned from there; rl/gdp_policy.h). 0: no start
+  // probes, the paper's start from random weights.
+  double gdp_start_bias = 3.0;
+  // A trained GDP policy (`devplace train`) to start from instead of random
+  // weights; with `zero_shot`, place with it without updating it: measure
+  // its most likely placement and samples_per_step - 1 samples, keep the
+  // fastest.
+  std::string policy_file;
+  bool zero_shot = false;
+
   // The environment: deterministic by default; with noise, each placement is
   // measured the paper's way (run `measure_steps`, drop the first, average).
   double jitter = 0;
@@ -157,7 +178,7 @@ struct RlResult {
 
 using RlProgressCallback = std::function<void(const RlProgress&)>;
 
-// The learned methods `place --method` takes ("rl", "hdp").
+// The learned methods `place --method` takes ("rl", "hdp", "gdp").
 const std::vector<std::string>& LearnedMethodNames();
 bool IsLearnedMethod(const std::string& name);
 

@@ -65,7 +65,7 @@ class Trainer {
     shared_ = MakePolicy(problem, options);
     optimizer_ = MakePolicyOptimizer(*shared_, options);
     grade_failures_ = GradesFailures(options);
-    failing_reward_ = std::sqrt(options.failing_runtime_s > 0 ? options.failing_runtime_s : AutomaticFailingRuntimeS());
+    failing_reward_ = std::sqrt(options.failing_runtime_s > 0 ? options.failing_runtime_s : AutomaticFailingRuntimeS(problem));
     if (!std::isfinite(failing_reward_)) {
       throw Error("cannot pick a failing step time for graph " + ForMessage(problem.graph.name) + " on cluster " +
                   ForMessage(problem.cluster.name) + ": give --failing-runtime");
@@ -118,6 +118,7 @@ class Trainer {
     OpenOutput();
     last_checkpoint_ = Clock::now();
     on_step_ = on_step;
+    if (options_.zero_shot) ZeroShot();
     if (controllers_.size() == 1) {
       while (!Done()) Step(*controllers_[0]);
     } else {
@@ -167,6 +168,7 @@ class Trainer {
   }
 
   bool Done() const {
+    if (options_.zero_shot) return true;
     if (options_.max_steps > 0 && step_ >= options_.max_steps) return true;
     if (options_.max_samples > 0 && samples_ >= options_.max_samples) return true;
     if (options_.max_seconds > 0 && Seconds() >= options_.max_seconds) return true;
@@ -201,6 +203,44 @@ class Trainer {
     curve_fd_ = ::open(CurvePath().c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
     if (curve_fd_ < 0) FailedWrite(CurvePath(), errno);
     if (best_file_stale_) WriteBestPlacement();
+  }
+
+  // A trained policy placing without an update: its most likely placement
+  // and K - 1 samples, measured once; the fastest is the result.
+  void ZeroShot() {
+    Controller& controller = *controllers_[0];
+    std::unique_ptr<PolicyPass> pass = controller.policy->Begin();
+    SampleOptions greedy;
+    greedy.greedy = true;
+    std::vector<Decision> decisions = pass->Sample(1, controller.generator, greedy).decisions;
+    if (options_.samples_per_step > 1) {
+      for (Decision& d : pass->Sample(options_.samples_per_step - 1, controller.generator, SampleOptions()).decisions) {
+        decisions.push_back(std::move(d));
+      }
+    }
+    std::vector<Placement> placements;
+    for (const Decision& decision : decisions) placements.push_back(controller.policy->ToPlacement(decision));
+    const std::vector<Outcome> outcomes = controller.environment->Measure(placements, 0, controller.id);
+    double sum_time = 0;
+    int32_t ran = 0;
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (size_t k = 0; k < outcomes.size(); ++k) {
+      if (!outcomes[k].ok) continue;
+      sum_time += outcomes[k].step_time_s;
+      ++ran;
+      if (IsBest(outcomes[k].step_time_s)) RecordBest(std::move(placements[k]), outcomes[k].step_time_s);
+    }
+    samples_ += static_cast<int64_t>(outcomes.size());
+    RlProgress progress;
+    progress.step = step_;
+    progress.samples = samples_;
+    progress.seconds = Seconds();
+    progress.best_step_time_s = best_placement_.empty() ? 0 : best_time_s_;
+    progress.mean_step_time_s = ran > 0 ? sum_time / ran : 0;
+    progress.failed_fraction = 1.0 - static_cast<double>(ran) / outcomes.size();
+    progress.samples_per_second = progress.seconds > 0 ? samples_ / progress.seconds : 0;
+    AppendCurveRow(progress, controller.baseline, 0);
+    if (on_step_) on_step_(progress);
   }
 
   // One update by one controller: sample K, measure, REINFORCE.
@@ -589,14 +629,6 @@ class Trainer {
     }
   }
 
-  double AutomaticFailingRuntimeS() const {
-    std::vector<int32_t> cpus = DevicesOfKind(problem_.cluster, DeviceKind::kCpu);
-    if (!cpus.empty()) {
-      SimResult cpu = problem_.simulator.Run(SingleDevicePlacement(problem_.graph, problem_.cluster, cpus.front()));
-      if (cpu.ok()) return 2 * cpu.step_time_s();
-    }
-    return 10e-6 * StepTimeLowerBound(problem_.graph, problem_.cluster, problem_.cost).step_time_us();
-  }
 
   const PlacementProblem& problem_;
   const RlOptions& options_;

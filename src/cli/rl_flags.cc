@@ -1,0 +1,20 @@
+#include "cli/rl_flags.h"
+
+#include <CLI/CLI.hpp>
+
+namespace devplace {
+
+void AddGdpNetworkFlags(CLI::App* command, RlOptions& rl, const std::string& group) {
+  command->add_option("--start-bias", rl.gdp_start_bias,
+                  "GDP: starting bonus on each unit's logit for the device of the fastest start probe (learned; 0 = no probes)")
+      ->group(group)->check(CLI::Range(0.0, 100.0));
+  command->add_option("--gdp-hidden", rl.gdp_hidden, "GDP: width of GraphSAGE and the placer")->group(group)->check(CLI::Range(1, 4096));
+  command->add_option("--gdp-sage-layers", rl.gdp_sage_layers, "GDP: GraphSAGE layers")->group(group)->check(CLI::Range(0, 16));
+  command->add_option("--gdp-placer-layers", rl.gdp_placer_layers, "GDP: the placer's attention layers")->group(group)->check(CLI::Range(0, 16));
+  command->add_option("--gdp-heads", rl.gdp_heads, "GDP: attention heads (divides --gdp-hidden)")->group(group)->check(CLI::Range(1, 64));
+  command->add_option("--gdp-segment", rl.gdp_segment, "GDP: units per Transformer-XL segment")->group(group)->check(CLI::Range(1, 1 << 20));
+  command->add_flag("--gdp-no-attention{false}", rl.gdp_attention, "GDP ablation: segment recurrence only, no attention")->group(group);
+  command->add_flag("--gdp-no-superposition{false}", rl.gdp_superposition, "GDP ablation: no graph context gating the layers")->group(group);
+}
+
+}  // namespace devplace

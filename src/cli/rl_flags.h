@@ -1,0 +1,17 @@
+// Flags that `place` and `train` share for the learned placers.
+#pragma once
+
+#include <string>
+
+#include "rl/rl_placer.h"
+
+namespace CLI {
+class App;
+}
+
+namespace devplace {
+
+// GDP's network sizes, ablations and start bonus (RlOptions::gdp_*).
+void AddGdpNetworkFlags(CLI::App* command, RlOptions& rl, const std::string& group);
+
+}  // namespace devplace

@@ -1,0 +1,143 @@
+// `devplace train`: GDP's batch training of one policy over several graphs
+// for one cluster (rl/gdp_trainer.h), written as a policy file that
+// `place --method gdp --policy` uses.
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+#include "cli/inputs.h"
+#include "cli/rl_flags.h"
+#include "cluster/cluster_json.h"
+#include "rl/gdp_trainer.h"
+#include "sim/simulator.h"
+#include "util/error.h"
+
+namespace devplace {
+namespace {
+
+struct TrainFlags {
+  std::string method = "gdp";
+  std::vector<std::string> graphs;
+  std::string cluster;
+  GdpTrainOptions train;
+  bool quiet = false;
+};
+
+// One line per update at most once a second: the update, then per graph its
+// best and mean step time.
+class TrainProgressPrinter {
+ public:
+  void operator()(const GdpTrainProgress& p, bool last) {
+    auto now = std::chrono::steady_clock::now();
+    if (p.update == printed_update_ || (!last && printed_ && now - last_ < std::chrono::seconds(1))) return;
+    last_ = now;
+    printed_ = true;
+    printed_update_ = p.update;
+    std::ostringstream line;
+    char head[96];
+    std::snprintf(head, sizeof head, "update %5lld  %7lld samples  (%.0f s)", static_cast<long long>(p.update),
+                  static_cast<long long>(p.samples), p.seconds);
+    line << head;
+    for (const GdpGraphProgress& g : p.graphs) {
+      char part[160];
+      std::snprintf(part, sizeof part, "  %s best %.4f mean %.4f", ForMessage(g.graph, 40).c_str(), g.best_step_time_s, g.mean_step_time_s);
+      line << part;
+    }
+    std::fprintf(stderr, "%s\n", line.str().c_str());
+  }
+
+ private:
+  std::chrono::steady_clock::time_point last_;
+  bool printed_ = false;
+  int64_t printed_update_ = -1;
+};
+
+void RunTrain(TrainFlags flags) {
+  if (flags.method != "gdp") throw Error("train: --method must be gdp (the one learned method trained across graphs), got '" + ForMessage(flags.method) + "'");
+  flags.train.rl.method = "gdp";
+  if (flags.graphs.empty()) throw Error("train: --graphs names no graph");
+  RlOptions& rl = flags.train.rl;
+  if (rl.max_steps <= 0 && rl.max_seconds <= 0 && rl.max_samples <= 0) rl.max_seconds = 600;
+  ValidateRlOptions(rl);
+  const Cluster cluster = ResolveCluster(flags.cluster);
+  // Graphs, cost models and simulators live as long as the training.
+  std::vector<std::unique_ptr<Graph>> graphs;
+  std::vector<std::unique_ptr<CostModel>> costs;
+  std::vector<std::unique_ptr<Simulator>> simulators;
+  std::vector<PlacementProblem> problems;
+  for (const std::string& name : flags.graphs) {
+    graphs.push_back(std::make_unique<Graph>(ResolveGraph(name)));
+    CheckClusterCanRun(*graphs.back(), cluster);
+    costs.push_back(std::make_unique<CostModel>(MakeCostModel(cluster, *graphs.back(), OpTimesFlags())));
+    simulators.push_back(std::make_unique<Simulator>(*graphs.back(), cluster, *costs.back()));
+    problems.push_back(PlacementProblem{*graphs.back(), cluster, *costs.back(), *simulators.back(), rl.seed});
+  }
+  TrainProgressPrinter printer;
+  GdpTrainProgress last;
+  GdpTrainResult result = TrainGdpPolicy(problems, flags.train, [&](const GdpTrainProgress& p) {
+    last = p;
+    if (!flags.quiet) printer(p, false);
+  });
+  if (!flags.quiet && last.update > 0) printer(last, true);
+  std::printf("trained %lld updates (%lld samples) in %.1f s on %zu graphs; policy in %s\n", static_cast<long long>(result.updates),
+              static_cast<long long>(result.samples), result.seconds, result.graphs.size(), flags.train.policy_out.c_str());
+  for (const GdpGraphProgress& g : result.graphs) {
+    std::printf("  %s: best %.6f s while training\n", ForMessage(g.graph).c_str(), g.best_step_time_s);
+  }
+}
+
+}  // namespace
+
+void AddTrainCommand(CLI::App& app) {
+  auto flags = std::make_shared<TrainFlags>();
+  RlOptions& rl = flags->train.rl;
+  rl.method = "gdp";
+  rl.algorithm = "ppo";  // GDP's algorithm (§3.4)
+  CLI::App* cmd = app.add_subcommand("train", "Train one GDP policy on several graphs for a cluster (batch training)");
+  cmd->add_option("--method", flags->method, "gdp (the only method trained across graphs)");
+  cmd->add_option("--graphs", flags->graphs, "Graph files or built-in model names, comma-separated")->required()->delimiter(',');
+  cmd->add_option("--cluster", flags->cluster, "Cluster preset or cluster file: the policy places on clusters of its devices")->required();
+  cmd->add_option("-o,--out", flags->train.policy_out, "The policy file to write (also written at each checkpoint)")->required();
+  cmd->add_option("--seed", rl.seed, "Seed of every random choice");
+  cmd->add_option("--max-steps", rl.max_steps, "Stop after this many updates")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-seconds", rl.max_seconds, "Stop after this many seconds (default 600 when no budget is given)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-samples", rl.max_samples, "Stop after this many sampled placements, all graphs together")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--samples-per-step", rl.samples_per_step, "K: placements sampled per graph per update")->check(CLI::Range(1, 1024));
+  cmd->add_option("--workers", rl.worker_threads, "Threads measuring placements (0 = one per core)")->check(CLI::Range(0, 256));
+  cmd->add_option("--algorithm", rl.algorithm, "ppo (default, GDP's) or reinforce (one pass of the same loss)");
+  cmd->add_option("--ppo-epochs", rl.ppo_epochs, "PPO: passes over each batch");
+  cmd->add_option("--ppo-clip", rl.ppo_clip, "PPO: the ratio is clipped to [1 - c, 1 + c]");
+  cmd->add_option("--learning-rate", rl.learning_rate, "Adam's learning rate")->check(CLI::PositiveNumber);
+  cmd->add_option("--prior-learning-rate", rl.prior_learning_rate, "Adam's learning rate for the start bonus")->check(CLI::PositiveNumber);
+  cmd->add_option("--baseline-decay", rl.baseline_decay, "Decay of each graph's moving-average baseline")->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--entropy-weight", rl.entropy_weight, "Weight of the entropy bonus")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--failing-signal", rl.failing_signal, "flat or graded (default) out-of-memory signal")
+      ->check(CLI::IsMember({"flat", "graded"}));
+  cmd->add_option("--checkpoint-every", rl.checkpoint_every, "Updates between saves of the policy and checkpoint (0 = none by updates)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--checkpoint-seconds", rl.checkpoint_seconds, "Seconds between saves (0 = none by time; default 30)")
+      ->check(CLI::Range(0.0, 1e9));
+  cmd->add_flag("--resume", flags->train.resume, "Continue from the checkpoint next to the policy file (POLICY.checkpoint)");
+  cmd->add_flag("--quiet", flags->quiet, "No progress lines");
+  AddGdpNetworkFlags(cmd, rl, "GDP");
+  cmd->callback([flags] {
+    try {
+      RunTrain(*flags);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      std::string what = e.what();
+      throw Error("train: " + ForMessage(what.substr(0, what.find('\n')), 300));
+    }
+  });
+}
+
+}  // namespace devplace

@@ -1,0 +1,39 @@
+// GDP (Zhou et al.) as a Policy of the training loop: the network of
+// rl/gdp_net.h over one graph's co-location units. A decision is a device
+// per unit; units are placed independently given the network's output, so
+// log p(decision) is a sum over units and K samples are one draw. Device
+// kinds are masked: a unit is never offered a device that cannot run all
+// its ops.
+//
+// Start (ours; the paper starts from random weights): before the first
+// update, probes measure the units' locality order (OpFeatures::unit_position)
+// cut into stretches placed round robin over the fast devices, in runs of
+// several lengths, and all on the fastest device; the fastest probe becomes
+// the graph's start placement and every unit's logit for its start device
+// gets a learned bonus (GdpNet's start_bias). Without it thousands of units
+// placed independently start as scattered as a random placement, and most
+// of a short search goes to undoing that (docs/rl.md has the measurements).
+#pragma once
+
+#include <memory>
+
+#include "rl/gdp_net.h"
+#include "rl/policy.h"
+#include "rl/rl_placer.h"
+
+namespace devplace {
+
+// For the training loop: a fresh network (options' architecture, the
+// graph's own vocabulary), or the network of options.policy_file.
+std::unique_ptr<Policy> MakeGdpPolicy(const PlacementProblem& problem, const RlOptions& options);
+
+// A policy over `problem` that trains `net`, shared with the policies of
+// other graphs (batch training). Throws Error when the cluster does not
+// match the network's device count or a unit can run on no device.
+std::unique_ptr<Policy> MakeGdpPolicyWithNet(const PlacementProblem& problem, GdpNet net, const RlOptions& options);
+
+// The architecture that options ask for (the gdp_* fields), for `devices`
+// devices and `vocabulary`.
+GdpArchitecture GdpArchitectureOf(const RlOptions& options, int64_t devices, std::vector<std::string> vocabulary);
+
+}  // namespace devplace

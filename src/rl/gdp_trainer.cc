@@ -1,0 +1,374 @@
+#include "rl/gdp_trainer.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <sstream>
+#include <thread>
+
+#include "rl/algorithm.h"
+#include "rl/checkpoint_facts.h"
+#include "rl/checkpoint_file.h"
+#include "rl/gdp_net.h"
+#include "rl/gdp_policy.h"
+#include "rl/methods.h"
+#include "rl/optimizer.h"
+#include "rl/ppo.h"
+#include "rl/run_files.h"
+#include "sim/environment.h"
+#include "util/error.h"
+#include "util/files.h"
+
+namespace devplace {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// One graph of the batch: its policy (sharing the network), environment,
+// failing signal and baseline, and the best placement seen.
+struct TrainingGraph {
+  const PlacementProblem* problem = nullptr;
+  std::unique_ptr<Policy> policy;
+  std::unique_ptr<Environment> environment;
+  double failing_reward = 0;
+  double baseline = 0;
+  double best_time_s = 0;  // 0: none ran yet
+};
+
+class GdpBatchTrainer {
+ public:
+  GdpBatchTrainer(const std::vector<PlacementProblem>& problems, const GdpTrainOptions& options)
+      : options_(options), rl_(options.rl) {
+    if (problems.empty()) throw Error("train: no graphs to train on (--graphs)");
+    if (options.policy_out.empty()) throw Error("train: no policy file to write (-o)");
+    if (rl_.method != "gdp") throw Error("train: only --method gdp trains a policy across graphs");
+    ValidateRlOptions(rl_);
+    const Cluster& cluster = problems.front().cluster;
+    for (const PlacementProblem& p : problems) {
+      if (&p.cluster != &cluster) throw Error("train: every graph is placed on the same cluster");
+    }
+    if (fs::is_directory(options.policy_out)) throw Error(ForMessage(options.policy_out) + ": is a folder, not a policy file (-o)");
+    torch::manual_seed(rl_.seed);
+    std::vector<const Graph*> graphs;
+    for (const PlacementProblem& p : problems) graphs.push_back(&p.graph);
+    net_ = GdpNet(GdpArchitectureOf(rl_, cluster.num_devices(), GdpVocabulary(graphs)), rl_.gdp_start_bias);
+    const bool grade = GradesFailures(rl_);
+    const int32_t cores = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+    for (const PlacementProblem& p : problems) {
+      TrainingGraph g;
+      g.problem = &p;
+      g.policy = MakeGdpPolicyWithNet(p, net_, rl_);
+      SimulatedEnvironmentOptions environment;
+      environment.workers = rl_.worker_threads > 0 ? rl_.worker_threads : cores;
+      environment.noise.jitter = rl_.jitter;
+      environment.noise.failure_probability = rl_.failure_probability;
+      environment.measure_steps = rl_.measure_steps;
+      environment.seed = rl_.seed;
+      environment.measure_overflow = grade;
+      g.environment = std::make_unique<SimulatedEnvironment>(p.graph, p.cluster, p.cost, environment);
+      g.failing_reward = std::sqrt(rl_.failing_runtime_s > 0 ? rl_.failing_runtime_s : AutomaticFailingRuntimeS(p));
+      if (!std::isfinite(g.failing_reward)) {
+        throw Error("cannot pick a failing step time for graph " + ForMessage(p.graph.name) + ": give --failing-runtime");
+      }
+      g.baseline = g.failing_reward;
+      graphs_.push_back(std::move(g));
+    }
+    grade_failures_ = grade;
+    // Every policy holds the same network: the first one's parameters are
+    // the network's (and its start placement, which has no gradient).
+    optimizer_ = MakePolicyOptimizer(*graphs_.front().policy, rl_);
+    generator_ = at::make_generator<at::CPUGeneratorImpl>(rl_.seed * 1000003ull);
+  }
+
+  GdpTrainResult Run(const std::function<void(const GdpTrainProgress&)>& on_update) {
+    start_ = Clock::now();
+    if (options_.resume) {
+      LoadCheckpoint();
+    } else {
+      for (TrainingGraph& g : graphs_) ProbeStart(g);
+    }
+    last_save_ = Clock::now();
+    while (!Done()) {
+      GdpTrainProgress progress = Update();
+      if (on_update) on_update(progress);
+      if (SaveDue()) Save();
+    }
+    Save();
+    GdpTrainResult result;
+    result.updates = update_;
+    result.samples = samples_;
+    result.seconds = Seconds();
+    for (const TrainingGraph& g : graphs_) {
+      GdpGraphProgress p;
+      p.graph = g.problem->graph.name;
+      p.best_step_time_s = g.best_time_s;
+      result.graphs.push_back(p);
+    }
+    return result;
+  }
+
+ private:
+  double Seconds() const { return seconds_before_ + std::chrono::duration<double>(Clock::now() - start_).count(); }
+
+  bool Done() const {
+    if (rl_.max_steps > 0 && update_ >= rl_.max_steps) return true;
+    if (rl_.max_samples > 0 && samples_ >= rl_.max_samples) return true;
+    if (rl_.max_seconds > 0 && Seconds() >= rl_.max_seconds) return true;
+    return rl_.max_steps <= 0 && rl_.max_samples <= 0 && rl_.max_seconds <= 0;
+  }
+
+  bool SaveDue() const {
+    if (rl_.checkpoint_every > 0 && update_ % rl_.checkpoint_every == 0) return true;
+    return rl_.checkpoint_seconds > 0 && std::chrono::duration<double>(Clock::now() - last_save_).count() >= rl_.checkpoint_seconds;
+  }
+
+  void ProbeStart(TrainingGraph& g) {
+    const std::vector<Decision> probes = g.policy->StartProbes();
+    if (probes.empty()) return;
+    std::vector<Placement> placements;
+    for (const Decision& d : probes) placements.push_back(g.policy->ToPlacement(d));
+    const std::vector<Outcome> outcomes = g.environment->Measure(placements, -1, 0);
+    std::vector<double> times_s(outcomes.size(), std::numeric_limits<double>::infinity());
+    for (size_t i = 0; i < outcomes.size(); ++i) {
+      if (outcomes[i].ok) {
+        times_s[i] = outcomes[i].step_time_s;
+        if (g.best_time_s == 0 || times_s[i] < g.best_time_s) g.best_time_s = times_s[i];
+      } else if (!outcomes[i].oom()) {
+        times_s[i] = std::numeric_limits<double>::quiet_NaN();
+      }
+    }
+    samples_ += static_cast<int64_t>(probes.size());
+    g.policy->ChooseStart(times_s);
+  }
+
+  // One PPO update over every graph's K placements.
+  GdpTrainProgress Update() {
+    struct Batch {
+      std::unique_ptr<PolicyPass> pass;
+      std::vector<Decision> decisions;
+      torch::Tensor old_log_prob;
+      torch::Tensor advantage;
+    };
+    std::vector<Batch> batches(graphs_.size());
+    GdpTrainProgress progress;
+    const bool after_cutover = update_ >= rl_.cutover_step;
+    for (size_t i = 0; i < graphs_.size(); ++i) {
+      TrainingGraph& g = graphs_[i];
+      Batch& b = batches[i];
+      b.pass = g.policy->Begin();
+      SampleOptions sampling;
+      sampling.logit_noise_std = update_ < rl_.logit_noise_steps ? rl_.logit_noise_std : 0.0;
+      sampling.step = update_;
+      PolicySamples samples = b.pass->Sample(rl_.samples_per_step, generator_, sampling);
+      std::vector<Placement> placements;
+      for (const Decision& d : samples.decisions) placements.push_back(g.policy->ToPlacement(d));
+      const std::vector<Outcome> outcomes = g.environment->Measure(placements, update_, static_cast<int32_t>(i));
+      std::vector<double> rewards;
+      double sum_time = 0;
+      int32_t ran = 0;
+      for (size_t k = 0; k < outcomes.size(); ++k) {
+        if (outcomes[k].ok) {
+          sum_time += outcomes[k].step_time_s;
+          ++ran;
+          if (g.best_time_s == 0 || outcomes[k].step_time_s < g.best_time_s) g.best_time_s = outcomes[k].step_time_s;
+        }
+        if (after_cutover && !outcomes[k].ok) continue;
+        b.decisions.push_back(samples.decisions[k]);
+        rewards.push_back(RewardOf(outcomes[k], g.failing_reward, grade_failures_));
+      }
+      samples_ += static_cast<int64_t>(outcomes.size());
+      GdpGraphProgress p;
+      p.graph = g.problem->graph.name;
+      p.best_step_time_s = g.best_time_s;
+      p.mean_step_time_s = ran > 0 ? sum_time / ran : 0;
+      p.failed_fraction = 1.0 - static_cast<double>(ran) / static_cast<double>(outcomes.size());
+      progress.graphs.push_back(p);
+      if (b.decisions.empty()) continue;
+      // Normalised per graph: the advantage is in units of the graph's own
+      // spread of rewards this update, so graphs of 0.1 s and of 10 s, and
+      // graphs whose placements differ by 1 % or by 10x, weigh the same. A
+      // graph whose samples all scored alike has nothing to teach.
+      std::vector<double> advantages =
+          BaselineAdvantages(rewards, rl_.baseline == "batch-mean", rl_.baseline_decay, g.baseline);
+      double mean = 0, square = 0;
+      for (double r : rewards) mean += r / rewards.size();
+      for (double r : rewards) square += (r - mean) * (r - mean) / rewards.size();
+      const double spread = std::sqrt(square);
+      if (!(spread > 1e-9 * std::abs(mean))) {
+        b.decisions.clear();
+        continue;
+      }
+      for (double& a : advantages) a /= spread;
+      b.advantage = torch::tensor(advantages, torch::kFloat32);
+      b.old_log_prob = b.pass->Score(b.decisions).log_prob.detach();
+    }
+
+    const int32_t epochs = rl_.algorithm == "ppo" ? rl_.ppo_epochs : 1;
+    for (int32_t epoch = 0; epoch < epochs; ++epoch) {
+      optimizer_->zero_grad();
+      torch::Tensor loss = torch::zeros({});
+      int32_t parts = 0;
+      for (size_t i = 0; i < graphs_.size(); ++i) {
+        Batch& b = batches[i];
+        if (b.decisions.empty()) continue;
+        if (epoch > 0) b.pass = graphs_[i].policy->Begin();
+        PolicySamples scored = b.pass->Score(b.decisions);
+        loss = loss + PpoClippedLoss(scored.log_prob, b.old_log_prob, b.advantage, rl_.ppo_clip);
+        if (rl_.entropy_weight > 0) loss = loss - rl_.entropy_weight * scored.entropy.mean();
+        ++parts;
+      }
+      if (parts == 0) break;
+      (loss / parts).backward();
+      torch::nn::utils::clip_grad_norm_(graphs_.front().policy->module().parameters(), rl_.grad_clip_norm);
+      SetLearningRates(*optimizer_, ScheduledLearningRates(rl_, update_));
+      optimizer_->step();
+    }
+    ++update_;
+    progress.update = update_;
+    progress.samples = samples_;
+    progress.seconds = Seconds();
+    return progress;
+  }
+
+  std::string CheckpointPath() const { return options_.policy_out + ".checkpoint"; }
+
+  // The policy file and the training checkpoint, each replaced atomically.
+  void Save() {
+    GdpPolicyFileFacts facts;
+    const Cluster& cluster = graphs_.front().problem->cluster;
+    facts.cluster_name = cluster.name;
+    for (const Device& d : cluster.devices) facts.device_kinds.push_back(DeviceKindName(d.kind));
+    for (const TrainingGraph& g : graphs_) facts.graphs.push_back(g.problem->graph.name);
+    facts.updates = update_;
+    SaveGdpPolicyFile(options_.policy_out, net_, facts);
+
+    torch::serialize::OutputArchive archive;
+    torch::serialize::OutputArchive net_archive;
+    net_->save(net_archive);
+    archive.write("net", net_archive);
+    torch::serialize::OutputArchive optimizer_archive;
+    optimizer_->save(optimizer_archive);
+    archive.write("optimizer", optimizer_archive);
+    archive.write("generator", generator_.get_state());
+    nlohmann::json graphs = nlohmann::json::array();
+    for (size_t i = 0; i < graphs_.size(); ++i) {
+      const TrainingGraph& g = graphs_[i];
+      archive.write("start_" + std::to_string(i), StartOf(g));
+      graphs.push_back({{"name", g.problem->graph.name},
+                        {"num_ops", g.problem->graph.num_ops()},
+                        {"baseline", g.baseline},
+                        {"best_time_s", g.best_time_s}});
+    }
+    std::ostringstream tensors;
+    archive.save_to(tensors);
+    CheckpointParts parts;
+    parts.facts = {{"method", "gdp-batch"},
+                   {"num_devices", cluster.num_devices()},
+                   {"update", update_},
+                   {"samples", samples_},
+                   {"seconds", Seconds()},
+                   {"graphs", graphs}};
+    parts.tensors = tensors.str();
+    WriteCheckpointFile(CheckpointPath(), SealCheckpoint(parts));
+    last_save_ = Clock::now();
+  }
+
+  static torch::Tensor StartOf(const TrainingGraph& g) {
+    for (const auto& item : g.policy->module().named_parameters(/*recurse=*/false)) {
+      if (item.key() == "start") return item.value();
+    }
+    throw Error("internal: a GDP policy without a start placement");
+  }
+
+  void LoadCheckpoint() {
+    const std::string path = CheckpointPath();
+    if (!fs::exists(path)) throw Error(ForMessage(path) + ": no training checkpoint to resume from");
+    CheckpointParts parts = UnsealCheckpoint(path, ReadTextFile(path));
+    const CheckpointFacts facts(path, parts.facts);
+    if (!facts.facts().contains("method") || facts.facts()["method"] != "gdp-batch") facts.Fail("not a checkpoint of `devplace train`");
+    if (facts.Integer("num_devices", 1, INT32_MAX) != graphs_.front().problem->cluster.num_devices()) {
+      facts.Fail("checkpoint is for a cluster of another device count");
+    }
+    const nlohmann::json& graphs = facts.Array("graphs");
+    if (graphs.size() != graphs_.size()) facts.Fail("checkpoint is of " + std::to_string(graphs.size()) + " graphs, not " + std::to_string(graphs_.size()));
+    for (size_t i = 0; i < graphs_.size(); ++i) {
+      const nlohmann::json& saved = graphs[i];
+      if (!saved.is_object() || !saved.contains("name") || saved["name"] != graphs_[i].problem->graph.name ||
+          !saved.contains("num_ops") || saved["num_ops"] != graphs_[i].problem->graph.num_ops()) {
+        facts.Fail("checkpoint's graph " + std::to_string(i + 1) + " is not " + ForMessage(graphs_[i].problem->graph.name) +
+                   " (resume with the same --graphs in the same order)");
+      }
+      graphs_[i].baseline = facts.NumberOf(saved.value("baseline", nlohmann::json()), "baseline", 0);
+      graphs_[i].best_time_s = facts.NumberOf(saved.value("best_time_s", nlohmann::json()), "best_time_s", 0);
+    }
+    update_ = facts.Integer("update", 0, INT64_MAX);
+    samples_ = facts.Integer("samples", 0, INT64_MAX);
+    seconds_before_ = facts.Number("seconds", 0);
+    std::vector<std::vector<int64_t>> shapes;
+    for (const torch::Tensor& p : net_->parameters()) shapes.push_back(p.sizes().vec());
+    try {
+      torch::serialize::InputArchive archive;
+      std::istringstream in(parts.tensors);
+      archive.load_from(in);
+      torch::serialize::InputArchive net_archive;
+      archive.read("net", net_archive);
+      net_->load(net_archive);
+      torch::serialize::InputArchive optimizer_archive;
+      archive.read("optimizer", optimizer_archive);
+      optimizer_->load(optimizer_archive);
+      torch::Tensor state;
+      archive.read("generator", state);
+      generator_.set_state(state);
+      for (size_t i = 0; i < graphs_.size(); ++i) {
+        torch::Tensor start;
+        archive.read("start_" + std::to_string(i), start);
+        torch::Tensor target = StartOf(graphs_[i]);
+        if (start.sizes() != target.sizes()) facts.Fail("checkpoint's start placement does not fit its graph");
+        torch::NoGradGuard no_grad;
+        target.copy_(start);
+      }
+    } catch (const c10::Error&) {
+      facts.Fail("checkpoint's tensors do not load, or are of another architecture");
+    }
+    auto loaded = net_->parameters();
+    for (size_t i = 0; i < loaded.size(); ++i) {
+      if (loaded[i].sizes().vec() != shapes[i]) facts.Fail("checkpoint's network is of another architecture");
+      if (!torch::isfinite(loaded[i]).all().item<bool>()) facts.Fail("checkpoint's network has values that are not finite");
+    }
+  }
+
+  const GdpTrainOptions& options_;
+  const RlOptions& rl_;
+  GdpNet net_{nullptr};
+  std::vector<TrainingGraph> graphs_;
+  std::unique_ptr<torch::optim::Adam> optimizer_;
+  torch::Generator generator_;
+  bool grade_failures_ = false;
+  int64_t update_ = 0;
+  int64_t samples_ = 0;
+  double seconds_before_ = 0;
+  Clock::time_point start_, last_save_;
+};
+
+}  // namespace
+
+GdpTrainResult TrainGdpPolicy(const std::vector<PlacementProblem>& problems, const GdpTrainOptions& options,
+                              const std::function<void(const GdpTrainProgress&)>& on_update) {
+  try {
+    GdpBatchTrainer trainer(problems, options);
+    return trainer.Run(on_update);
+  } catch (const Error&) {
+    throw;
+  } catch (const c10::Error& e) {
+    std::string what = e.what();
+    throw Error("train: " + ForMessage(what.substr(0, what.find('\n')), 300));
+  }
+}
+
+}  // namespace devplace

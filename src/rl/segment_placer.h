@@ -1,0 +1,57 @@
+// GDP's placement network (Zhou et al., §3.2-3.3): Transformer-XL-style
+// attention over the graph's nodes in topological order, cut into segments;
+// each segment attends to itself and to a memory of the previous segment's
+// states (gradients stopped there), so the context reaches back a segment
+// per layer at the cost of two segments' attention. No positional
+// embedding: the graph embedding already says where a node sits, and ids
+// would let the policy memorise one graph. One pass gives every node's
+// device logits (nodes are placed independently given the embeddings).
+//
+// Superposition (§3.3): a graph context c, one attention layer over all
+// node embeddings pooled into a vector, gates the input of every dense
+// layer, x_{l+1} = g(sigmoid(C_l c) * x_l), so one network can specialise
+// per graph. `superposition = false` and `attention = false` (segment
+// recurrence without attention: each node's feed-forward only) are the
+// paper's ablations.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+
+namespace devplace {
+
+struct SegmentPlacerOptions {
+  int64_t hidden = 64;
+  int64_t heads = 4;
+  int64_t layers = 2;
+  int64_t segment = 128;  // nodes per segment
+  int64_t devices = 2;
+  bool attention = true;
+  bool superposition = true;
+};
+
+class SegmentPlacerImpl : public torch::nn::Module {
+ public:
+  explicit SegmentPlacerImpl(const SegmentPlacerOptions& options);
+
+  // embeddings: [nodes, hidden], in topological order. Returns [nodes,
+  // devices] logits (unmasked: the caller masks device kinds).
+  torch::Tensor forward(const torch::Tensor& embeddings);
+
+  const SegmentPlacerOptions& options() const { return options_; }
+
+ private:
+  // x: [len, hidden], memory: [mem, hidden] (may be empty). One layer.
+  torch::Tensor Layer(int64_t l, const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& gates);
+
+  SegmentPlacerOptions options_;
+  torch::nn::MultiheadAttention context_attention_{nullptr};
+  torch::nn::Linear context_query_{nullptr};
+  torch::nn::ModuleList attention_, norm_attention_, feed_in_, feed_out_, norm_feed_, gate_;
+  torch::nn::Linear output_{nullptr};
+  torch::nn::Linear output_gate_{nullptr};
+};
+TORCH_MODULE(SegmentPlacer);
+
+}  // namespace devplace

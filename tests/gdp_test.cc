@@ -1,0 +1,345 @@
+// GDP's parts (Zhou et al.): the GraphSAGE graph embedding.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <fstream>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include "rl/gdp_net.h"
+#include "rl/gdp_policy.h"
+#include "rl/gdp_trainer.h"
+#include "rl/graph_sage.h"
+#include "rl/methods.h"
+#include "placement_problem.h"
+#include "test_files.h"
+#include "test_util.h"
+#include "util/error.h"
+#include "rl/segment_placer.h"
+
+namespace devplace {
+namespace {
+
+struct RandomGraph {
+  torch::Tensor x, src, dst;
+};
+
+// `nodes` nodes with random features and each node i > 0 fed by up to
+// three earlier nodes.
+RandomGraph MakeRandomGraph(int64_t nodes, int64_t width, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<int64_t> src, dst;
+  for (int64_t v = 1; v < nodes; ++v) {
+    const int64_t inputs = 1 + static_cast<int64_t>(rng() % 3);
+    for (int64_t k = 0; k < inputs; ++k) {
+      src.push_back(static_cast<int64_t>(rng() % v));
+      dst.push_back(v);
+    }
+  }
+  torch::manual_seed(seed);
+  return {torch::randn({nodes, width}), torch::tensor(src), torch::tensor(dst)};
+}
+
+// The same graph with its nodes renumbered gives the same embeddings,
+// renumbered: nothing depends on node ids or edge order.
+TEST(GraphSageTest, EmbeddingsFollowARenumberingOfTheNodes) {
+  torch::manual_seed(1);
+  GraphSage sage(5, 8, 3);
+  const RandomGraph g = MakeRandomGraph(40, 5, 7);
+  const torch::Tensor h = sage->forward(g.x, g.src, g.dst);
+
+  std::vector<int64_t> new_id(40);
+  std::iota(new_id.begin(), new_id.end(), 0);
+  std::shuffle(new_id.begin(), new_id.end(), std::mt19937_64(3));
+  const torch::Tensor to_new = torch::tensor(new_id);
+  torch::Tensor x = torch::empty_like(g.x).index_copy_(0, to_new, g.x);  // row new_id[v] = x[v]
+  // The edges renumbered, and listed in reverse order.
+  torch::Tensor src = to_new.index_select(0, g.src).flip(0), dst = to_new.index_select(0, g.dst).flip(0);
+  const torch::Tensor renumbered = sage->forward(x, src, dst);
+  EXPECT_TRUE(torch::allclose(renumbered.index_select(0, to_new), h, 1e-5, 1e-6));
+}
+
+// Every parameter gets a gradient through the max-pooling, and a node's
+// embedding depends on its neighbours up to `layers` edges away only.
+TEST(GraphSageTest, GradientsReachEveryLayerAndInfluenceStopsAtTheLayerCount) {
+  torch::manual_seed(2);
+  GraphSage sage(4, 6, 2);
+  // A chain 0 -> 1 -> 2 -> 3 -> 4.
+  torch::Tensor src = torch::tensor(std::vector<int64_t>{0, 1, 2, 3}), dst = torch::tensor(std::vector<int64_t>{1, 2, 3, 4});
+  torch::Tensor x = torch::randn({5, 4}).requires_grad_(true);
+  sage->forward(x, src, dst).select(0, 0).sum().backward();
+  for (const auto& p : sage->named_parameters()) {
+    ASSERT_TRUE(p.value().grad().defined()) << p.key();
+  }
+  // Node 0 sees nodes 1 and 2 (two layers), not 3 or 4.
+  const torch::Tensor reach = x.grad().abs().sum(1);
+  EXPECT_GT(reach[0].item<double>(), 0);
+  EXPECT_GT(reach[2].item<double>(), 0);
+  EXPECT_EQ(reach[3].item<double>(), 0);
+  EXPECT_EQ(reach[4].item<double>(), 0);
+}
+
+// Which nodes' logits change when segment 0's embeddings change.
+std::vector<bool> ChangedBySegmentZero(SegmentPlacer& placer, int64_t nodes, int64_t segment) {
+  torch::NoGradGuard no_grad;
+  torch::manual_seed(5);
+  torch::Tensor x = torch::randn({nodes, placer->options().hidden});
+  const torch::Tensor before = placer->forward(x);
+  x.narrow(0, 0, segment).add_(1.0);
+  const torch::Tensor after = placer->forward(x);
+  std::vector<bool> changed(nodes);
+  for (int64_t v = 0; v < nodes; ++v) changed[v] = !torch::allclose(before[v], after[v], 0, 1e-7);
+  return changed;
+}
+
+// Segment recurrence: with one layer a segment sees itself and the segment
+// before it, not further back; the graph context (superposition) reaches
+// every node; without attention a node sees only itself.
+TEST(SegmentPlacerTest, ContextReachesOneSegmentBackPerLayerAndSuperpositionReachesAll) {
+  SegmentPlacerOptions o;
+  o.hidden = 8;
+  o.heads = 2;
+  o.layers = 1;
+  o.segment = 4;
+  o.devices = 3;
+  o.superposition = false;
+  torch::manual_seed(1);
+  SegmentPlacer one_layer(o);
+  EXPECT_EQ(one_layer->forward(torch::randn({10, 8})).sizes(), (std::vector<int64_t>{10, 3}));  // a short last segment
+  std::vector<bool> changed = ChangedBySegmentZero(one_layer, 12, 4);
+  for (int64_t v = 0; v < 12; ++v) EXPECT_EQ(changed[v], v < 8) << v;
+
+  o.layers = 2;
+  SegmentPlacer two_layers(o);
+  changed = ChangedBySegmentZero(two_layers, 16, 4);
+  for (int64_t v = 0; v < 16; ++v) EXPECT_EQ(changed[v], v < 12) << v;
+
+  o.layers = 1;
+  o.superposition = true;
+  SegmentPlacer superposed(o);
+  changed = ChangedBySegmentZero(superposed, 12, 4);
+  for (int64_t v = 0; v < 12; ++v) EXPECT_TRUE(changed[v]) << v;
+
+  o.superposition = false;
+  o.attention = false;
+  SegmentPlacer no_attention(o);
+  changed = ChangedBySegmentZero(no_attention, 12, 4);
+  for (int64_t v = 0; v < 12; ++v) EXPECT_EQ(changed[v], v < 4) << v;
+}
+
+// The memory is read without gradient (Transformer-XL): a later segment's
+// loss does not reach an earlier segment's embeddings.
+TEST(SegmentPlacerTest, GradientsStopAtTheSegmentMemory) {
+  SegmentPlacerOptions o;
+  o.hidden = 8;
+  o.heads = 2;
+  o.layers = 1;
+  o.segment = 4;
+  o.devices = 2;
+  o.superposition = false;
+  torch::manual_seed(2);
+  SegmentPlacer placer(o);
+  torch::Tensor x = torch::randn({8, 8}).requires_grad_(true);
+  placer->forward(x).narrow(0, 4, 4).sum().backward();
+  EXPECT_EQ(x.grad().narrow(0, 0, 4).abs().sum().item<double>(), 0);
+  EXPECT_GT(x.grad().narrow(0, 4, 4).abs().sum().item<double>(), 0);
+}
+
+// A chain of 12 ops: op 0 CPU-only, op 5 GPU-only, ops 3 and 8 in one
+// co-location group.
+Graph KindsGraph() {
+  Graph g;
+  for (int i = 0; i < 12; ++i) {
+    Op op = testing::MakeOp(i, "op" + std::to_string(i), 1e6 * (i + 1), 4000);
+    op.type = i % 2 ? "MatMul" : "Add";
+    if (i == 0) op.device_kinds = MaskOf(DeviceKind::kCpu);
+    if (i == 5) op.device_kinds = MaskOf(DeviceKind::kGpu);
+    if (i == 3 || i == 8) op.colocation_group = "var";
+    const int32_t index = g.AddOp(op);
+    if (i > 0) g.AddDataEdge(index - 1, 0, index);
+  }
+  g.Finalize("kinds");
+  return g;
+}
+
+// Sampled log-probabilities equal the scored ones; every sample keeps
+// device kinds and co-location.
+TEST(GdpPolicyTest, SampledLogProbabilitiesEqualScoredOnesAndConstraintsHold) {
+  testing::OwnedProblem p(KindsGraph());
+  RlOptions options;
+  options.method = "gdp";
+  options.gdp_segment = 4;  // 11 units in three segments: log-probabilities across segment boundaries
+  torch::manual_seed(3);
+  auto policy = MakePolicy(p.get(), options);
+  auto pass = policy->Begin();
+  torch::Generator gen = at::make_generator<at::CPUGeneratorImpl>(9);
+  PolicySamples sampled = pass->Sample(16, gen, {});
+  PolicySamples scored = pass->Score(sampled.decisions);
+  EXPECT_TRUE(torch::allclose(sampled.log_prob, scored.log_prob.detach(), 1e-5, 1e-5));
+  for (const Decision& d : sampled.decisions) {
+    const Placement placement = policy->ToPlacement(d);
+    EXPECT_EQ(p.cluster.devices[placement[0]].kind, DeviceKind::kCpu);
+    EXPECT_EQ(p.cluster.devices[placement[5]].kind, DeviceKind::kGpu);
+    EXPECT_EQ(placement[3], placement[8]);
+    EXPECT_EQ(policy->ToPlacement(policy->Imitate(placement)), placement);
+  }
+  scored.log_prob.sum().backward();
+  // Every trained parameter; the graph's start placement is a parameter
+  // without gradient (it rides along in checkpoints).
+  int64_t trained = 0, with_gradient = 0;
+  for (const auto& parameter : policy->module().parameters()) {
+    if (!parameter.requires_grad()) continue;
+    ++trained;
+    with_gradient += parameter.grad().defined();
+  }
+  EXPECT_EQ(with_gradient, trained);
+  EXPECT_EQ(trained + 1, static_cast<int64_t>(policy->module().parameters().size()));
+}
+
+
+// Two heavy independent branches between a light source and sink, one of
+// MatMuls and one of Conv2Ds: best split over the two GPUs.
+Graph WideGraph() {
+  Graph g;
+  const int32_t source = g.AddOp(testing::MakeOp(0, "source", 1e3, 1000));
+  std::vector<int32_t> ends;
+  for (int b = 0; b < 2; ++b) {
+    Op first = testing::MakeOp(1 + 2 * b, "a" + std::to_string(b), 2e8, 1000);
+    Op second = testing::MakeOp(2 + 2 * b, "b" + std::to_string(b), 2e8, 1000);
+    first.type = second.type = b == 0 ? "MatMul" : "Conv2D";
+    const int32_t f = g.AddOp(first), s = g.AddOp(second);
+    g.AddDataEdge(source, 0, f);
+    g.AddDataEdge(f, 0, s);
+    ends.push_back(s);
+  }
+  const int32_t sink = g.AddOp(testing::MakeOp(5, "sink", 1e3, 1000));
+  for (int32_t e : ends) g.AddDataEdge(e, 0, sink);
+  g.Finalize("wide");
+  return g;
+}
+
+// A chain of five heavy ops, MatMul and Conv2D in turn, passing 4 MB tensors
+// (4 ms per transfer against 0.2 ms of compute per op): best all on one GPU.
+Graph ChainGraph() {
+  Graph g;
+  for (int i = 0; i < 5; ++i) {
+    Op op = testing::MakeOp(i, "c" + std::to_string(i), 2e8, 4'000'000);
+    op.type = i % 2 ? "Conv2D" : "MatMul";
+    const int32_t index = g.AddOp(op);
+    if (i > 0) g.AddDataEdge(index - 1, 0, index);
+  }
+  g.Finalize("chain");
+  return g;
+}
+
+// The fastest step time of any placement on the GPUs (the CPU is ten times
+// slower), by enumeration.
+double BestOnGpus(testing::OwnedProblem& p) {
+  const int32_t n = p.graph.num_ops();
+  double best = 1e30;
+  for (int32_t mask = 0; mask < (1 << n); ++mask) {
+    Placement placement(n);
+    for (int32_t op = 0; op < n; ++op) placement[op] = 1 + ((mask >> op) & 1);
+    SimResult r = p.simulator.Run(placement);
+    if (r.ok()) best = std::min(best, r.step_time_s());
+  }
+  return best;
+}
+
+// The step time of the most likely placement of `policy_file` on `p`.
+double GreedyStepTime(testing::OwnedProblem& p, const std::string& policy_file, const RlOptions& base) {
+  RlOptions options = base;
+  options.policy_file = policy_file;
+  auto policy = MakePolicy(p.get(), options);
+  auto pass = policy->Begin();
+  torch::Generator gen = at::make_generator<at::CPUGeneratorImpl>(1);
+  SampleOptions greedy;
+  greedy.greedy = true;
+  const Placement placement = policy->ToPlacement(pass->Sample(1, gen, greedy).decisions[0]);
+  SimResult r = p.simulator.Run(placement);
+  return r.ok() ? r.step_time_s() : 1e30;
+}
+
+// One policy trained on two graphs whose best placements differ (the
+// MatMuls and Conv2Ds apart in one, together in the other) places both at
+// their optimum, without start probes: no rule by op type does, so the
+// network must read each op's graph.
+TEST(GdpTrainerTest, BatchTrainingReachesTheBestPlacementOfTwoDifferentGraphs) {
+  testing::OwnedProblem wide(WideGraph(), testing::MakeSlowCpuCluster());
+  testing::OwnedProblem chain(ChainGraph(), testing::MakeSlowCpuCluster());
+  // Both problems on one cluster object.
+  CostModel chain_cost(wide.cluster, {}, testing::PerfectEfficiency());
+  Simulator chain_simulator(chain.graph, wide.cluster, chain_cost);
+  std::vector<PlacementProblem> problems = {wide.get(), {chain.graph, wide.cluster, chain_cost, chain_simulator, 0}};
+  testing::TempDir dir;
+  GdpTrainOptions options;
+  options.rl.method = "gdp";
+  options.rl.algorithm = "ppo";
+  options.rl.gdp_start_bias = 0;
+  options.rl.gdp_hidden = 16;
+  options.rl.gdp_heads = 2;
+  options.rl.learning_rate = 0.002;
+  options.rl.max_steps = 150;
+  options.rl.worker_threads = 1;
+  options.rl.checkpoint_seconds = 0;
+  options.policy_out = dir.File("policy.pt");
+  GdpTrainResult result = TrainGdpPolicy(problems, options);
+  EXPECT_EQ(result.updates, 150);
+  EXPECT_NEAR(GreedyStepTime(wide, options.policy_out, options.rl), BestOnGpus(wide), 1e-9);
+  EXPECT_NEAR(GreedyStepTime(chain, options.policy_out, options.rl), BestOnGpus(chain), 1e-9);
+}
+
+// A saved network loads with the same outputs; loading it for another
+// device count, or a damaged file, is one clear Error.
+TEST(GdpNetTest, PolicyFileRoundTripsAndRefusesAnotherClusterOrDamage) {
+  testing::OwnedProblem p(KindsGraph());
+  GdpArchitecture a;
+  a.hidden = 16;
+  a.heads = 2;
+  a.devices = p.cluster.num_devices();
+  a.vocabulary = GdpVocabulary({&p.graph});
+  torch::manual_seed(5);
+  GdpNet net(a, 1.5);
+  testing::TempDir dir;
+  const std::string path = dir.File("policy.pt");
+  GdpPolicyFileFacts facts;
+  facts.cluster_name = p.cluster.name;
+  for (const Device& d : p.cluster.devices) facts.device_kinds.push_back(DeviceKindName(d.kind));
+  facts.graphs = {"kinds"};
+  SaveGdpPolicyFile(path, net, facts);
+
+  GdpNet loaded = LoadGdpPolicyFile(path, p.cluster);
+  const OpFeatures features = BuildOpFeatures(p.graph, p.cluster);
+  const GdpInputs inputs = BuildGdpInputs(features, p.graph, p.cluster, a.vocabulary);
+  const torch::Tensor start = torch::zeros({features.num_units, a.devices});
+  EXPECT_TRUE(torch::equal(net->LogProbs(inputs, start, 5, 1), loaded->LogProbs(inputs, start, 5, 1)));
+  EXPECT_EQ(loaded->start_bias().item<double>(), 1.5);
+
+  Cluster two_gpus = testing::MakeTestCluster();
+  two_gpus.devices.pop_back();
+  two_gpus.links.clear();
+  two_gpus.links.push_back({0, 1, 1e9, 0.5, -1});
+  two_gpus.Finalize("two");
+  try {
+    LoadGdpPolicyFile(path, two_gpus);
+    ADD_FAILURE() << "loaded for 2 devices";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("trained for 3 devices"), std::string::npos) << e.what();
+  }
+  std::string bytes = testing::ReadFile(path);
+  bytes[bytes.size() / 2] ^= 0x5a;
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  try {
+    LoadGdpPolicyFile(path, p.cluster);
+    ADD_FAILURE() << "loaded a damaged file";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("GDP policy file is damaged"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace devplace
