@@ -25,6 +25,7 @@ struct PlaceFlags {
   OpTimesFlags op_times;
   bool json = false;
   bool max_steps_given = false;
+  bool algorithm_given = false;
   RlOptions rl;
 };
 
@@ -75,6 +76,7 @@ void RunPlace(PlaceFlags flags) {
   // refused run leaves no folder, curve, checkpoint or placement behind.
   const bool learned = IsLearnedMethod(flags.method);
   if (learned) flags.rl.method = flags.method;
+  if (learned && !flags.algorithm_given) flags.rl.algorithm = DefaultAlgorithm(flags.method);
   if (!learned) FindPlacer(flags.method);  // fail early on a bad name
   if (learned) ValidateRlOptions(flags.rl);
   Graph graph = ResolveGraph(flags.graph);
@@ -174,7 +176,7 @@ void AddPlaceCommand(CLI::App& app) {
       ->group(g)->check(CLI::Range(1, 64));
   cmd->add_option("--workers", rl.worker_threads, "Threads measuring each controller's placements (0 = cores / controllers)")
       ->group(g)->check(CLI::Range(0, 256));
-  cmd->add_option("--algorithm", rl.algorithm, "How the policy learns: reinforce (default) or ppo")->group(g);
+  cmd->add_option("--algorithm", rl.algorithm, "How the policy learns: reinforce (default for rl and hdp) or ppo (default for gdp)")->group(g);
   cmd->add_option("--ppo-epochs", rl.ppo_epochs, "PPO: passes over each batch")->group(g);
   cmd->add_option("--ppo-clip", rl.ppo_clip, "PPO: the ratio is clipped to [1 - c, 1 + c]")->group(g);
   cmd->add_option("--baseline", rl.baseline, "What rewards are compared to: moving-average (default) or batch-mean")->group(g);
@@ -258,6 +260,7 @@ void AddPlaceCommand(CLI::App& app) {
   cmd->callback([flags, cmd] {
     try {
       flags->max_steps_given = cmd->count("--max-steps") > 0;
+      flags->algorithm_given = cmd->count("--algorithm") > 0;
       RunPlace(*flags);
     } catch (const Error&) {
       throw;

@@ -3,6 +3,8 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -360,6 +362,11 @@ class GdpBatchTrainer {
 
 GdpTrainResult TrainGdpPolicy(const std::vector<PlacementProblem>& problems, const GdpTrainOptions& options,
                               const std::function<void(const GdpTrainProgress&)>& on_update) {
+  // As TrainRlPlacer: the environment's workers are the parallelism, and
+  // autograd's large buffers stay on the heap.
+  torch::set_num_threads(1);
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   try {
     GdpBatchTrainer trainer(problems, options);
     return trainer.Run(on_update);

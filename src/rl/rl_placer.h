@@ -19,7 +19,8 @@ struct RlOptions {
   // "gdp" (GraphSAGE and a segment-recurrent attention placer, rl/gdp_policy.h).
   std::string method = "rl";
   // How the policy learns: "reinforce" (the papers' 2017 and HDP rule) or
-  // "ppo" (clipped surrogate, several epochs over each batch).
+  // "ppo" (clipped surrogate, several epochs over each batch). The command
+  // line's default is the method's (DefaultAlgorithm).
   std::string algorithm = "reinforce";
   int32_t ppo_epochs = 4;
   double ppo_clip = 0.2;
@@ -177,6 +178,10 @@ struct RlResult {
 };
 
 using RlProgressCallback = std::function<void(const RlProgress&)>;
+
+// What `place` trains `method` with when --algorithm is not given: "ppo"
+// for gdp (its paper's), "reinforce" for the others.
+std::string DefaultAlgorithm(const std::string& method);
 
 // The learned methods `place --method` takes ("rl", "hdp", "gdp").
 const std::vector<std::string>& LearnedMethodNames();
