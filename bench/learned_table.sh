@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The learned placers, `rl` (the 2017 seq2seq placer) and `hdp` (the 2018
-# Grouper + Placer), against the baselines of `devplace compare` on
+# The learned placers, `rl` (the 2017 seq2seq placer), `hdp` (the 2018
+# Grouper + Placer) and `gdp` (METHODS="gdp"), against the baselines of `devplace compare` on
 #   - the 2017 paper's Table 2 settings (RNNLM, NMT, Inception-V3 on
 #     1 CPU + 2 K80 and 1 CPU + 4 K80) and the large RNNLM and NMT on 4 K80s;
 #   - GDP's twelve settings (its Table 1), each on the P100 preset with the
@@ -129,8 +129,13 @@ def search_cost(curve_path):
             return float(r["seconds"]), int(r["samples"])
     return None
 
-header = ("| model | cluster | fastest baseline | expert | METIS | rl | hdp | rl vs fastest | hdp vs fastest "
-          "| rl to 1 % (s / samples) | hdp to 1 % (s / samples) | rl samples/s | hdp samples/s |")
+# rl and hdp always have columns (a table of one shows "-" for the other);
+# a later method (gdp) gets its own when it runs.
+shown = ["rl", "hdp"] + [m for m in methods if m not in ("rl", "hdp")]
+header = ("| model | cluster | fastest baseline | expert | METIS | " + " | ".join(shown) + " | "
+          + " | ".join(f"{m} vs fastest" for m in shown) + " | "
+          + " | ".join(f"{m} to 1 % (s / samples)" for m in shown) + " | "
+          + " | ".join(f"{m} samples/s" for m in shown) + " |")
 
 def table_row(model, cluster):
     name = f"{runs}/{model}-{cluster}"
@@ -145,22 +150,22 @@ def table_row(model, cluster):
         cells = [model, cluster, fastest, fmt(baselines.get("expert")), fmt(baselines.get("metis"))]
     ran = [t for m, t in baselines.items() if t is not None and m != "random"]
     fastest_t = min(ran) if ran else None
-    outs = {m: load(f"{name}.{m}.json") for m in ("rl", "hdp")}
-    for m in ("rl", "hdp"):
+    outs = {m: load(f"{name}.{m}.json") for m in shown}
+    for m in shown:
         if m not in methods:
             cells.append("-")
             continue
         cells.append("error" if outs[m] is None else fmt(learned_time(outs[m])))
-    for m in ("rl", "hdp"):
+    for m in shown:
         t = learned_time(outs[m])
         cells.append("-" if t is None or fastest_t is None else f"{fastest_t / t:.3f}x")
-    for m in ("rl", "hdp"):
+    for m in shown:
         if m not in methods:
             cells.append("-")
             continue
         cost = None if outs[m] is None else search_cost(f"{name}-{m}/curve.csv")
         cells.append("none" if cost is None else f"{cost[0]:.1f} / {cost[1]}")
-    for m in ("rl", "hdp"):
+    for m in shown:
         out = outs[m]
         if out is None or not out["search_seconds"]:
             cells.append("-")
