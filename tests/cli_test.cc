@@ -330,12 +330,17 @@ TEST(CliTest, PlaceRunsEveryLearnedMethodWithEitherAlgorithm) {
 TEST(CliTest, TrainWritesAPolicyThatPlacesZeroShotAlikeInEveryProcess) {
   TempDir dir;
   const std::string policy = dir.File("policy.pt");
+  // What a killed training leaves behind is removed by the next one.
+  std::ofstream(policy + ".tmp.999999") << "half";
+  std::ofstream(policy + ".checkpoint.tmp.999999") << "half";
   Outcome t = Devplace("train --graphs tiny,synthetic --cluster k80x2 -o " + policy +
                        " --max-steps 3 --samples-per-step 2 --gdp-hidden 16 --gdp-heads 2 --quiet");
   ASSERT_EQ(t.exit_code, 0) << t.out;
   EXPECT_NE(t.out.find("trained 3 updates"), std::string::npos) << t.out;
   ASSERT_TRUE(std::filesystem::exists(policy));
   ASSERT_TRUE(std::filesystem::exists(policy + ".checkpoint"));
+  EXPECT_FALSE(std::filesystem::exists(policy + ".tmp.999999"));
+  EXPECT_FALSE(std::filesystem::exists(policy + ".checkpoint.tmp.999999"));
 
   std::string placements[2];
   for (int run = 0; run < 2; ++run) {

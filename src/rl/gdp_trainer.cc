@@ -95,6 +95,9 @@ class GdpBatchTrainer {
     } else {
       for (TrainingGraph& g : graphs_) ProbeStart(g);
     }
+    // A killed training leaves its temporary files; the next one in the
+    // folder removes them (and each run its own at the end).
+    RemoveTemporariesOf(OutputFolder(), OutputNames(), /*only_this_process=*/false);
     last_save_ = Clock::now();
     while (!Done()) {
       GdpTrainProgress progress = Update();
@@ -102,6 +105,7 @@ class GdpBatchTrainer {
       if (SaveDue()) Save();
     }
     Save();
+    RemoveTemporariesOf(OutputFolder(), OutputNames(), /*only_this_process=*/true);
     GdpTrainResult result;
     result.updates = update_;
     result.samples = samples_;
@@ -239,6 +243,14 @@ class GdpBatchTrainer {
   }
 
   std::string CheckpointPath() const { return options_.policy_out + ".checkpoint"; }
+  fs::path OutputFolder() const {
+    const fs::path folder = fs::path(options_.policy_out).parent_path();
+    return folder.empty() ? fs::path(".") : folder;
+  }
+  std::vector<std::string> OutputNames() const {
+    const std::string name = fs::path(options_.policy_out).filename().string();
+    return {name, name + ".checkpoint"};
+  }
 
   // The policy file and the training checkpoint, each replaced atomically.
   void Save() {

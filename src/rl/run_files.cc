@@ -116,14 +116,18 @@ void WriteCheckpointFile(const std::string& path, const std::string& bytes) {
 // killed run leaves them behind: the next run in the folder removes them
 // all when it starts, and every run its own when it ends.
 void RemoveTemporaries(const fs::path& folder, bool only_this_process) {
+  RemoveTemporariesOf(folder, {"best_placement.json", "curve.csv", "checkpoint.pt"}, only_this_process);
+}
+
+void RemoveTemporariesOf(const fs::path& folder, const std::vector<std::string>& outputs, bool only_this_process) {
   const std::string own_suffix = ".tmp." + std::to_string(::getpid());
   std::error_code error;
   for (const auto& entry : fs::directory_iterator(folder, error)) {
     const std::string name = entry.path().filename().string();
-    for (const char* output : {"best_placement.json", "curve.csv", "checkpoint.pt"}) {
-      const std::string stem = std::string(output) + ".tmp";
+    for (const std::string& output : outputs) {
+      const std::string stem = output + ".tmp";
       if (name.rfind(stem, 0) != 0) continue;
-      if (only_this_process && name != std::string(output) + own_suffix) continue;
+      if (only_this_process && name != output + own_suffix) continue;
       std::error_code ignored;
       if (entry.is_regular_file(ignored)) fs::remove(entry.path(), ignored);
     }

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace devplace {
 
@@ -36,5 +37,8 @@ void WriteCheckpointFile(const std::string& path, const std::string& bytes);
 // killed run leaves them behind: the next run in the folder removes them
 // all when it starts, and every run its own when it ends.
 void RemoveTemporaries(const std::filesystem::path& folder, bool only_this_process);
+// The same for the files named `outputs` in `folder` (`devplace train`'s
+// policy file and its checkpoint).
+void RemoveTemporariesOf(const std::filesystem::path& folder, const std::vector<std::string>& outputs, bool only_this_process);
 
 }  // namespace devplace
