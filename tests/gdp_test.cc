@@ -3,6 +3,8 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <fstream>
 #include <numeric>
 #include <random>
@@ -14,6 +16,7 @@
 #include "rl/gdp_policy.h"
 #include "rl/gdp_trainer.h"
 #include "rl/graph_sage.h"
+#include "rl/op_features.h"
 #include "rl/methods.h"
 #include "placement_problem.h"
 #include "test_files.h"
@@ -198,6 +201,55 @@ TEST(GdpPolicyTest, SampledLogProbabilitiesEqualScoredOnesAndConstraintsHold) {
   }
   EXPECT_EQ(with_gradient, trained);
   EXPECT_EQ(trained + 1, static_cast<int64_t>(policy->module().parameters().size()));
+}
+
+// With stretch noise far above the logits, the units of a stretch of the
+// locality order go where the stretch's draw sends them: samples move whole
+// stretches (a stretch splits only when its two best draws nearly tie);
+// after the noise's updates, choices no longer follow stretches.
+TEST(GdpPolicyTest, StretchNoiseMovesWholeStretches) {
+  Graph g;
+  for (int i = 0; i < 600; ++i) {
+    Op op = testing::MakeOp(i, "op" + std::to_string(i), 1e6, 4000);
+    op.type = "MatMul";
+    const int32_t index = g.AddOp(op);
+    if (i > 0) g.AddDataEdge(index - 1, 0, index);
+  }
+  g.Finalize("chain600");
+  testing::OwnedProblem p(std::move(g));
+  RlOptions options;
+  options.method = "gdp";
+  options.gdp_start_bias = 0;
+  options.gdp_stretch_noise_std = 100;
+  options.gdp_stretch_noise_steps = 10;
+  torch::manual_seed(4);
+  auto policy = MakePolicy(p.get(), options);
+  const OpFeatures features = BuildOpFeatures(p.graph, p.cluster);
+  const int64_t stretches = 20 * 3;  // 20 per fast device: the test cluster's three are equally fast
+  auto pass = policy->Begin();
+  torch::Generator gen = at::make_generator<at::CPUGeneratorImpl>(2);
+  // The share of (sample, stretch) pairs whose units all got one device.
+  auto uniform_share = [&](int64_t step) {
+    SampleOptions sampling;
+    sampling.step = step;
+    int64_t uniform = 0, total = 0;
+    std::set<Decision> distinct;
+    for (const Decision& d : pass->Sample(8, gen, sampling).decisions) {
+      std::map<int64_t, std::set<int32_t>> devices_of_stretch;
+      for (int32_t u = 0; u < features.num_units; ++u) {
+        devices_of_stretch[std::min<int64_t>(stretches - 1, static_cast<int64_t>(features.unit_position[u] * stretches))].insert(d[u]);
+      }
+      for (const auto& [stretch, devices] : devices_of_stretch) {
+        uniform += devices.size() == 1;
+        ++total;
+      }
+      distinct.insert(d);
+    }
+    EXPECT_EQ(distinct.size(), 8u);
+    return static_cast<double>(uniform) / static_cast<double>(total);
+  };
+  EXPECT_GT(uniform_share(3), 0.9);
+  EXPECT_LT(uniform_share(10), 0.1);
 }
 
 

@@ -8,6 +8,12 @@ void AddGdpNetworkFlags(CLI::App* command, RlOptions& rl, const std::string& gro
   command->add_option("--start-bias", rl.gdp_start_bias,
                   "GDP: starting bonus on each unit's logit for the device of the fastest start probe (learned; 0 = no probes)")
       ->group(group)->check(CLI::Range(0.0, 100.0));
+  command->add_option("--stretch-noise", rl.gdp_stretch_noise_std,
+                      "GDP: std of Gaussian noise drawn per stretch of the network and device, added to its units' logits "
+                      "while sampling (moves whole stretches)")
+      ->group(group)->check(CLI::Range(0.0, 100.0));
+  command->add_option("--stretch-noise-steps", rl.gdp_stretch_noise_steps, "GDP: updates during which the stretch noise applies")
+      ->group(group)->check(CLI::NonNegativeNumber);
   command->add_option("--gdp-hidden", rl.gdp_hidden, "GDP: width of GraphSAGE and the placer")->group(group)->check(CLI::Range(1, 4096));
   command->add_option("--gdp-sage-layers", rl.gdp_sage_layers, "GDP: GraphSAGE layers")->group(group)->check(CLI::Range(0, 16));
   command->add_option("--gdp-placer-layers", rl.gdp_placer_layers, "GDP: the placer's attention layers")->group(group)->check(CLI::Range(0, 16));

@@ -32,15 +32,35 @@ class GdpGraphModuleImpl : public torch::nn::Module {
 };
 TORCH_MODULE(GdpGraphModule);
 
+// Exploration that moves stretches of the network, not single units: one
+// Gaussian draw per (stretch of the locality order, device), added to the
+// logits of every unit in that stretch while sampling.
+struct StretchNoise {
+  torch::Tensor stretch_of_unit;  // [U] int64
+  int64_t stretches = 0;
+  double std = 0;     // 0: none
+  int64_t steps = 0;  // applies to samples of updates before this one
+};
+
 class GdpPass : public PolicyPass {
  public:
-  explicit GdpPass(torch::Tensor log_probs) : log_probs_(std::move(log_probs)) {}
+  GdpPass(torch::Tensor log_probs, StretchNoise noise) : log_probs_(std::move(log_probs)), noise_(std::move(noise)) {}
 
   PolicySamples Sample(int64_t count, torch::Generator& generator, const SampleOptions& options) override {
     torch::NoGradGuard no_grad;
     torch::Tensor log_probs = log_probs_.detach();
     torch::Tensor chosen;  // [U, K]
-    if (options.greedy) {
+    if (!options.greedy && noise_.std > 0 && options.step < noise_.steps) {
+      // Drawn from the noisy logits; the log-probabilities below are the
+      // policy's own, as with --logit-noise.
+      std::vector<torch::Tensor> draws;
+      for (int64_t k = 0; k < count; ++k) {
+        torch::Tensor z = torch::randn({noise_.stretches, log_probs.size(1)}, generator) * noise_.std;
+        torch::Tensor noisy = torch::log_softmax(log_probs + z.index_select(0, noise_.stretch_of_unit), 1);
+        draws.push_back(torch::multinomial(noisy.exp(), 1, true, generator));
+      }
+      chosen = torch::cat(draws, 1);
+    } else if (options.greedy) {
       chosen = log_probs.argmax(1, true).expand({log_probs.size(0), count}).contiguous();
     } else if (options.logit_noise_std > 0) {
       std::vector<torch::Tensor> draws;
@@ -84,6 +104,7 @@ class GdpPass : public PolicyPass {
   torch::Tensor Entropy() const { return -(log_probs_.exp() * log_probs_).sum(); }
 
   torch::Tensor log_probs_;  // [U, D], with gradients
+  StretchNoise noise_;
 };
 
 class GdpPolicy : public Policy {
@@ -97,10 +118,19 @@ class GdpPolicy : public Policy {
         module_(std::move(net), features_->num_units, inputs_->allowed.size(1)) {
     const torch::Tensor allowed = inputs_->allowed.to(torch::kUInt8).contiguous();
     allowed_.assign(allowed.data_ptr<uint8_t>(), allowed.data_ptr<uint8_t>() + allowed.numel());
+    noise_.std = options_.gdp_stretch_noise_std;
+    noise_.steps = options_.gdp_stretch_noise_steps;
+    noise_.stretches = kSlotsPerDevice * static_cast<int64_t>(std::max<size_t>(1, fast_devices_.size()));
+    std::vector<int64_t> stretch(features_->num_units);
+    for (int32_t u = 0; u < features_->num_units; ++u) {
+      stretch[u] = std::clamp<int64_t>(static_cast<int64_t>(features_->unit_position[u] * noise_.stretches), 0, noise_.stretches - 1);
+    }
+    noise_.stretch_of_unit = torch::tensor(stretch, torch::kInt64);
   }
 
   std::unique_ptr<PolicyPass> Begin() override {
-    return std::make_unique<GdpPass>(module_->net->LogProbs(*inputs_, module_->start, options_.tanh_constant, options_.temperature));
+    return std::make_unique<GdpPass>(module_->net->LogProbs(*inputs_, module_->start, options_.tanh_constant, options_.temperature),
+                                     noise_);
   }
 
   Placement ToPlacement(const Decision& decision) const override {
@@ -202,6 +232,7 @@ class GdpPolicy : public Policy {
   RlOptions options_;
   GdpGraphModule module_;
   std::vector<uint8_t> allowed_;  // inputs_->allowed as plain bytes, [U * D]
+  StretchNoise noise_;
 };
 
 // The devices of at least half the fastest one's peak (HDP's probe devices).

@@ -95,6 +95,8 @@ void ValidateRlOptions(const RlOptions& o) {
   }
   RequireCount(o.gdp_segment, 1, 1 << 20, "--gdp-segment");
   RequireNumber(o.gdp_start_bias, 0, 100, "--start-bias");
+  RequireNumber(o.gdp_stretch_noise_std, 0, 100, "--stretch-noise");
+  RequireCount(o.gdp_stretch_noise_steps, 0, INT64_MAX, "--stretch-noise-steps");
   if (!o.policy_file.empty() && o.method != "gdp") throw Error("--policy is a GDP policy: it needs --method gdp");
   if (o.zero_shot && o.policy_file.empty()) throw Error("placing zero-shot (--max-steps 0) needs a trained policy: give --policy");
 }

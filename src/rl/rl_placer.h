@@ -128,6 +128,13 @@ struct RlOptions {
   // of the start probes (learned from there; rl/gdp_policy.h). 0: no start
   // probes, the paper's start from random weights.
   double gdp_start_bias = 3.0;
+  // Exploration by stretches: while sampling for the first
+  // gdp_stretch_noise_steps updates, one Gaussian draw of this std per
+  // (stretch of the locality order, device) is added to the logits of the
+  // stretch's units, so samples move whole stretches of the network rather
+  // than scattered units (rl/gdp_policy.cc).
+  double gdp_stretch_noise_std = 0;
+  int64_t gdp_stretch_noise_steps = 100000;
   // A trained GDP policy (`devplace train`) to start from instead of random
   // weights; with `zero_shot`, place with it without updating it: measure
   // its most likely placement and samples_per_step - 1 samples, keep the
