@@ -1,6 +1,7 @@
 #include "rl/algorithm.h"
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "placers/placer.h"
@@ -41,6 +42,18 @@ std::unique_ptr<Algorithm> MakeAlgorithm(const RlOptions& options) {
   if (options.algorithm == "reinforce") return MakeReinforceAlgorithm(options);
   if (options.algorithm == "ppo") return MakePpoAlgorithm(options);
   throw Error("--algorithm must be reinforce or ppo, got '" + ForMessage(options.algorithm) + "'");
+}
+
+std::vector<double> ProbeStepTimes(const std::vector<Outcome>& outcomes) {
+  std::vector<double> times_s(outcomes.size(), std::numeric_limits<double>::infinity());
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    if (outcomes[i].ok) {
+      times_s[i] = outcomes[i].step_time_s;
+    } else if (!outcomes[i].oom()) {
+      times_s[i] = std::numeric_limits<double>::quiet_NaN();
+    }
+  }
+  return times_s;
 }
 
 double AutomaticFailingRuntimeS(const PlacementProblem& problem) {

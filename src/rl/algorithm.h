@@ -46,6 +46,11 @@ class Algorithm {
 // samples all overflow still learns which way memory fits.
 double RewardOf(const Outcome& outcome, double failing_reward, bool grade_failures);
 
+// The step times Policy::ChooseStart takes for measured start probes: the
+// step time of one that ran, +infinity for one out of memory, NaN for one
+// that failed by chance (the noise model's failures say nothing about it).
+std::vector<double> ProbeStepTimes(const std::vector<Outcome>& outcomes);
+
 // The step time a failed placement counts as when not given: twice the
 // all-on-CPU step time, or ten times the step-time lower bound if that does
 // not run (or there is no CPU). +infinity when neither is finite.

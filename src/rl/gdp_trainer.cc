@@ -140,17 +140,11 @@ class GdpBatchTrainer {
     std::vector<Placement> placements;
     for (const Decision& d : probes) placements.push_back(g.policy->ToPlacement(d));
     const std::vector<Outcome> outcomes = g.environment->Measure(placements, -1, 0);
-    std::vector<double> times_s(outcomes.size(), std::numeric_limits<double>::infinity());
-    for (size_t i = 0; i < outcomes.size(); ++i) {
-      if (outcomes[i].ok) {
-        times_s[i] = outcomes[i].step_time_s;
-        if (g.best_time_s == 0 || times_s[i] < g.best_time_s) g.best_time_s = times_s[i];
-      } else if (!outcomes[i].oom()) {
-        times_s[i] = std::numeric_limits<double>::quiet_NaN();
-      }
+    for (const Outcome& outcome : outcomes) {
+      if (outcome.ok && (g.best_time_s == 0 || outcome.step_time_s < g.best_time_s)) g.best_time_s = outcome.step_time_s;
     }
     samples_ += static_cast<int64_t>(probes.size());
-    g.policy->ChooseStart(times_s);
+    g.policy->ChooseStart(ProbeStepTimes(outcomes));
   }
 
   // One PPO update over every graph's K placements.

@@ -231,14 +231,7 @@ class Trainer {
       if (IsBest(outcomes[k].step_time_s)) RecordBest(std::move(placements[k]), outcomes[k].step_time_s);
     }
     samples_ += static_cast<int64_t>(outcomes.size());
-    RlProgress progress;
-    progress.step = step_;
-    progress.samples = samples_;
-    progress.seconds = Seconds();
-    progress.best_step_time_s = best_placement_.empty() ? 0 : best_time_s_;
-    progress.mean_step_time_s = ran > 0 ? sum_time / ran : 0;
-    progress.failed_fraction = 1.0 - static_cast<double>(ran) / outcomes.size();
-    progress.samples_per_second = progress.seconds > 0 ? samples_ / progress.seconds : 0;
+    const RlProgress progress = Progress(sum_time, ran, outcomes.size());
     AppendCurveRow(progress, controller.baseline, 0);
     if (on_step_) on_step_(progress);
   }
@@ -292,19 +285,26 @@ class Trainer {
     ++step_;
     samples_ += static_cast<int64_t>(outcomes.size());
 
-    RlProgress progress;
-    progress.step = step_;
-    progress.samples = samples_;
-    progress.seconds = Seconds();
-    progress.best_step_time_s = best_placement_.empty() ? 0 : best_time_s_;
-    progress.mean_step_time_s = ran > 0 ? sum_time / ran : 0;
-    progress.failed_fraction = 1.0 - static_cast<double>(ran) / outcomes.size();
-    progress.samples_per_second = progress.seconds > 0 ? samples_ / progress.seconds : 0;
+    RlProgress progress = Progress(sum_time, ran, outcomes.size());
     progress.samples_used = static_cast<int32_t>(used.decisions.size());
     AppendCurveRow(progress, controller.baseline, ScheduledLearningRates(options_, step).network);
     if (on_step_) on_step_(progress);
     if (CheckpointDue()) SaveCheckpoint();
     HoldPoint("step-end");
+  }
+
+  // With the lock held: where the search stands after a batch of
+  // `measured` placements, `ran` of which ran in `sum_time_s` in all.
+  RlProgress Progress(double sum_time_s, int32_t ran, size_t measured) const {
+    RlProgress progress;
+    progress.step = step_;
+    progress.samples = samples_;
+    progress.seconds = Seconds();
+    progress.best_step_time_s = best_placement_.empty() ? 0 : best_time_s_;
+    progress.mean_step_time_s = ran > 0 ? sum_time_s / ran : 0;
+    progress.failed_fraction = 1.0 - static_cast<double>(ran) / static_cast<double>(measured);
+    progress.samples_per_second = progress.seconds > 0 ? samples_ / progress.seconds : 0;
+    return progress;
   }
 
   // With the lock held: one row per step, kept in memory for the checkpoint
@@ -355,17 +355,11 @@ class Trainer {
     for (const Decision& d : probes) placements.push_back(shared_->ToPlacement(d));
     // Batch -1: noise seeds of their own, apart from every update's.
     const std::vector<Outcome> outcomes = controllers_[0]->environment->Measure(placements, -1, 0);
-    std::vector<double> times_s(outcomes.size(), std::numeric_limits<double>::infinity());
     for (size_t i = 0; i < outcomes.size(); ++i) {
-      if (!outcomes[i].ok) {
-        if (!outcomes[i].oom()) times_s[i] = std::numeric_limits<double>::quiet_NaN();
-        continue;
-      }
-      times_s[i] = outcomes[i].step_time_s;
-      RecordBest(placements[i], outcomes[i].step_time_s);
+      if (outcomes[i].ok) RecordBest(placements[i], outcomes[i].step_time_s);
     }
     samples_ += static_cast<int64_t>(probes.size());
-    shared_->ChooseStart(times_s);
+    shared_->ChooseStart(ProbeStepTimes(outcomes));
     for (auto& controller : controllers_) {
       if (controller->policy != shared_.get()) CopyParameters(*shared_, *controller->policy);
     }
