@@ -214,7 +214,7 @@ TEST(CliTest, PlaceWithRlWritesPlacementCurveAndCheckpointAndResumes) {
   EXPECT_EQ(nlohmann::json::parse(resumed.out)["samples"].get<int64_t>(), 80);  // continued from 48
   ExpectCleanError(Devplace("place --graph tiny --cluster k80x4 --max-steps 1 --resume --out " + out), "another graph or cluster");
   ExpectCleanError(Devplace("place --graph tiny --cluster k80x2 --max-steps 6 --resume --encoder-hidden 8 --out " + out),
-                   "does not match");
+                   "is of another architecture");
 }
 
 // Everything wrong with a place command's inputs is found before the out

@@ -3,10 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "run_devplace.h"
+#include "test_files.h"
 
 namespace devplace {
 namespace {
@@ -53,6 +55,42 @@ TEST(FlagChecks, EveryCommandRejectsNonFiniteAndNegativeUnsigned) {
     EXPECT_EQ(o.exit_code, 2) << c.args;
     testing::ExpectCleanError(o, c.flag);
   }
+}
+
+// An empty value (an unset shell variable) never quietly means "the
+// default": `--policy ''` placed from scratch, `--out ''` wrote to the
+// default folder. Every text flag of every command refuses it and writes
+// nothing.
+TEST(FlagChecks, EveryTextFlagRefusesAnEmptyValue) {
+  testing::TempDir dir;
+  const std::string out = dir.File("out");
+  const std::vector<std::string> flags_given_empty = {
+      "place --graph tiny --cluster k80x2 --method gdp --max-steps 1 --out " + out + " --policy ''",
+      "place --graph tiny --cluster k80x2 --method expert --out " + out + " --warm-start ''",
+      "place --graph tiny --cluster k80x2 --method expert --out ''",
+      "place --graph tiny --cluster k80x2 --method expert --out " + out + " --op-times ''",
+      "place --graph tiny --cluster k80x2 --method '' --out " + out,
+      "place --graph '' --cluster k80x2 --method expert --out " + out,
+      "simulate --graph tiny --cluster k80x2 --placement single:gpu:0 --trace ''",
+      "simulate --graph tiny --cluster '' --placement single:gpu:0",
+      "export --graph tiny --cluster k80x2 --method expert --format '' -o " + out,
+      "export --graph tiny --cluster k80x2 --method expert -o ''",
+      "compare --graph tiny --cluster k80x2 --methods ''",
+      "report --graph tiny --cluster k80x2 -o " + out + " --run ''",
+      "generate '' -o " + out,
+      "import model.onnx -o " + out + " --dim ''",
+      "train --method gdp --graphs '' --cluster k80x2 -o " + out,
+      "clusters --show ''",
+      "info --graph ''",
+  };
+  for (const std::string& args : flags_given_empty) {
+    testing::Outcome o = testing::RunDevplace(args);
+    EXPECT_EQ(o.exit_code, 2) << args;
+    testing::ExpectCleanError(o, "must not be empty");
+    EXPECT_FALSE(std::filesystem::exists(out)) << args;
+  }
+  EXPECT_EQ(CheckTextFlagValue(""), "must not be empty (leave the flag out for its default)");
+  EXPECT_EQ(CheckTextFlagValue("-"), "");
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "rl/algorithm.h"
 #include "rl/checkpoint_file.h"
 #include "rl/group_features.h"
+#include "rl/loaded_parameters.h"
 #include "rl/methods.h"
 #include "rl/rl_placer.h"
 #include "rl/seq2seq_policy.h"
@@ -697,6 +698,42 @@ TEST(CheckpointTest, TemporaryFilesAreRemovedAtStartAndNoneAreLeftAtExit) {
   std::set<std::string> left;
   for (const auto& entry : std::filesystem::directory_iterator(options.out_dir)) left.insert(entry.path().filename().string());
   EXPECT_EQ(left, (std::set<std::string>{"best_placement.json", "checkpoint.pt", "curve.csv", "notes.txt"}));
+}
+
+// torch's load replaces a parameter by a tensor of another shape, and keeps
+// NaN, without a word; every network loader asks LoadedParametersProblem.
+TEST(CheckpointTest, LoadedParametersOfAnotherShapeOrNotFiniteAreNamed) {
+  auto load_into = [](torch::nn::Linear& target, torch::nn::Linear& source) {
+    const ParameterShapes shapes = ShapesOf(*target);
+    std::ostringstream out;
+    torch::serialize::OutputArchive archive;
+    source->save(archive);
+    archive.save_to(out);
+    torch::serialize::InputArchive in_archive;
+    std::istringstream in(out.str());
+    in_archive.load_from(in);
+    target->load(in_archive);
+    return LoadedParametersProblem(*target, shapes);
+  };
+  torch::nn::Linear same(3, 2), target(3, 2);
+  EXPECT_EQ(load_into(target, same), "");
+  EXPECT_TRUE(torch::equal(target->weight, same->weight));
+
+  torch::nn::Linear wider(4, 2), target2(3, 2);
+  EXPECT_EQ(load_into(target2, wider), "is of another architecture");
+
+  torch::nn::Linear poisoned(3, 2), target3(3, 2);
+  {
+    torch::NoGradGuard no_grad;
+    poisoned->bias[1] = std::numeric_limits<float>::quiet_NaN();
+  }
+  EXPECT_EQ(load_into(target3, poisoned), "has values that are not finite");
+  {
+    torch::NoGradGuard no_grad;
+    poisoned->bias[1] = std::numeric_limits<float>::infinity();
+  }
+  torch::nn::Linear target4(3, 2);
+  EXPECT_EQ(load_into(target4, poisoned), "has values that are not finite");
 }
 
 }  // namespace

@@ -45,9 +45,15 @@ std::string CheckInteger(const std::string& text, bool is_unsigned) {
 
 void AddChecksTo(CLI::App& app) {
   for (CLI::Option* option : app.get_options()) {
+    if (option->get_type_size() == 0) continue;  // a flag: takes no value
     const std::string full_type = option->get_type_name();
     const std::string type = full_type.substr(0, full_type.find(':'));
-    if (type != "FLOAT" && type != "INT" && type != "UINT") continue;
+    if (type != "FLOAT" && type != "INT" && type != "UINT") {
+      // `--policy ''` (an unset shell variable) must not quietly mean "no
+      // policy": every value a user types means something or is refused.
+      option->transform(CLI::Validator([](std::string& text) { return CheckTextFlagValue(text); }, ""));
+      continue;
+    }
     // transform() puts the check ahead of the option's own validators, so a
     // NaN is named as such rather than passing a range check.
     option->transform(CLI::Validator([type](std::string& text) { return CheckNumericFlagText(type, text); }, ""));
@@ -64,6 +70,10 @@ std::string CheckNumericFlagText(const std::string& type_name, const std::string
   return "";
 }
 
-void AddNumericFlagChecks(CLI::App& app) { AddChecksTo(app); }
+std::string CheckTextFlagValue(const std::string& text) {
+  return text.empty() ? "must not be empty (leave the flag out for its default)" : "";
+}
+
+void AddFlagValueChecks(CLI::App& app) { AddChecksTo(app); }
 
 }  // namespace devplace

@@ -1,5 +1,6 @@
-// Checks every numeric flag of every command gets, whatever its own checks
-// say: a floating-point flag must be a finite number ("nan" passes ">= 0"
+// Checks every flag value of every command, whatever the flag's own checks
+// say. No value may be empty (an unset shell variable must not quietly mean
+// "the default"). A numeric one: a floating-point flag must be a finite number ("nan" passes ">= 0"
 // checks and "1e400" reads as infinity), and an integer flag must be plain
 // decimal digits that fit (strtoll and strtoull, which CLI11 uses, read "-1"
 // as 2^64 - 1 for an unsigned flag, clamp 99999999999999999999 without a
@@ -12,10 +13,14 @@ namespace devplace {
 
 // Adds the checks to every option of `app` and of its subcommands, ahead of
 // the options' own validators. Call once, after every command is added.
-void AddNumericFlagChecks(CLI::App& app);
+void AddFlagValueChecks(CLI::App& app);
 
 // The checks themselves, for tests: "" when `text` is acceptable for a flag
 // of CLI11 type name `type_name` ("FLOAT", "INT", "UINT"), else the problem.
 std::string CheckNumericFlagText(const std::string& type_name, const std::string& text);
+
+// "" when `text` is acceptable for a flag taking text (a path, a name, a
+// list), else the problem: it must not be empty.
+std::string CheckTextFlagValue(const std::string& text);
 
 }  // namespace devplace

@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
   devplace::AddInfoCommands(app);
   devplace::AddExportCommand(app);
   devplace::AddReportCommand(app);
-  devplace::AddNumericFlagChecks(app);
+  devplace::AddFlagValueChecks(app);
   try {
     app.parse(argc, argv);
     if (app.get_subcommands().empty()) {

@@ -8,6 +8,7 @@
 
 #include "rl/checkpoint_facts.h"
 #include "rl/checkpoint_file.h"
+#include "rl/loaded_parameters.h"
 #include "rl/run_files.h"
 #include "util/error.h"
 #include "util/files.h"
@@ -181,8 +182,7 @@ GdpNet LoadGdpPolicyFile(const std::string& path, const Cluster& cluster, GdpPol
   }
 
   GdpNet net(a, 0.0);
-  std::vector<std::vector<int64_t>> shapes;
-  for (const torch::Tensor& p : net->parameters()) shapes.push_back(p.sizes().vec());
+  const ParameterShapes shapes = ShapesOf(*net);
   try {
     torch::serialize::InputArchive archive;
     std::istringstream in(parts.tensors);
@@ -191,10 +191,8 @@ GdpNet LoadGdpPolicyFile(const std::string& path, const Cluster& cluster, GdpPol
   } catch (const c10::Error&) {
     facts.Fail("the policy's tensors do not load (damaged, or not of the architecture it states)");
   }
-  auto loaded = net->parameters();
-  for (size_t i = 0; i < loaded.size(); ++i) {
-    if (loaded[i].sizes().vec() != shapes[i]) facts.Fail("the policy's tensors are not of the architecture it states");
-    if (!torch::isfinite(loaded[i]).all().item<bool>()) facts.Fail("the policy has values that are not finite");
+  if (const std::string problem = LoadedParametersProblem(*net, shapes); !problem.empty()) {
+    facts.Fail("the policy " + problem);
   }
   if (facts_out != nullptr) *facts_out = file_facts;
   return net;

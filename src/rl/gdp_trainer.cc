@@ -18,6 +18,7 @@
 #include "rl/checkpoint_file.h"
 #include "rl/gdp_net.h"
 #include "rl/gdp_policy.h"
+#include "rl/loaded_parameters.h"
 #include "rl/methods.h"
 #include "rl/optimizer.h"
 #include "rl/ppo.h"
@@ -318,8 +319,7 @@ class GdpBatchTrainer {
     update_ = facts.Integer("update", 0, INT64_MAX);
     samples_ = facts.Integer("samples", 0, INT64_MAX);
     seconds_before_ = facts.Number("seconds", 0);
-    std::vector<std::vector<int64_t>> shapes;
-    for (const torch::Tensor& p : net_->parameters()) shapes.push_back(p.sizes().vec());
+    const ParameterShapes shapes = ShapesOf(*net_);
     try {
       torch::serialize::InputArchive archive;
       std::istringstream in(parts.tensors);
@@ -344,11 +344,7 @@ class GdpBatchTrainer {
     } catch (const c10::Error&) {
       facts.Fail("checkpoint's tensors do not load, or are of another architecture");
     }
-    auto loaded = net_->parameters();
-    for (size_t i = 0; i < loaded.size(); ++i) {
-      if (loaded[i].sizes().vec() != shapes[i]) facts.Fail("checkpoint's network is of another architecture");
-      if (!torch::isfinite(loaded[i]).all().item<bool>()) facts.Fail("checkpoint's network has values that are not finite");
-    }
+    if (const std::string problem = LoadedParametersProblem(*net_, shapes); !problem.empty()) facts.Fail("checkpoint's network " + problem);
   }
 
   const GdpTrainOptions& options_;

@@ -24,6 +24,7 @@
 #include "rl/algorithm.h"
 #include "rl/checkpoint_facts.h"
 #include "rl/checkpoint_file.h"
+#include "rl/loaded_parameters.h"
 #include "rl/methods.h"
 #include "rl/optimizer.h"
 #include "rl/policy.h"
@@ -534,8 +535,7 @@ class Trainer {
     } catch (const c10::Error&) {
       facts.Fail("checkpoint is damaged (its tensors do not load)");
     }
-    std::vector<std::vector<int64_t>> shapes;
-    for (const torch::Tensor& p : shared_->module().parameters()) shapes.push_back(p.sizes().vec());
+    const ParameterShapes shapes = ShapesOf(shared_->module());
     try {
       torch::serialize::InputArchive policy_archive;
       archive.read("policy", policy_archive);
@@ -544,14 +544,11 @@ class Trainer {
       archive.read("optimizer", optimizer_archive);
       optimizer_->load(optimizer_archive);
     } catch (const c10::Error&) {
-      facts.Fail("checkpoint's policy does not match this one (other network sizes, or an older devplace)");
+      facts.Fail("checkpoint's policy is of another architecture (other network sizes, or an older devplace)");
     }
-    auto loaded = shared_->module().parameters();
-    for (size_t i = 0; i < loaded.size(); ++i) {
-      if (loaded[i].sizes().vec() != shapes[i]) {
-        facts.Fail("checkpoint's policy does not match this one (other network sizes, or an older devplace)");
-      }
-      if (!torch::isfinite(loaded[i]).all().item<bool>()) facts.Fail("checkpoint's policy has values that are not finite");
+    if (const std::string problem = LoadedParametersProblem(shared_->module(), shapes); !problem.empty()) {
+      const bool shapes_differ = problem.find("architecture") != std::string::npos;
+      facts.Fail("checkpoint's policy " + problem + (shapes_differ ? " (other network sizes, or an older devplace)" : ""));
     }
     for (auto& c : controllers_) {
       torch::Tensor state;
