@@ -19,6 +19,7 @@
 #include "rl/op_features.h"
 #include "rl/methods.h"
 #include "placement_problem.h"
+#include "placers/placer.h"
 #include "test_files.h"
 #include "test_util.h"
 #include "util/error.h"
@@ -206,6 +207,42 @@ TEST(GdpPolicyTest, SampledLogProbabilitiesEqualScoredOnesAndConstraintsHold) {
 // With stretch noise far above the logits, the units of a stretch of the
 // locality order go where the stretch's draw sends them: samples move whole
 // stretches (a stretch splits only when its two best draws nearly tie);
+// The start probes end with the cheap baselines' placements, so GDP's start
+// is never slower than the fastest of them; --gdp-no-baseline-probes (or no
+// probes at all) leaves them out.
+TEST(GdpPolicyTest, StartProbesIncludeTheCheapBaselinesPlacements) {
+  Graph g;
+  for (int i = 0; i < 60; ++i) {
+    Op op = testing::MakeOp(i, "op" + std::to_string(i), 1e6, 4000);
+    op.type = "MatMul";
+    const int32_t index = g.AddOp(op);
+    if (i > 0) g.AddDataEdge(index - 1, 0, index);
+  }
+  g.Finalize("chain60");
+  testing::OwnedProblem p(std::move(g));
+  std::vector<Placement> baselines;
+  for (const char* name : {"expert", "metis", "mincut", "scotch"}) {
+    try {
+      baselines.push_back(FindPlacer(name).place(p.get()).placement);
+    } catch (const Error&) {
+    }
+  }
+  ASSERT_GE(baselines.size(), 3u);  // METIS, MinCut and Scotch place any graph on this cluster
+  RlOptions options;
+  options.method = "gdp";
+  auto policy = MakePolicy(p.get(), options);
+  const std::vector<Decision> probes = policy->StartProbes();
+  ASSERT_EQ(probes.size(), 6 + baselines.size());  // 5 run lengths over the three GPUs, one GPU, the baselines
+  for (size_t i = 0; i < baselines.size(); ++i) {
+    EXPECT_EQ(policy->ToPlacement(probes[6 + i]), baselines[i]) << i;
+  }
+  options.gdp_baseline_probes = false;
+  EXPECT_EQ(MakePolicy(p.get(), options)->StartProbes().size(), 6u);
+  options.gdp_baseline_probes = true;
+  options.gdp_start_bias = 0;
+  EXPECT_TRUE(MakePolicy(p.get(), options)->StartProbes().empty());
+}
+
 // after the noise's updates, choices no longer follow stretches.
 TEST(GdpPolicyTest, StretchNoiseMovesWholeStretches) {
   Graph g;

@@ -8,6 +8,9 @@ void AddGdpNetworkFlags(CLI::App* command, RlOptions& rl, const std::string& gro
   command->add_option("--start-bias", rl.gdp_start_bias,
                   "GDP: starting bonus on each unit's logit for the device of the fastest start probe (learned; 0 = no probes)")
       ->group(group)->check(CLI::Range(0.0, 100.0));
+  command->add_flag("--gdp-no-baseline-probes{false}", rl.gdp_baseline_probes,
+                    "GDP: start probes of the network's stretches only, not the expert's, METIS's, MinCut's and Scotch's placements")
+      ->group(group);
   command->add_option("--stretch-noise", rl.gdp_stretch_noise_std,
                       "GDP: std of Gaussian noise drawn per stretch of the network and device, added to its units' logits "
                       "while sampling (moves whole stretches)")

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "placers/placer.h"
 #include "rl/op_features.h"
 #include "util/error.h"
 
@@ -110,10 +111,12 @@ class GdpPass : public PolicyPass {
 class GdpPolicy : public Policy {
  public:
   GdpPolicy(std::shared_ptr<const OpFeatures> features, std::shared_ptr<const GdpInputs> inputs,
-            std::vector<int32_t> fast_devices, GdpNet net, const RlOptions& options)
+            std::vector<int32_t> fast_devices, std::shared_ptr<const std::vector<Placement>> baseline_placements, GdpNet net,
+            const RlOptions& options)
       : features_(std::move(features)),
         inputs_(std::move(inputs)),
         fast_devices_(std::move(fast_devices)),
+        baseline_placements_(std::move(baseline_placements)),
         options_(options),
         module_(std::move(net), features_->num_units, inputs_->allowed.size(1)) {
     const torch::Tensor allowed = inputs_->allowed.to(torch::kUInt8).contiguous();
@@ -186,6 +189,7 @@ class GdpPolicy : public Policy {
     Decision one(U);
     for (int32_t u = 0; u < U; ++u) one[u] = RunnableOn(u, fast_devices_[0]);
     probes.push_back(std::move(one));
+    for (const Placement& placement : *baseline_placements_) probes.push_back(Imitate(placement));
     return probes;
   }
 
@@ -209,7 +213,7 @@ class GdpPolicy : public Policy {
 
   std::unique_ptr<Policy> MakeSibling() const override {
     GdpNet net(module_->net->architecture(), options_.gdp_start_bias);
-    return std::make_unique<GdpPolicy>(features_, inputs_, fast_devices_, net, options_);
+    return std::make_unique<GdpPolicy>(features_, inputs_, fast_devices_, baseline_placements_, net, options_);
   }
 
   int64_t num_units() const override { return features_->num_units; }
@@ -229,11 +233,33 @@ class GdpPolicy : public Policy {
   std::shared_ptr<const OpFeatures> features_;
   std::shared_ptr<const GdpInputs> inputs_;
   std::vector<int32_t> fast_devices_;
+  std::shared_ptr<const std::vector<Placement>> baseline_placements_;  // probed after the stretches
   RlOptions options_;
   GdpGraphModule module_;
   std::vector<uint8_t> allowed_;  // inputs_->allowed as plain bytes, [U * D]
   StretchNoise noise_;
 };
+
+// The placements of the baselines that cost milliseconds on any graph, for
+// the start probes. The stretch probes cut the network along its locality
+// order, which on LSTMs runs across time steps of every layer; no stretch
+// split there beats one GPU, while the expert's layer-per-device placement
+// (or a partitioner's cut) does, and from a one-GPU start the policy never
+// finds the layer split by moving units one at a time (BENCHMARKS.md,
+// GDP-one). A baseline that cannot place this graph (a cluster too small for
+// its memory model, say) is simply not probed: probes are starting points,
+// not results.
+std::shared_ptr<const std::vector<Placement>> BaselinePlacements(const PlacementProblem& problem, const RlOptions& options) {
+  auto placements = std::make_shared<std::vector<Placement>>();
+  if (options.gdp_start_bias == 0 || !options.gdp_baseline_probes) return placements;
+  for (const char* name : {"expert", "metis", "mincut", "scotch"}) {
+    try {
+      placements->push_back(FindPlacer(name).place(problem).placement);
+    } catch (const Error&) {
+    }
+  }
+  return placements;
+}
 
 // The devices of at least half the fastest one's peak (HDP's probe devices).
 std::vector<int32_t> FastDevices(const Cluster& cluster) {
@@ -276,7 +302,8 @@ std::unique_ptr<Policy> MakeGdpPolicyWithNet(const PlacementProblem& problem, Gd
   auto features = std::make_shared<const OpFeatures>(BuildOpFeatures(problem.graph, problem.cluster));
   auto inputs = std::make_shared<const GdpInputs>(
       BuildGdpInputs(*features, problem.graph, problem.cluster, net->architecture().vocabulary));
-  return std::make_unique<GdpPolicy>(features, inputs, FastDevices(problem.cluster), std::move(net), options);
+  return std::make_unique<GdpPolicy>(features, inputs, FastDevices(problem.cluster), BaselinePlacements(problem, options),
+                                     std::move(net), options);
 }
 
 std::unique_ptr<Policy> MakeGdpPolicy(const PlacementProblem& problem, const RlOptions& options) {

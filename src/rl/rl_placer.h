@@ -128,6 +128,10 @@ struct RlOptions {
   // of the start probes (learned from there; rl/gdp_policy.h). 0: no start
   // probes, the paper's start from random weights.
   double gdp_start_bias = 3.0;
+  // The start probes also measure the placements of the cheap baselines
+  // (expert, METIS, MinCut, Scotch: milliseconds each), so the start is
+  // never slower than the fastest of them (rl/gdp_policy.cc says why).
+  bool gdp_baseline_probes = true;
   // Exploration by stretches: while sampling for the first
   // gdp_stretch_noise_steps updates, one Gaussian draw of this std per
   // (stretch of the locality order, device) is added to the logits of the
