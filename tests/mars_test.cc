@@ -29,7 +29,7 @@ TEST(DeepGraphInfomaxTest, LossEqualsTheHandComputedValue) {
   const torch::Tensor x = torch::tensor(std::vector<float>{1, -2, 3}).view({3, 1});
   const torch::Tensor src = torch::tensor(std::vector<int64_t>{0, 1}), dst = torch::tensor(std::vector<int64_t>{1, 2});
   const torch::Tensor shuffle = torch::tensor(std::vector<int64_t>{2, 0, 1});
-  const DgiLoss got = ComputeDgiLoss(encoder, discriminator, x, src, dst, shuffle);
+  const DgiLoss got = ComputeDgiLoss(discriminator, encoder(x, src, dst), encoder(x.index_select(0, shuffle), src, dst));
 
   // A + I undirected: degrees 2, 3, 2.
   auto encode = [](double a, double b, double c) {
@@ -73,6 +73,10 @@ SmoothGraph MakeSmoothGraph(int64_t nodes, double period, int64_t skip) {
   return {torch::tensor(x).view({nodes, 3}), torch::tensor(src), torch::tensor(dst)};
 }
 
+DgiLoss Dgi(GcnEncoder& encoder, DgiDiscriminator& discriminator, const SmoothGraph& g, const torch::Tensor& shuffle) {
+  return ComputeDgiLoss(discriminator, encoder(g.x, g.src, g.dst), encoder(g.x.index_select(0, shuffle), g.src, g.dst));
+}
+
 // A few hundred steps of DGI on three graphs and the discriminator tells
 // real nodes from corrupted ones on every one of them; every parameter
 // moved (the encoder is trained through the discriminator's loss).
@@ -92,7 +96,7 @@ TEST(DeepGraphInfomaxTest, TrainingSeparatesRealFromCorruptedNodes) {
     torch::Tensor loss = torch::zeros({});
     for (const SmoothGraph& g : graphs) {
       const torch::Tensor shuffle = torch::randperm(g.x.size(0), generator, torch::kInt64);
-      loss = loss + ComputeDgiLoss(encoder, discriminator, g.x, g.src, g.dst, shuffle).loss;
+      loss = loss + Dgi(encoder, discriminator, g, shuffle).loss;
     }
     loss.backward();
     adam.step();
@@ -100,7 +104,7 @@ TEST(DeepGraphInfomaxTest, TrainingSeparatesRealFromCorruptedNodes) {
   torch::NoGradGuard no_grad;
   for (const SmoothGraph& g : graphs) {
     const torch::Tensor shuffle = torch::randperm(g.x.size(0), generator, torch::kInt64);
-    EXPECT_GT(ComputeDgiLoss(encoder, discriminator, g.x, g.src, g.dst, shuffle).accuracy, 0.9) << g.x.size(0);
+    EXPECT_GT(Dgi(encoder, discriminator, g, shuffle).accuracy, 0.9) << g.x.size(0);
   }
   for (size_t i = 0; i < parameters.size(); ++i) EXPECT_FALSE(torch::equal(parameters[i], before[i])) << i;
 }

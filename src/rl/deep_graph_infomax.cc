@@ -46,10 +46,7 @@ torch::Tensor DgiDiscriminatorImpl::forward(const torch::Tensor& h, const torch:
 
 torch::Tensor DgiReadout(const torch::Tensor& h) { return torch::sigmoid(h.mean(0)); }
 
-DgiLoss ComputeDgiLoss(GcnEncoder& encoder, DgiDiscriminator& discriminator, const torch::Tensor& x,
-                       const torch::Tensor& src, const torch::Tensor& dst, const torch::Tensor& shuffle) {
-  const torch::Tensor real = encoder(x, src, dst);
-  const torch::Tensor corrupted = encoder(x.index_select(0, shuffle), src, dst);
+DgiLoss ComputeDgiLoss(DgiDiscriminator& discriminator, const torch::Tensor& real, const torch::Tensor& corrupted) {
   const torch::Tensor summary = DgiReadout(real);
   const torch::Tensor real_logits = discriminator(real, summary);
   const torch::Tensor corrupted_logits = discriminator(corrupted, summary);

@@ -60,9 +60,9 @@ struct DgiLoss {
   double accuracy = 0;     // share of real and corrupted nodes told apart (logit > 0 for real)
 };
 
-// DGI's loss on one graph; `shuffle` ([nodes] int64, a permutation) makes
-// the corrupted graph's features x[shuffle].
-DgiLoss ComputeDgiLoss(GcnEncoder& encoder, DgiDiscriminator& discriminator, const torch::Tensor& x,
-                       const torch::Tensor& src, const torch::Tensor& dst, const torch::Tensor& shuffle);
+// DGI's loss on one graph from its units' embeddings, `real` (the encoder
+// on the graph) and `corrupted` (the encoder on the same edges with the
+// features shuffled across nodes), both [nodes, hidden].
+DgiLoss ComputeDgiLoss(DgiDiscriminator& discriminator, const torch::Tensor& real, const torch::Tensor& corrupted);
 
 }  // namespace devplace

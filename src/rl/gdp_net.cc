@@ -16,11 +16,8 @@
 namespace devplace {
 namespace {
 
-constexpr int64_t kTypeEmbedding = 16;
-// Per unit, besides its type: shape features, locality position, log FLOPs,
-// log output bytes, log persistent bytes, and a bit per device kind it may
-// run on.
-constexpr int64_t kNumeric = OpFeatures::kShapeFeatures + 4 + kNumDeviceKinds;
+constexpr int64_t kTypeEmbedding = kGdpTypeEmbedding;
+constexpr int64_t kNumeric = kGdpNumericFeatures;
 
 constexpr std::string_view kPolicyHeader = "DEVPLACE-GDP-POLICY 1\n";
 

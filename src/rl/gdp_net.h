@@ -38,10 +38,17 @@ struct GdpArchitecture {
 // OpFeatures::kMaxTypes - 1 of them, then "other".
 std::vector<std::string> GdpVocabulary(const std::vector<const Graph*>& graphs);
 
+// Per unit, besides its type: shape features, locality position, log FLOPs,
+// log output bytes, log persistent bytes, and a bit per device kind it may
+// run on. Mars's encoder reads the same.
+inline constexpr int64_t kGdpNumericFeatures = OpFeatures::kShapeFeatures + 4 + kNumDeviceKinds;
+// Width of the op-type embedding.
+inline constexpr int64_t kGdpTypeEmbedding = 16;
+
 // What the network reads of one graph on one cluster.
 struct GdpInputs {
   torch::Tensor type;      // [U] int64: index into the vocabulary
-  torch::Tensor numeric;   // [U, kGdpNumeric]
+  torch::Tensor numeric;   // [U, kGdpNumericFeatures]
   torch::Tensor src, dst;  // [E] int64: unit edges
   torch::Tensor allowed;   // [U, D] bool: the devices that can run the unit
 };

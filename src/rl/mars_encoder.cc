@@ -1,0 +1,83 @@
+#include "rl/mars_encoder.h"
+
+#include <sstream>
+
+#include "rl/checkpoint_facts.h"
+#include "rl/checkpoint_file.h"
+#include "rl/loaded_parameters.h"
+#include "rl/run_files.h"
+#include "util/error.h"
+#include "util/files.h"
+
+namespace devplace {
+namespace {
+
+constexpr std::string_view kEncoderHeader = "DEVPLACE-MARS-ENCODER 1\n";
+
+}  // namespace
+
+MarsEncoderImpl::MarsEncoderImpl(const MarsEncoderArchitecture& architecture) : architecture_(architecture) {
+  const int64_t types = std::max<int64_t>(1, static_cast<int64_t>(architecture.vocabulary.size()));
+  type_embedding_ = register_module("type_embedding", torch::nn::Embedding(types, kGdpTypeEmbedding));
+  gcn_ = register_module("gcn", GcnEncoder(kGdpTypeEmbedding + kGdpNumericFeatures, architecture.hidden, architecture.layers));
+}
+
+torch::Tensor MarsEncoderImpl::forward(const GdpInputs& inputs, const torch::Tensor& corrupt) {
+  torch::Tensor x = torch::cat({type_embedding_(inputs.type), inputs.numeric}, 1);
+  if (corrupt.defined()) x = x.index_select(0, corrupt);
+  return gcn_(x, inputs.src, inputs.dst);
+}
+
+void SaveMarsEncoderFile(const std::string& path, MarsEncoder& encoder, const MarsEncoderFileFacts& facts) {
+  const MarsEncoderArchitecture& a = encoder->architecture();
+  torch::serialize::OutputArchive archive;
+  encoder->save(archive);
+  std::ostringstream tensors;
+  archive.save_to(tensors);
+  CheckpointParts parts;
+  parts.facts = {{"graphs", facts.graphs},
+                 {"steps", facts.steps},
+                 {"loss", facts.loss},
+                 {"architecture", {{"hidden", a.hidden}, {"layers", a.layers}, {"vocabulary", a.vocabulary}}}};
+  parts.tensors = tensors.str();
+  WriteCheckpointFile(path, SealCheckpoint(parts, kEncoderHeader));
+}
+
+MarsEncoder LoadMarsEncoderFile(const std::string& path, MarsEncoderFileFacts* facts_out) {
+  const std::string noun = "Mars encoder file";
+  CheckpointParts parts = UnsealCheckpoint(path, ReadTextFile(path), kEncoderHeader, noun);
+  const CheckpointFacts facts(path, parts.facts, noun);
+  MarsEncoderFileFacts file_facts;
+  for (const nlohmann::json& graph : facts.Array("graphs")) {
+    if (!graph.is_string()) facts.Fail("'graphs' holds something other than names");
+    file_facts.graphs.push_back(graph.get<std::string>());
+  }
+  file_facts.steps = facts.Integer("steps", 0, INT64_MAX);
+  file_facts.loss = facts.Number("loss", 0);
+  const CheckpointFacts arch(path, facts.Object("architecture"), noun);
+  MarsEncoderArchitecture a;
+  a.hidden = arch.Integer("hidden", 1, 4096);
+  a.layers = arch.Integer("layers", 1, 64);
+  for (const nlohmann::json& type : arch.Array("vocabulary")) {
+    if (!type.is_string()) facts.Fail("'vocabulary' holds something other than op type names");
+    a.vocabulary.push_back(type.get<std::string>());
+  }
+  if (a.vocabulary.empty() || a.vocabulary.size() > static_cast<size_t>(OpFeatures::kMaxTypes) || a.vocabulary.back() != "other") {
+    facts.Fail("'vocabulary' is not a vocabulary of op types ending in \"other\"");
+  }
+  MarsEncoder encoder(a);
+  const ParameterShapes shapes = ShapesOf(*encoder);
+  try {
+    torch::serialize::InputArchive archive;
+    std::istringstream in(parts.tensors);
+    archive.load_from(in);
+    encoder->load(archive);
+  } catch (const c10::Error&) {
+    facts.Fail("the encoder's tensors do not load (damaged, or not of the architecture it states)");
+  }
+  if (const std::string problem = LoadedParametersProblem(*encoder, shapes); !problem.empty()) facts.Fail("the encoder " + problem);
+  if (facts_out != nullptr) *facts_out = file_facts;
+  return encoder;
+}
+
+}  // namespace devplace

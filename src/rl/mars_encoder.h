@@ -1,0 +1,58 @@
+// Mars's graph encoder (Lan et al. 2021) as a network and as a file: an
+// op-type embedding over a vocabulary shared by the graphs it reads, then
+// the GCN of rl/deep_graph_infomax.h, over the same unit features GDP reads
+// (rl/gdp_net.h). `devplace pretrain` trains it by Deep Graph Infomax and
+// writes it; Mars's placer reads graphs through it.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rl/deep_graph_infomax.h"
+#include "rl/gdp_net.h"
+
+namespace devplace {
+
+struct MarsEncoderArchitecture {
+  int64_t hidden = 64;
+  int64_t layers = 2;
+  // The op types embedded, "other" last (GdpVocabulary's rule).
+  std::vector<std::string> vocabulary;
+};
+
+class MarsEncoderImpl : public torch::nn::Module {
+ public:
+  explicit MarsEncoderImpl(const MarsEncoderArchitecture& architecture);
+
+  // The units' embeddings, [U, hidden]. `corrupt`: a permutation of the
+  // units ([U] int64) whose features to read instead, DGI's negatives; an
+  // undefined tensor reads the graph as it is.
+  torch::Tensor forward(const GdpInputs& inputs, const torch::Tensor& corrupt = {});
+
+  const MarsEncoderArchitecture& architecture() const { return architecture_; }
+
+ private:
+  MarsEncoderArchitecture architecture_;
+  torch::nn::Embedding type_embedding_{nullptr};
+  GcnEncoder gcn_{nullptr};
+};
+TORCH_MODULE(MarsEncoder);
+
+// A trained encoder as a file, sealed with a checksum (rl/checkpoint_file.h):
+// its architecture and vocabulary, the graphs it was trained on, the steps
+// and the DGI loss it reached.
+struct MarsEncoderFileFacts {
+  std::vector<std::string> graphs;
+  int64_t steps = 0;
+  double loss = 0;
+};
+void SaveMarsEncoderFile(const std::string& path, MarsEncoder& encoder, const MarsEncoderFileFacts& facts);
+
+// Throws Error in one line naming the file when it is not a Mars encoder
+// file, is damaged, or its tensors are not of the architecture it states.
+MarsEncoder LoadMarsEncoderFile(const std::string& path, MarsEncoderFileFacts* facts = nullptr);
+
+}  // namespace devplace
