@@ -29,7 +29,7 @@ std::string ReadText(const std::string& path) {
 TEST(CliTest, HelpListsEverySubcommand) {
   Outcome o = Devplace("--help");
   EXPECT_EQ(o.exit_code, 0);
-  for (const char* sub : {"simulate", "clusters", "models", "info", "place", "train"}) EXPECT_NE(o.out.find(sub), std::string::npos) << sub;
+  for (const char* sub : {"simulate", "clusters", "models", "info", "place", "train", "pretrain"}) EXPECT_NE(o.out.find(sub), std::string::npos) << sub;
   Outcome sim = Devplace("simulate --help");
   EXPECT_EQ(sim.exit_code, 0);
   for (const char* flag : {"--graph", "--cluster", "--placement", "--trace", "--json", "--op-times", "--jitter",
@@ -383,6 +383,34 @@ TEST(CliTest, TrainWritesAPolicyThatPlacesZeroShotAlikeInEveryProcess) {
   std::ofstream(policy, std::ios::binary | std::ios::trunc) << bytes;
   ExpectCleanError(Devplace("place --method gdp --graph tiny --cluster k80x2 --policy " + policy + " --out " + dir.File("bad")),
                    "GDP policy file is damaged");
+}
+
+// `pretrain` writes an encoder file and its checkpoint, resumes from it, and
+// refuses bad input in one line before writing anything.
+TEST(CliTest, PretrainWritesAnEncoderAndResumes) {
+  TempDir dir;
+  const std::string encoder = dir.File("encoder.pt");
+  std::ofstream(encoder + ".tmp.999999") << "half";
+  Outcome p = Devplace("pretrain --method mars --graphs tiny,rnnlm -o " + encoder + " --max-steps 4 --mars-hidden 8");
+  ASSERT_EQ(p.exit_code, 0) << p.out;
+  EXPECT_NE(p.out.find("pre-trained 4 steps"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("best DGI loss"), std::string::npos) << p.out;
+  EXPECT_TRUE(std::filesystem::exists(encoder));
+  EXPECT_TRUE(std::filesystem::exists(encoder + ".checkpoint"));
+  EXPECT_FALSE(std::filesystem::exists(encoder + ".tmp.999999"));
+  Outcome resumed = Devplace("pretrain --graphs tiny,rnnlm -o " + encoder + " --max-steps 6 --mars-hidden 8 --resume --quiet");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out;
+  EXPECT_NE(resumed.out.find("pre-trained 6 steps"), std::string::npos) << resumed.out;
+
+  ExpectCleanError(Devplace("pretrain --graphs rnnlm,tiny -o " + encoder + " --max-steps 8 --mars-hidden 8 --resume"),
+                   "resume with the same --graphs");
+  ExpectCleanError(Devplace("pretrain --method gdp --graphs tiny -o " + dir.File("g.pt")), "--method must be mars");
+  ExpectCleanError(Devplace("pretrain --graphs tiny -o " + dir.File("r.pt") + " --resume"), "no pretraining checkpoint");
+  ExpectCleanError(Devplace("pretrain --graphs tiny,nonesuch -o " + dir.File("n.pt")), "nonesuch");
+  ExpectCleanError(Devplace("pretrain --graphs tiny -o " + dir.File("")), "is a folder");
+  ExpectCleanError(Devplace("pretrain --graphs tiny -o " + dir.File("h.pt") + " --mars-hidden 0"), "--mars-hidden");
+  ExpectCleanError(Devplace("pretrain --graphs tiny -o " + dir.File("l.pt") + " --learning-rate nan"), "--learning-rate");
+  for (const char* name : {"g.pt", "r.pt", "n.pt", "h.pt", "l.pt"}) EXPECT_FALSE(std::filesystem::exists(dir.File(name))) << name;
 }
 
 TEST(CliTest, ClustersAndModelsAreListed) {

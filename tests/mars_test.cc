@@ -5,9 +5,22 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <filesystem>
+#include <functional>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <vector>
 
+
+#include "test_files.h"
+#include "rl/checkpoint_file.h"
 #include "rl/deep_graph_infomax.h"
+#include "rl/mars_encoder.h"
+#include "rl/mars_pretrainer.h"
+#include "models/registry.h"
+#include "util/error.h"
+#include "util/files.h"
 
 namespace devplace {
 namespace {
@@ -107,6 +120,128 @@ TEST(DeepGraphInfomaxTest, TrainingSeparatesRealFromCorruptedNodes) {
     EXPECT_GT(Dgi(encoder, discriminator, g, shuffle).accuracy, 0.9) << g.x.size(0);
   }
   for (size_t i = 0; i < parameters.size(); ++i) EXPECT_FALSE(torch::equal(parameters[i], before[i])) << i;
+}
+
+std::string Bytes(const std::string& path) { return ReadTextFile(path); }
+
+MarsPretrainOptions SmallPretrain(const std::string& out, int64_t steps) {
+  MarsPretrainOptions o;
+  o.encoder_out = out;
+  o.hidden = 16;
+  o.layers = 2;
+  o.max_steps = steps;
+  o.patience = 1000;
+  o.checkpoint_seconds = 0;
+  o.seed = 7;
+  return o;
+}
+
+void Quiet(const MarsPretrainProgress&) {}
+
+// Pre-training is a pure function of its seed, and a run stopped and
+// resumed from its checkpoint ends with the encoder file of the run that
+// never stopped, byte for byte (optimiser, generator, best encoder and
+// patience all travel in the checkpoint).
+TEST(MarsPretrainTest, ResumedRunEqualsTheUninterruptedOne) {
+  testing::TempDir folder;
+  const Graph tiny = MakeModel("tiny"), rnnlm = MakeModel("rnnlm");
+  const std::vector<const Graph*> graphs = {&tiny, &rnnlm};
+  const MarsPretrainResult straight = PretrainMarsEncoder(graphs, SmallPretrain(folder.File("a.pt"), 24), Quiet);
+  EXPECT_EQ(straight.last.step, 24);
+  PretrainMarsEncoder(graphs, SmallPretrain(folder.File("b.pt"), 24), Quiet);
+  EXPECT_EQ(Bytes(folder.File("a.pt")), Bytes(folder.File("b.pt"))) << "same seed, other encoder";
+
+  PretrainMarsEncoder(graphs, SmallPretrain(folder.File("c.pt"), 10), Quiet);
+  MarsPretrainOptions rest = SmallPretrain(folder.File("c.pt"), 24);
+  rest.resume = true;
+  const MarsPretrainResult resumed = PretrainMarsEncoder(graphs, rest, Quiet);
+  EXPECT_EQ(resumed.last.step, 24);
+  EXPECT_EQ(Bytes(folder.File("a.pt")), Bytes(folder.File("c.pt")));
+
+  // Other graphs, or other sizes, do not resume it.
+  MarsPretrainOptions other = rest;
+  other.max_steps = 30;
+  EXPECT_THROW(PretrainMarsEncoder({&rnnlm, &tiny}, other, Quiet), Error);
+  other.hidden = 8;
+  EXPECT_THROW(PretrainMarsEncoder(graphs, other, Quiet), Error);
+}
+
+// The loss falls, and the file holds the encoder of the best loss.
+TEST(MarsPretrainTest, LossFallsAndTheFileRecordsIt) {
+  testing::TempDir folder;
+  const Graph inception = MakeModel("inception_v3");
+  MarsPretrainOptions o = SmallPretrain(folder.File("e.pt"), 60);
+  o.learning_rate = 0.003;
+  std::vector<double> losses;
+  const MarsPretrainResult r = PretrainMarsEncoder({&inception}, o, [&](const MarsPretrainProgress& p) { losses.push_back(p.loss); });
+  ASSERT_EQ(losses.size(), 60u);
+  EXPECT_NEAR(losses.front(), std::log(2.0), 0.05);  // an untrained discriminator: chance
+  EXPECT_LT(r.last.best_loss, 0.85 * losses.front());
+  MarsEncoderFileFacts facts;
+  const MarsEncoder encoder = LoadMarsEncoderFile(o.encoder_out, &facts);
+  EXPECT_EQ(facts.graphs, std::vector<std::string>{"inception_v3"});
+  EXPECT_EQ(facts.steps, 60);
+  EXPECT_DOUBLE_EQ(facts.loss, r.last.best_loss);
+  EXPECT_EQ(encoder->architecture().hidden, 16);
+}
+
+// Rewrites the encoder file at `path` with `edit` applied to its facts,
+// sealed again (so only the edit is wrong).
+void EditFacts(const std::string& path, const std::function<void(nlohmann::json&)>& edit) {
+  CheckpointParts parts = UnsealCheckpoint(path, ReadTextFile(path), "DEVPLACE-MARS-ENCODER 1\n", "Mars encoder file");
+  edit(parts.facts);
+  std::ofstream(path, std::ios::binary) << SealCheckpoint(parts, "DEVPLACE-MARS-ENCODER 1\n");
+}
+
+std::string LoadError(const std::string& path) {
+  try {
+    LoadMarsEncoderFile(path);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// An encoder file of another architecture or feature vocabulary than its
+// tensors or this build, damaged, or not an encoder file at all: one line
+// naming the file, never a crash or an encoder that reads garbage.
+TEST(MarsEncoderFileTest, OtherVocabularyArchitectureOrDamageIsOneLineError) {
+  testing::TempDir folder;
+  const Graph tiny = MakeModel("tiny");
+  const std::string good = folder.File("good.pt");
+  PretrainMarsEncoder({&tiny}, SmallPretrain(good, 3), Quiet);
+  ASSERT_EQ(LoadError(good), "");
+  const std::string original = Bytes(good);
+  struct Case {
+    const char* what;
+    std::function<void(nlohmann::json&)> edit;
+    const char* says;
+  };
+  const Case cases[] = {
+      {"wider", [](nlohmann::json& f) { f["architecture"]["hidden"] = 32; }, "architecture"},
+      {"deeper", [](nlohmann::json& f) { f["architecture"]["layers"] = 3; }, "architecture"},
+      {"vocabulary", [](nlohmann::json& f) { f["architecture"]["vocabulary"].insert(f["architecture"]["vocabulary"].begin(), "ExtraOp"); },
+       "architecture"},
+      {"no other", [](nlohmann::json& f) { f["architecture"]["vocabulary"] = {"MatMul"}; }, "vocabulary"},
+      {"features", [](nlohmann::json& f) { f["architecture"]["numeric_features"] = 3; }, "op features"},
+      {"embedding", [](nlohmann::json& f) { f["architecture"]["type_embedding"] = 8; }, "op features"},
+      {"no hidden", [](nlohmann::json& f) { f["architecture"].erase("hidden"); }, "hidden"},
+  };
+  for (const Case& c : cases) {
+    std::ofstream(good, std::ios::binary) << original;
+    EditFacts(good, c.edit);
+    const std::string error = LoadError(good);
+    EXPECT_NE(error.find(good), std::string::npos) << c.what << ": " << error;
+    EXPECT_NE(error.find(c.says), std::string::npos) << c.what << ": " << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << c.what;
+  }
+  std::string damaged = original;
+  damaged[damaged.size() / 2] ^= 0x5a;
+  std::ofstream(good, std::ios::binary) << damaged;
+  EXPECT_NE(LoadError(good).find(good), std::string::npos);
+  std::ofstream(good, std::ios::binary) << "{\"not\": \"an encoder\"}";
+  EXPECT_NE(LoadError(good).find(good), std::string::npos);
+  EXPECT_NE(LoadError(folder.File("missing.pt")), "");
 }
 
 }  // namespace

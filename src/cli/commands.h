@@ -10,6 +10,7 @@ void AddSimulateCommand(CLI::App& app);
 void AddCompareCommand(CLI::App& app);
 void AddPlaceCommand(CLI::App& app);
 void AddTrainCommand(CLI::App& app);  // GDP across graphs
+void AddPretrainCommand(CLI::App& app);  // Mars's encoder
 void AddGenerateCommand(CLI::App& app);
 void AddImportCommand(CLI::App& app);  // ONNX models
 void AddInfoCommands(CLI::App& app);  // clusters, models, info

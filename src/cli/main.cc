@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   devplace::AddCompareCommand(app);
   devplace::AddPlaceCommand(app);
   devplace::AddTrainCommand(app);
+  devplace::AddPretrainCommand(app);
   devplace::AddGenerateCommand(app);
   devplace::AddImportCommand(app);
   devplace::AddInfoCommands(app);

@@ -16,9 +16,6 @@
 namespace devplace {
 namespace {
 
-constexpr int64_t kTypeEmbedding = kGdpTypeEmbedding;
-constexpr int64_t kNumeric = kGdpNumericFeatures;
-
 constexpr std::string_view kPolicyHeader = "DEVPLACE-GDP-POLICY 1\n";
 
 }  // namespace
@@ -46,12 +43,12 @@ GdpInputs BuildGdpInputs(const OpFeatures& f, const Graph& graph, const Cluster&
   for (size_t t = 0; t < vocabulary.size(); ++t) index.emplace(vocabulary[t], static_cast<int64_t>(t));
   const int64_t other = static_cast<int64_t>(vocabulary.size()) - 1;
   std::vector<int64_t> type(U);
-  std::vector<float> numeric(U * kNumeric, 0.0f);
+  std::vector<float> numeric(U * kGdpNumericFeatures, 0.0f);
   std::vector<int64_t> allowed(U * D, 0);
   for (int64_t u = 0; u < U; ++u) {
     auto it = index.find(f.type_names[f.unit_type[u]]);
     type[u] = it == index.end() ? other : it->second;
-    float* row = &numeric[u * kNumeric];
+    float* row = &numeric[u * kGdpNumericFeatures];
     std::copy_n(&f.shape_features[u * OpFeatures::kShapeFeatures], OpFeatures::kShapeFeatures, row);
     double flops = 0, persistent = 0;
     for (int32_t i = f.unit_op_offsets[u]; i < f.unit_op_offsets[u + 1]; ++i) {
@@ -69,7 +66,7 @@ GdpInputs BuildGdpInputs(const OpFeatures& f, const Graph& graph, const Cluster&
   }
   GdpInputs in;
   in.type = torch::tensor(type, torch::kInt64);
-  in.numeric = torch::tensor(numeric, torch::kFloat32).view({U, kNumeric});
+  in.numeric = torch::tensor(numeric, torch::kFloat32).view({U, kGdpNumericFeatures});
   in.allowed = torch::tensor(allowed, torch::kInt64).view({U, D}).to(torch::kBool);
   in.src = torch::tensor(std::vector<int64_t>(f.edge_src.begin(), f.edge_src.end()), torch::kInt64);
   in.dst = torch::tensor(std::vector<int64_t>(f.edge_dst.begin(), f.edge_dst.end()), torch::kInt64);
@@ -78,8 +75,8 @@ GdpInputs BuildGdpInputs(const OpFeatures& f, const Graph& graph, const Cluster&
 
 GdpNetImpl::GdpNetImpl(const GdpArchitecture& architecture, double start_bias) : architecture_(architecture) {
   const int64_t types = std::max<int64_t>(1, static_cast<int64_t>(architecture.vocabulary.size()));
-  type_embedding_ = register_module("type_embedding", torch::nn::Embedding(types, kTypeEmbedding));
-  sage_ = register_module("sage", GraphSage(kTypeEmbedding + kNumeric, architecture.hidden, architecture.sage_layers));
+  type_embedding_ = register_module("type_embedding", torch::nn::Embedding(types, kGdpTypeEmbedding));
+  sage_ = register_module("sage", GraphSage(kGdpTypeEmbedding + kGdpNumericFeatures, architecture.hidden, architecture.sage_layers));
   SegmentPlacerOptions placer;
   placer.hidden = architecture.hidden;
   placer.heads = architecture.heads;
@@ -106,10 +103,6 @@ void GdpNetImpl::set_start_bias(double value) {
 
 void SaveGdpPolicyFile(const std::string& path, GdpNet& net, const GdpPolicyFileFacts& facts) {
   const GdpArchitecture& a = net->architecture();
-  torch::serialize::OutputArchive archive;
-  net->save(archive);
-  std::ostringstream tensors;
-  archive.save_to(tensors);
   CheckpointParts parts;
   parts.facts = {{"cluster", facts.cluster_name},
                  {"device_kinds", facts.device_kinds},
@@ -125,7 +118,7 @@ void SaveGdpPolicyFile(const std::string& path, GdpNet& net, const GdpPolicyFile
                    {"superposition", a.superposition},
                    {"devices", a.devices},
                    {"vocabulary", a.vocabulary}}}};
-  parts.tensors = tensors.str();
+  parts.tensors = ModuleBytes(*net);
   WriteCheckpointFile(path, SealCheckpoint(parts, kPolicyHeader));
 }
 
@@ -179,18 +172,7 @@ GdpNet LoadGdpPolicyFile(const std::string& path, const Cluster& cluster, GdpPol
   }
 
   GdpNet net(a, 0.0);
-  const ParameterShapes shapes = ShapesOf(*net);
-  try {
-    torch::serialize::InputArchive archive;
-    std::istringstream in(parts.tensors);
-    archive.load_from(in);
-    net->load(archive);
-  } catch (const c10::Error&) {
-    facts.Fail("the policy's tensors do not load (damaged, or not of the architecture it states)");
-  }
-  if (const std::string problem = LoadedParametersProblem(*net, shapes); !problem.empty()) {
-    facts.Fail("the policy " + problem);
-  }
+  if (const std::string problem = LoadModuleBytes(*net, parts.tensors); !problem.empty()) facts.Fail("the policy " + problem);
   if (facts_out != nullptr) *facts_out = file_facts;
   return net;
 }

@@ -98,7 +98,7 @@ class GdpBatchTrainer {
     }
     // A killed training leaves its temporary files; the next one in the
     // folder removes them (and each run its own at the end).
-    RemoveTemporariesOf(OutputFolder(), OutputNames(), /*only_this_process=*/false);
+    RemoveTemporariesBeside(options_.policy_out, /*only_this_process=*/false);
     last_save_ = Clock::now();
     while (!Done()) {
       GdpTrainProgress progress = Update();
@@ -106,7 +106,7 @@ class GdpBatchTrainer {
       if (SaveDue()) Save();
     }
     Save();
-    RemoveTemporariesOf(OutputFolder(), OutputNames(), /*only_this_process=*/true);
+    RemoveTemporariesBeside(options_.policy_out, /*only_this_process=*/true);
     GdpTrainResult result;
     result.updates = update_;
     result.samples = samples_;
@@ -237,15 +237,7 @@ class GdpBatchTrainer {
     return progress;
   }
 
-  std::string CheckpointPath() const { return options_.policy_out + ".checkpoint"; }
-  fs::path OutputFolder() const {
-    const fs::path folder = fs::path(options_.policy_out).parent_path();
-    return folder.empty() ? fs::path(".") : folder;
-  }
-  std::vector<std::string> OutputNames() const {
-    const std::string name = fs::path(options_.policy_out).filename().string();
-    return {name, name + ".checkpoint"};
-  }
+  std::string CheckpointPath() const { return CheckpointBeside(options_.policy_out); }
 
   // The policy file and the training checkpoint, each replaced atomically.
   void Save() {

@@ -1,5 +1,7 @@
 #include "rl/loaded_parameters.h"
 
+#include <sstream>
+
 namespace devplace {
 
 ParameterShapes ShapesOf(const torch::nn::Module& module) {
@@ -18,6 +20,34 @@ std::string LoadedParametersProblem(const torch::nn::Module& module, const Param
     if (!torch::isfinite(p).all().item<bool>()) return "has values that are not finite";
   }
   return "";
+}
+
+std::string ModuleBytes(torch::nn::Module& module) {
+  torch::serialize::OutputArchive archive;
+  module.save(archive);
+  std::ostringstream bytes;
+  archive.save_to(bytes);
+  return bytes.str();
+}
+
+std::string LoadModuleBytes(torch::nn::Module& module, const std::string& bytes) {
+  const ParameterShapes shapes = ShapesOf(module);
+  try {
+    torch::serialize::InputArchive archive;
+    std::istringstream in(bytes);
+    archive.load_from(in);
+    module.load(archive);
+  } catch (const c10::Error&) {
+    return "does not load (damaged, or not of the architecture it states)";
+  }
+  return LoadedParametersProblem(module, shapes);
+}
+
+void CopyParameters(const torch::nn::Module& from, torch::nn::Module& to) {
+  torch::NoGradGuard no_grad;
+  const std::vector<torch::Tensor> source = from.parameters();
+  std::vector<torch::Tensor> target = to.parameters();
+  for (size_t i = 0; i < target.size(); ++i) target[i].copy_(source[i]);
 }
 
 }  // namespace devplace

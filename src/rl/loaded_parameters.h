@@ -29,4 +29,15 @@ ParameterShapes ShapesOf(const torch::nn::Module& module);
 // meant to follow the name of what was loaded ("checkpoint's policy ...").
 std::string LoadedParametersProblem(const torch::nn::Module& module, const ParameterShapes& shapes_before_load);
 
+// A module's parameters and buffers as the bytes of a torch archive, and
+// back: what a policy or encoder file stores. LoadModuleBytes returns the
+// problem as LoadedParametersProblem words it ("do not load" when torch
+// cannot read the bytes), empty when the module now holds them.
+std::string ModuleBytes(torch::nn::Module& module);
+std::string LoadModuleBytes(torch::nn::Module& module, const std::string& bytes);
+
+// Copies `from`'s parameter values into `to`, a module of the same shape
+// (another controller's policy, the best encoder so far).
+void CopyParameters(const torch::nn::Module& from, torch::nn::Module& to);
+
 }  // namespace devplace

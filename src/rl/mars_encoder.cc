@@ -1,7 +1,5 @@
 #include "rl/mars_encoder.h"
 
-#include <sstream>
-
 #include "rl/checkpoint_facts.h"
 #include "rl/checkpoint_file.h"
 #include "rl/loaded_parameters.h"
@@ -30,16 +28,17 @@ torch::Tensor MarsEncoderImpl::forward(const GdpInputs& inputs, const torch::Ten
 
 void SaveMarsEncoderFile(const std::string& path, MarsEncoder& encoder, const MarsEncoderFileFacts& facts) {
   const MarsEncoderArchitecture& a = encoder->architecture();
-  torch::serialize::OutputArchive archive;
-  encoder->save(archive);
-  std::ostringstream tensors;
-  archive.save_to(tensors);
   CheckpointParts parts;
   parts.facts = {{"graphs", facts.graphs},
                  {"steps", facts.steps},
                  {"loss", facts.loss},
-                 {"architecture", {{"hidden", a.hidden}, {"layers", a.layers}, {"vocabulary", a.vocabulary}}}};
-  parts.tensors = tensors.str();
+                 {"architecture",
+                  {{"hidden", a.hidden},
+                   {"layers", a.layers},
+                   {"numeric_features", kGdpNumericFeatures},
+                   {"type_embedding", kGdpTypeEmbedding},
+                   {"vocabulary", a.vocabulary}}}};
+  parts.tensors = ModuleBytes(*encoder);
   WriteCheckpointFile(path, SealCheckpoint(parts, kEncoderHeader));
 }
 
@@ -58,6 +57,12 @@ MarsEncoder LoadMarsEncoderFile(const std::string& path, MarsEncoderFileFacts* f
   MarsEncoderArchitecture a;
   a.hidden = arch.Integer("hidden", 1, 4096);
   a.layers = arch.Integer("layers", 1, 64);
+  // The features an encoder reads are this build's (rl/gdp_net.h): a file
+  // written for another set would read them as something else.
+  if (arch.Integer("numeric_features", 0, 1 << 20) != kGdpNumericFeatures || arch.Integer("type_embedding", 0, 1 << 20) != kGdpTypeEmbedding) {
+    facts.Fail("the encoder reads another set of op features (" + std::to_string(kGdpNumericFeatures) + " numeric features and a type embedding of " +
+               std::to_string(kGdpTypeEmbedding) + " here)");
+  }
   for (const nlohmann::json& type : arch.Array("vocabulary")) {
     if (!type.is_string()) facts.Fail("'vocabulary' holds something other than op type names");
     a.vocabulary.push_back(type.get<std::string>());
@@ -66,16 +71,7 @@ MarsEncoder LoadMarsEncoderFile(const std::string& path, MarsEncoderFileFacts* f
     facts.Fail("'vocabulary' is not a vocabulary of op types ending in \"other\"");
   }
   MarsEncoder encoder(a);
-  const ParameterShapes shapes = ShapesOf(*encoder);
-  try {
-    torch::serialize::InputArchive archive;
-    std::istringstream in(parts.tensors);
-    archive.load_from(in);
-    encoder->load(archive);
-  } catch (const c10::Error&) {
-    facts.Fail("the encoder's tensors do not load (damaged, or not of the architecture it states)");
-  }
-  if (const std::string problem = LoadedParametersProblem(*encoder, shapes); !problem.empty()) facts.Fail("the encoder " + problem);
+  if (const std::string problem = LoadModuleBytes(*encoder, parts.tensors); !problem.empty()) facts.Fail("the encoder " + problem);
   if (facts_out != nullptr) *facts_out = file_facts;
   return encoder;
 }

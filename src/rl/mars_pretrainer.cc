@@ -58,19 +58,21 @@ class MarsPretrainer {
       names_.push_back(graph->name);
       ops_.push_back(graph->num_ops());
     }
+    // The parameters start random: from the run's seed.
+    torch::manual_seed(options.seed);
     encoder_ = MarsEncoder(architecture);
     discriminator_ = DgiDiscriminator(options.hidden);
     std::vector<torch::Tensor> parameters = encoder_->parameters();
     for (const torch::Tensor& p : discriminator_->parameters()) parameters.push_back(p);
     optimizer_ = std::make_unique<torch::optim::Adam>(parameters, torch::optim::AdamOptions(options.learning_rate));
     best_ = MarsEncoder(architecture);
-    CopyInto(*best_, *encoder_);
+    CopyParameters(*encoder_, *best_);
   }
 
   MarsPretrainResult Run(const std::function<void(const MarsPretrainProgress&)>& on_step) {
     start_ = Clock::now();
     if (options_.resume) LoadCheckpoint();
-    RemoveTemporariesOf(OutputFolder(), OutputNames(), /*only_this_process=*/false);
+    RemoveTemporariesBeside(options_.encoder_out, /*only_this_process=*/false);
     last_save_ = Clock::now();
     MarsPretrainResult result;
     while (!BudgetSpent()) {
@@ -87,7 +89,7 @@ class MarsPretrainer {
     }
     if (step_ == 0) throw Error("pretrain: the budget ended before the first step");
     Save();
-    RemoveTemporariesOf(OutputFolder(), OutputNames(), /*only_this_process=*/true);
+    RemoveTemporariesBeside(options_.encoder_out, /*only_this_process=*/true);
     result.last.step = step_;
     result.last.best_loss = best_loss_;
     result.last.seconds = Seconds();
@@ -115,7 +117,7 @@ class MarsPretrainer {
     if (best_loss_ < 0 || value < best_loss_ - kImprovement * std::abs(best_loss_)) {
       best_loss_ = value;
       stale_ = 0;
-      CopyInto(*best_, *encoder_);
+      CopyParameters(*encoder_, *best_);
     } else {
       ++stale_;
     }
@@ -128,28 +130,13 @@ class MarsPretrainer {
     return p;
   }
 
-  static void CopyInto(torch::nn::Module& to, const torch::nn::Module& from) {
-    torch::NoGradGuard no_grad;
-    const auto source = from.parameters();
-    auto target = to.parameters();
-    for (size_t i = 0; i < target.size(); ++i) target[i].copy_(source[i]);
-  }
-
   bool BudgetSpent() const {
     if (options_.max_steps > 0 && step_ >= options_.max_steps) return true;
     return options_.max_seconds > 0 && Seconds() >= options_.max_seconds;
   }
   double Seconds() const { return seconds_before_ + std::chrono::duration<double>(Clock::now() - start_).count(); }
 
-  std::string CheckpointPath() const { return options_.encoder_out + ".checkpoint"; }
-  fs::path OutputFolder() const {
-    const fs::path folder = fs::path(options_.encoder_out).parent_path();
-    return folder.empty() ? fs::path(".") : folder;
-  }
-  std::vector<std::string> OutputNames() const {
-    const std::string name = fs::path(options_.encoder_out).filename().string();
-    return {name, name + ".checkpoint"};
-  }
+  std::string CheckpointPath() const { return CheckpointBeside(options_.encoder_out); }
 
   // The encoder file (the best encoder so far) and the checkpoint, each
   // replaced atomically.

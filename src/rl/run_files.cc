@@ -134,4 +134,13 @@ void RemoveTemporariesOf(const fs::path& folder, const std::vector<std::string>&
   }
 }
 
+std::string CheckpointBeside(const std::string& output_path) { return output_path + ".checkpoint"; }
+
+void RemoveTemporariesBeside(const std::string& output_path, bool only_this_process) {
+  fs::path folder = fs::path(output_path).parent_path();
+  if (folder.empty()) folder = ".";
+  const std::string name = fs::path(output_path).filename().string();
+  RemoveTemporariesOf(folder, {name, CheckpointBeside(name)}, only_this_process);
+}
+
 }  // namespace devplace

@@ -41,4 +41,10 @@ void RemoveTemporaries(const std::filesystem::path& folder, bool only_this_proce
 // policy file and its checkpoint).
 void RemoveTemporariesOf(const std::filesystem::path& folder, const std::vector<std::string>& outputs, bool only_this_process);
 
+// A file a command writes whole at checkpoints (`train`'s policy file,
+// `pretrain`'s encoder file) keeps its training checkpoint beside it, named
+// after it; RemoveTemporariesBeside cleans the temporaries of both.
+std::string CheckpointBeside(const std::string& output_path);
+void RemoveTemporariesBeside(const std::string& output_path, bool only_this_process);
+
 }  // namespace devplace

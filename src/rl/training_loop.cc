@@ -50,12 +50,7 @@ struct Controller {
   std::unique_ptr<Environment> environment;
 };
 
-void CopyParameters(Policy& from, Policy& to) {
-  torch::NoGradGuard no_grad;
-  auto source = from.module().parameters();
-  auto target = to.module().parameters();
-  for (size_t i = 0; i < source.size(); ++i) target[i].copy_(source[i]);
-}
+void CopyParameters(Policy& from, Policy& to) { devplace::CopyParameters(from.module(), to.module()); }
 
 class Trainer {
  public:
