@@ -303,7 +303,7 @@ TEST(CliTest, PlaceReadsTheGroupsInEitherOrder) {
 // writes its placement, curve and checkpoint, and reports itself.
 TEST(CliTest, PlaceRunsEveryLearnedMethodWithEitherAlgorithm) {
   TempDir dir;
-  for (const char* method : {"rl", "hdp", "gdp"}) {
+  for (const char* method : {"rl", "hdp", "gdp", "mars"}) {
     for (const char* algorithm : {"reinforce", "ppo"}) {
       const std::string name = std::string(method) + "-" + algorithm;
       Outcome o = Devplace(std::string("place --graph tiny --cluster k80x2 --max-steps 2 --samples-per-step 2 --json --method ") +
@@ -314,7 +314,9 @@ TEST(CliTest, PlaceRunsEveryLearnedMethodWithEitherAlgorithm) {
       // HDP also measures its start probes (3 run lengths on tiny's groups
       // over two GPUs), GDP its (5 run lengths over two GPUs, one GPU, and
       // the expert's, METIS's, MinCut's and Scotch's placements).
-      const int64_t probes = std::string(method) == "hdp" ? 3 : std::string(method) == "gdp" ? 10 : 0;
+      // Mars starts as GDP does.
+      const std::string m = method;
+      const int64_t probes = m == "hdp" ? 3 : m == "gdp" || m == "mars" ? 10 : 0;
       EXPECT_EQ(j["samples"].get<int64_t>(), 4 + probes) << name;
       EXPECT_FALSE(j["oom"].get<bool>()) << name;
       for (const char* file : {"best_placement.json", "curve.csv", "checkpoint.pt"}) {
@@ -401,6 +403,21 @@ TEST(CliTest, PretrainWritesAnEncoderAndResumes) {
   Outcome resumed = Devplace("pretrain --graphs tiny,rnnlm -o " + encoder + " --max-steps 6 --mars-hidden 8 --resume --quiet");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.out;
   EXPECT_NE(resumed.out.find("pre-trained 6 steps"), std::string::npos) << resumed.out;
+
+  // Mars places with it, fine-tuned or frozen; other methods refuse it.
+  for (const char* rate : {"0.0003", "0"}) {
+    Outcome placed = Devplace("place --method mars --graph synthetic --cluster k80x2 --encoder " + encoder +
+                              " --max-steps 2 --samples-per-step 2 --json --mars-encoder-learning-rate " + rate + " --out " +
+                              dir.File(std::string("mars") + rate));
+    ASSERT_EQ(placed.exit_code, 0) << placed.out;
+    EXPECT_EQ(nlohmann::json::parse(placed.out)["method"], "mars");
+  }
+  ExpectCleanError(Devplace("place --method gdp --graph tiny --cluster k80x2 --encoder " + encoder + " --out " + dir.File("gdp")),
+                   "--encoder is a Mars encoder");
+  ExpectCleanError(Devplace("place --method mars --graph tiny --cluster k80x2 --encoder " + encoder + ".checkpoint --out " + dir.File("ck")),
+                   "not a devplace Mars encoder file");
+  EXPECT_FALSE(std::filesystem::exists(dir.File("gdp")));
+  EXPECT_FALSE(std::filesystem::exists(dir.File("ck")));
 
   ExpectCleanError(Devplace("pretrain --graphs rnnlm,tiny -o " + encoder + " --max-steps 8 --mars-hidden 8 --resume"),
                    "resume with the same --graphs");

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <limits>
 #include <filesystem>
 #include <functional>
 #include <fstream>
@@ -18,6 +19,10 @@
 #include "rl/deep_graph_infomax.h"
 #include "rl/mars_encoder.h"
 #include "rl/mars_pretrainer.h"
+#include "rl/methods.h"
+#include "rl/optimizer.h"
+#include "cluster/presets.h"
+#include "placement_problem.h"
 #include "models/registry.h"
 #include "util/error.h"
 #include "util/files.h"
@@ -242,6 +247,138 @@ TEST(MarsEncoderFileTest, OtherVocabularyArchitectureOrDamageIsOneLineError) {
   std::ofstream(good, std::ios::binary) << "{\"not\": \"an encoder\"}";
   EXPECT_NE(LoadError(good).find(good), std::string::npos);
   EXPECT_NE(LoadError(folder.File("missing.pt")), "");
+}
+
+RlOptions MarsOptions(int64_t segment) {
+  RlOptions o;
+  o.method = "mars";
+  o.algorithm = "ppo";
+  o.mars_hidden = 16;
+  o.mars_segment = segment;
+  o.mars_encoder_hidden = 16;
+  return o;
+}
+
+// The placer samples unit by unit, attending within each unit's segment,
+// and scores given decisions in one teacher-forced pass with the segments
+// batched: both must give every decision the same log-probability, across
+// segment boundaries (segments of 3 and 4 units on a graph of 14, the
+// last segment short) and with or without a start placement.
+TEST(MarsPlacerTest, SampledLogProbabilitiesEqualTheRecomputedOnesAcrossSegments) {
+  testing::OwnedProblem problem(MakeModel("tiny"), *MakeClusterPreset("k80x2"));
+  for (int64_t segment : {int64_t{3}, int64_t{4}, int64_t{1000}}) {
+    torch::manual_seed(3);
+    std::unique_ptr<Policy> policy = MakePolicy(problem.get(), MarsOptions(segment));
+    if (segment < 1000) ASSERT_GT(policy->num_units(), 3 * segment) << "the graph must span several segments, the last one short";
+    if (segment < 1000) ASSERT_NE(policy->num_units() % segment, 0);
+    // Move the policy off uniform so the check means something.
+    {
+      torch::NoGradGuard no_grad;
+      for (torch::Tensor& p : policy->module().parameters()) p.add_(torch::randn(p.sizes()) * 0.3);
+    }
+    const std::vector<Decision> probes = policy->StartProbes();
+    std::vector<double> times(probes.size(), std::numeric_limits<double>::infinity());
+    times.back() = 1.0;  // the last probe becomes the start
+    policy->ChooseStart(times);
+    auto generator = at::make_generator<at::CPUGeneratorImpl>(11);
+    std::unique_ptr<PolicyPass> pass = policy->Begin();
+    const PolicySamples sampled = pass->Sample(6, generator, SampleOptions{});
+    const PolicySamples scored = pass->Score(sampled.decisions);
+    ASSERT_EQ(sampled.log_prob.size(0), 6);
+    EXPECT_TRUE(torch::allclose(sampled.log_prob, scored.log_prob.detach(), 1e-4, 1e-4))
+        << "segment " << segment << ": " << sampled.log_prob << " vs " << scored.log_prob;
+    EXPECT_TRUE(torch::allclose(sampled.entropy, scored.entropy.detach(), 1e-4, 1e-3)) << "segment " << segment;
+    SampleOptions greedy;
+    greedy.greedy = true;
+    const PolicySamples best = pass->Sample(1, generator, greedy);
+    EXPECT_TRUE(torch::allclose(best.log_prob, pass->Score(best.decisions).log_prob.detach(), 1e-4, 1e-4));
+    EXPECT_GE(best.log_prob.item<double>(), sampled.log_prob.max().item<double>() - 1e-4) << "the greedy decision is the likeliest";
+  }
+}
+
+// Trains a Mars policy on `problem` for a few updates of a made-up
+// advantage through the optimiser the training loop uses; returns the
+// encoder's and the placer's parameters before and after.
+struct Snapshot {
+  std::vector<torch::Tensor> encoder, placer;
+};
+Snapshot TakeSnapshot(torch::nn::Module& module) {
+  Snapshot s;
+  for (const auto& p : module.named_parameters()) {
+    (p.key().find("encoder.") != std::string::npos ? s.encoder : s.placer).push_back(p.value().detach().clone());
+  }
+  return s;
+}
+bool AllEqual(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!torch::equal(a[i], b[i])) return false;
+  }
+  return true;
+}
+
+void TrainFewUpdates(Policy& policy, const RlOptions& options) {
+  std::unique_ptr<torch::optim::Adam> optimizer = MakePolicyOptimizer(policy, options);
+  auto generator = at::make_generator<at::CPUGeneratorImpl>(5);
+  for (int update = 0; update < 3; ++update) {
+    std::unique_ptr<PolicyPass> pass = policy.Begin();
+    const PolicySamples s = pass->Sample(4, generator, SampleOptions{});
+    const torch::Tensor advantage = torch::tensor(std::vector<float>{1, -1, 0.5, -0.5});
+    optimizer->zero_grad();
+    (-(pass->Score(s.decisions).log_prob * advantage).sum()).backward();
+    optimizer->step();
+  }
+}
+
+// With --mars-encoder-learning-rate 0 the (pre-trained) encoder's weights
+// are bit-identical after training while the placer's move; with a rate,
+// the encoder is fine-tuned too.
+TEST(MarsPlacerTest, FreezingTheEncoderLeavesItsWeightsBitIdentical) {
+  testing::OwnedProblem problem(MakeModel("tiny"), *MakeClusterPreset("k80x2"));
+  testing::TempDir folder;
+  const std::string encoder = folder.File("encoder.pt");
+  MarsPretrainOptions pretrain = SmallPretrain(encoder, 5);
+  PretrainMarsEncoder({&problem.graph}, pretrain, Quiet);
+  for (double rate : {0.0, 0.01}) {
+    RlOptions options = MarsOptions(5);
+    options.encoder_file = encoder;
+    options.mars_encoder_learning_rate = rate;
+    options.learning_rate = 0.01;
+    torch::manual_seed(1);
+    std::unique_ptr<Policy> policy = MakePolicy(problem.get(), options);
+    const Snapshot before = TakeSnapshot(policy->module());
+    ASSERT_FALSE(before.encoder.empty());
+    EXPECT_TRUE(AllEqual(before.encoder, TakeSnapshot(*LoadMarsEncoderFile(encoder)).placer))
+        << "the policy starts from the file's encoder";
+    TrainFewUpdates(*policy, options);
+    const Snapshot after = TakeSnapshot(policy->module());
+    EXPECT_FALSE(AllEqual(before.placer, after.placer)) << "rate " << rate;
+    EXPECT_EQ(AllEqual(before.encoder, after.encoder), rate == 0) << "rate " << rate;
+  }
+}
+
+// Mars placed end to end by the training loop, with a pre-trained encoder
+// or a fresh one: never slower than the fastest start probe, the same seed
+// the same placement.
+TEST(MarsPlacerTest, TheLoopPlacesWithAndWithoutAPretrainedEncoderDeterministically) {
+  testing::OwnedProblem problem(MakeModel("tiny"), *MakeClusterPreset("k80x2"));
+  testing::TempDir folder;
+  const std::string encoder = folder.File("encoder.pt");
+  PretrainMarsEncoder({&problem.graph}, SmallPretrain(encoder, 5), Quiet);
+  for (const std::string& file : {std::string(), encoder}) {
+    RlOptions options = MarsOptions(8);
+    options.encoder_file = file;
+    options.max_steps = 3;
+    options.samples_per_step = 4;
+    const RlResult a = TrainRlPlacer(problem.get(), options);
+    const RlResult b = TrainRlPlacer(problem.get(), options);
+    EXPECT_EQ(a.best_placement, b.best_placement) << file;
+    EXPECT_GT(a.best_step_time_s, 0) << file;
+    EXPECT_LE(a.best_step_time_s, problem.simulator.Run(FindPlacer("expert").place(problem.get()).placement).step_time_s() + 1e-12) << file;
+  }
+  RlOptions other = MarsOptions(8);
+  other.encoder_file = folder.File("missing.pt");
+  EXPECT_THROW(MakePolicy(problem.get(), other), Error);
 }
 
 }  // namespace

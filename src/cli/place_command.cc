@@ -158,6 +158,7 @@ void AddPlaceCommand(CLI::App& app) {
   cmd->add_option("--cluster", flags->cluster, "Cluster preset or cluster file")->required();
   cmd->add_option("--method", flags->method,
                   "rl (default: the 2017 seq2seq placer), hdp (Grouper+Placer), gdp (GraphSAGE + segment attention), "
+                  "mars (pre-trained GCN encoder + segment-level seq2seq; --encoder), "
                   "or a baseline method of `devplace compare`");
   cmd->add_option("--out", flags->out_dir,
                   "Folder for best_placement.json, curve.csv and checkpoint.pt (default runs/GRAPH-CLUSTER-METHOD)");
@@ -195,6 +196,7 @@ void AddPlaceCommand(CLI::App& app) {
                   "(its most likely placement and K - 1 samples, the fastest kept), with one it is fine-tuned")
       ->group(gdp);
   AddGdpNetworkFlags(cmd, rl, gdp);
+  AddMarsFlags(cmd, rl, "Mars");
   cmd->add_option("--learning-rate", rl.learning_rate, "Adam's learning rate")->group(g)->check(CLI::PositiveNumber);
   cmd->add_option("--prior-learning-rate", rl.prior_learning_rate,
                   "HDP: Adam's learning rate for the starting stay bonus and locality weight")

@@ -26,4 +26,17 @@ void AddGdpNetworkFlags(CLI::App* command, RlOptions& rl, const std::string& gro
   command->add_flag("--gdp-no-superposition{false}", rl.gdp_superposition, "GDP ablation: no graph context gating the layers")->group(group);
 }
 
+void AddMarsFlags(CLI::App* command, RlOptions& rl, const std::string& group) {
+  command->add_option("--encoder", rl.encoder_file, "Mars: a graph encoder pre-trained by `devplace pretrain` (none: a fresh one)")
+      ->group(group);
+  command->add_option("--mars-encoder-learning-rate", rl.mars_encoder_learning_rate,
+                      "Mars: Adam's learning rate for the graph encoder while the placer trains (0 freezes it)")
+      ->group(group)->check(CLI::Range(0.0, 1.0));
+  command->add_option("--mars-hidden", rl.mars_hidden, "Mars: width of the placer's LSTMs")->group(group)->check(CLI::Range(1, 4096));
+  command->add_option("--mars-segment", rl.mars_segment, "Mars: units per attention segment")->group(group)->check(CLI::Range(1, 1 << 20));
+  command->add_option("--mars-encoder-hidden", rl.mars_encoder_hidden, "Mars: width of a fresh encoder's GCN")
+      ->group(group)->check(CLI::Range(1, 4096));
+  command->add_option("--mars-encoder-layers", rl.mars_encoder_layers, "Mars: a fresh encoder's GCN layers")->group(group)->check(CLI::Range(1, 16));
+}
+
 }  // namespace devplace

@@ -14,4 +14,7 @@ namespace devplace {
 // GDP's network sizes, ablations and start bonus (RlOptions::gdp_*).
 void AddGdpNetworkFlags(CLI::App* command, RlOptions& rl, const std::string& group);
 
+// Mars's network sizes, encoder file and encoder learning rate (RlOptions::mars_*).
+void AddMarsFlags(CLI::App* command, RlOptions& rl, const std::string& group);
+
 }  // namespace devplace

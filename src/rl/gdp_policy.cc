@@ -7,17 +7,11 @@
 #include <vector>
 
 #include "placers/placer.h"
-#include "rl/op_features.h"
+#include "rl/unit_decisions.h"
 #include "util/error.h"
 
 namespace devplace {
 namespace {
-
-// Slots per fast device that the start probes cut the locality order into
-// (HDP's 20 groups per device); probes place runs of 20, 10, 5, 2 and 1
-// slots per device.
-constexpr int32_t kSlotsPerDevice = 20;
-const double kProbeRuns[] = {20, 10, 5, 2, 1};
 
 // What a policy holds per graph: the shared network and the graph's start
 // placement ([U, D] one-hot, all zeros until the start probes choose one).
@@ -110,24 +104,16 @@ class GdpPass : public PolicyPass {
 
 class GdpPolicy : public Policy {
  public:
-  GdpPolicy(std::shared_ptr<const OpFeatures> features, std::shared_ptr<const GdpInputs> inputs,
-            std::vector<int32_t> fast_devices, std::shared_ptr<const std::vector<Placement>> baseline_placements, GdpNet net,
-            const RlOptions& options)
-      : features_(std::move(features)),
+  GdpPolicy(std::shared_ptr<const UnitDecisions> units, std::shared_ptr<const GdpInputs> inputs, GdpNet net, const RlOptions& options)
+      : units_(std::move(units)),
         inputs_(std::move(inputs)),
-        fast_devices_(std::move(fast_devices)),
-        baseline_placements_(std::move(baseline_placements)),
         options_(options),
-        module_(std::move(net), features_->num_units, inputs_->allowed.size(1)) {
-    const torch::Tensor allowed = inputs_->allowed.to(torch::kUInt8).contiguous();
-    allowed_.assign(allowed.data_ptr<uint8_t>(), allowed.data_ptr<uint8_t>() + allowed.numel());
+        module_(std::move(net), units_->num_units(), units_->num_devices()) {
     noise_.std = options_.gdp_stretch_noise_std;
     noise_.steps = options_.gdp_stretch_noise_steps;
-    noise_.stretches = kSlotsPerDevice * static_cast<int64_t>(std::max<size_t>(1, fast_devices_.size()));
-    std::vector<int64_t> stretch(features_->num_units);
-    for (int32_t u = 0; u < features_->num_units; ++u) {
-      stretch[u] = std::clamp<int64_t>(static_cast<int64_t>(features_->unit_position[u] * noise_.stretches), 0, noise_.stretches - 1);
-    }
+    noise_.stretches = UnitDecisions::kSlotsPerDevice * std::max<int64_t>(1, units_->num_fast_devices());
+    std::vector<int64_t> stretch(units_->num_units());
+    for (int32_t u = 0; u < units_->num_units(); ++u) stretch[u] = units_->StretchOf(u, noise_.stretches);
     noise_.stretch_of_unit = torch::tensor(stretch, torch::kInt64);
   }
 
@@ -136,61 +122,16 @@ class GdpPolicy : public Policy {
                                      noise_);
   }
 
-  Placement ToPlacement(const Decision& decision) const override {
-    if (static_cast<int64_t>(decision.size()) != features_->num_units) throw Error("a GDP decision of the wrong size");
-    Placement placement(features_->num_ops);
-    for (int32_t op = 0; op < features_->num_ops; ++op) placement[op] = decision[features_->unit_of_op[op]];
-    return placement;
-  }
-
-  // Each unit on the device most of its ops have (among those it may use).
-  Decision Imitate(const Placement& placement) const override {
-    if (static_cast<int32_t>(placement.size()) != features_->num_ops) throw Error("a placement of the wrong size cannot be imitated");
-    const int32_t D = devices();
-    Decision decision(features_->num_units);
-    std::vector<int32_t> count(D);
-    for (int32_t u = 0; u < features_->num_units; ++u) {
-      std::fill(count.begin(), count.end(), 0);
-      for (int32_t i = features_->unit_op_offsets[u]; i < features_->unit_op_offsets[u + 1]; ++i) {
-        const int32_t d = placement[features_->unit_ops[i]];
-        if (d >= 0 && d < D && Allowed(u, d)) ++count[d];
-      }
-      int32_t best = -1;
-      for (int32_t d = 0; d < D; ++d) {
-        if (Allowed(u, d) && (best < 0 || count[d] > count[best])) best = d;
-      }
-      decision[u] = best;
-    }
-    return decision;
-  }
+  Placement ToPlacement(const Decision& decision) const override { return units_->ToPlacement(decision); }
+  Decision Imitate(const Placement& placement) const override { return units_->Imitate(placement); }
 
   torch::nn::Module& module() override { return *module_; }
   std::vector<torch::Tensor> prior_parameters() override { return {module_->net->start_bias()}; }
 
-  // Stretches of the locality order round robin over the fast devices, in
-  // runs of kProbeRuns slots, then everything on the fastest device. None
-  // when the start bonus is 0 (the paper's start).
+  // None when the start bonus is 0 (the paper's start).
   std::vector<Decision> StartProbes() const override {
     if (options_.gdp_start_bias == 0) return {};
-    const int32_t U = features_->num_units;
-    const int32_t P = static_cast<int32_t>(fast_devices_.size());
-    const int32_t slots = kSlotsPerDevice * P;
-    std::vector<Decision> probes;
-    if (P > 1) {
-      for (double run : kProbeRuns) {
-        Decision d(U);
-        for (int32_t u = 0; u < U; ++u) {
-          const int32_t slot = std::clamp(static_cast<int32_t>(features_->unit_position[u] * slots), 0, slots - 1);
-          d[u] = RunnableOn(u, fast_devices_[static_cast<int32_t>(std::floor(slot / run)) % P]);
-        }
-        probes.push_back(std::move(d));
-      }
-    }
-    Decision one(U);
-    for (int32_t u = 0; u < U; ++u) one[u] = RunnableOn(u, fast_devices_[0]);
-    probes.push_back(std::move(one));
-    for (const Placement& placement : *baseline_placements_) probes.push_back(Imitate(placement));
-    return probes;
+    return units_->StartProbes();
   }
 
   // The fastest probe that ran becomes the start; none ran: no start.
@@ -199,13 +140,10 @@ class GdpPolicy : public Policy {
     if (step_times_s.size() != probes.size()) {
       throw Error("GDP's start: " + std::to_string(step_times_s.size()) + " probe times for " + std::to_string(probes.size()) + " probes");
     }
-    size_t best = probes.size();
-    for (size_t i = 0; i < probes.size(); ++i) {
-      if (std::isfinite(step_times_s[i]) && (best == probes.size() || step_times_s[i] < step_times_s[best])) best = i;
-    }
+    const int32_t best = UnitDecisions::FastestProbe(step_times_s);
     torch::NoGradGuard no_grad;
     module_->start.zero_();
-    if (best == probes.size()) return;
+    if (best < 0) return;
     const Decision& d = probes[best];
     const torch::Tensor devices = torch::tensor(std::vector<int64_t>(d.begin(), d.end()), torch::kInt64).view({-1, 1});
     module_->start.scatter_(1, devices, 1.0);
@@ -213,69 +151,18 @@ class GdpPolicy : public Policy {
 
   std::unique_ptr<Policy> MakeSibling() const override {
     GdpNet net(module_->net->architecture(), options_.gdp_start_bias);
-    return std::make_unique<GdpPolicy>(features_, inputs_, fast_devices_, baseline_placements_, net, options_);
+    return std::make_unique<GdpPolicy>(units_, inputs_, net, options_);
   }
 
-  int64_t num_units() const override { return features_->num_units; }
+  int64_t num_units() const override { return units_->num_units(); }
 
  private:
-  int32_t devices() const { return static_cast<int32_t>(inputs_->allowed.size(1)); }
-  bool Allowed(int32_t u, int32_t d) const { return allowed_[static_cast<size_t>(u) * devices() + d] != 0; }
-  // `d` if unit u may run there, else the first device it may run on.
-  int32_t RunnableOn(int32_t u, int32_t d) const {
-    if (Allowed(u, d)) return d;
-    for (int32_t other = 0; other < devices(); ++other) {
-      if (Allowed(u, other)) return other;
-    }
-    return d;  // unreachable: BuildOpFeatures refuses a unit no device can run
-  }
-
-  std::shared_ptr<const OpFeatures> features_;
+  std::shared_ptr<const UnitDecisions> units_;
   std::shared_ptr<const GdpInputs> inputs_;
-  std::vector<int32_t> fast_devices_;
-  std::shared_ptr<const std::vector<Placement>> baseline_placements_;  // probed after the stretches
   RlOptions options_;
   GdpGraphModule module_;
-  std::vector<uint8_t> allowed_;  // inputs_->allowed as plain bytes, [U * D]
   StretchNoise noise_;
 };
-
-// The placements of the baselines that cost milliseconds on any graph, for
-// the start probes. The stretch probes cut the network along its locality
-// order, which on LSTMs runs across time steps of every layer; no stretch
-// split there beats one GPU, while the expert's layer-per-device placement
-// (or a partitioner's cut) does, and from a one-GPU start the policy never
-// finds the layer split by moving units one at a time (BENCHMARKS.md,
-// GDP-one). A baseline that cannot place this graph (a cluster too small for
-// its memory model, say) is simply not probed: probes are starting points,
-// not results.
-std::shared_ptr<const std::vector<Placement>> BaselinePlacements(const PlacementProblem& problem, const RlOptions& options) {
-  auto placements = std::make_shared<std::vector<Placement>>();
-  if (options.gdp_start_bias == 0 || !options.gdp_baseline_probes) return placements;
-  for (const char* name : {"expert", "metis", "mincut", "scotch"}) {
-    try {
-      placements->push_back(FindPlacer(name).place(problem).placement);
-    } catch (const Error&) {
-    }
-  }
-  return placements;
-}
-
-// The devices of at least half the fastest one's peak (HDP's probe devices).
-std::vector<int32_t> FastDevices(const Cluster& cluster) {
-  double fastest = 0;
-  for (const Device& d : cluster.devices) fastest = std::max(fastest, d.peak_flops_per_s);
-  std::vector<int32_t> fast;
-  for (int32_t d = 0; d < cluster.num_devices(); ++d) {
-    if (cluster.devices[d].peak_flops_per_s >= 0.5 * fastest) fast.push_back(d);
-  }
-  return fast;
-}
-
-void CheckProblem(const PlacementProblem& problem) {
-  if (problem.graph.num_ops() == 0) throw Error("graph '" + ForMessage(problem.graph.name) + "' has no ops to place");
-  if (problem.cluster.num_devices() == 0) throw Error("cluster '" + ForMessage(problem.cluster.name) + "' has no devices");
-}
 
 }  // namespace
 
@@ -294,21 +181,18 @@ GdpArchitecture GdpArchitectureOf(const RlOptions& options, int64_t devices, std
 }
 
 std::unique_ptr<Policy> MakeGdpPolicyWithNet(const PlacementProblem& problem, GdpNet net, const RlOptions& options) {
-  CheckProblem(problem);
   if (net->architecture().devices != problem.cluster.num_devices()) {
     throw Error("a GDP network for " + std::to_string(net->architecture().devices) + " devices cannot place on cluster '" +
                 ForMessage(problem.cluster.name) + "' of " + std::to_string(problem.cluster.num_devices()));
   }
-  auto features = std::make_shared<const OpFeatures>(BuildOpFeatures(problem.graph, problem.cluster));
+  auto units = std::make_shared<const UnitDecisions>(problem, options.gdp_start_bias != 0 && options.gdp_baseline_probes);
   auto inputs = std::make_shared<const GdpInputs>(
-      BuildGdpInputs(*features, problem.graph, problem.cluster, net->architecture().vocabulary));
-  return std::make_unique<GdpPolicy>(features, inputs, FastDevices(problem.cluster), BaselinePlacements(problem, options),
-                                     std::move(net), options);
+      BuildGdpInputs(units->features(), problem.graph, problem.cluster, net->architecture().vocabulary));
+  return std::make_unique<GdpPolicy>(std::move(units), std::move(inputs), std::move(net), options);
 }
 
 std::unique_ptr<Policy> MakeGdpPolicy(const PlacementProblem& problem, const RlOptions& options) {
   ValidateRlOptions(options);
-  CheckProblem(problem);
   if (!options.policy_file.empty()) return MakeGdpPolicyWithNet(problem, LoadGdpPolicyFile(options.policy_file, problem.cluster), options);
   GdpArchitecture architecture =
       GdpArchitectureOf(options, problem.cluster.num_devices(), GdpVocabulary({&problem.graph}));

@@ -5,14 +5,10 @@
 // kinds are masked: a unit is never offered a device that cannot run all
 // its ops.
 //
-// Start (ours; the paper starts from random weights): before the first
-// update, probes measure the units' locality order (OpFeatures::unit_position)
-// cut into stretches placed round robin over the fast devices, in runs of
-// several lengths, and all on the fastest device; the fastest probe becomes
-// the graph's start placement and every unit's logit for its start device
-// gets a learned bonus (GdpNet's start_bias). Without it thousands of units
-// placed independently start as scattered as a random placement, and most
-// of a short search goes to undoing that (docs/rl.md has the measurements).
+// Start (ours; the paper starts from random weights): the start probes of
+// rl/unit_decisions.h; the fastest becomes the graph's start placement and
+// every unit's logit for its start device gets a learned bonus (GdpNet's
+// start_bias).
 #pragma once
 
 #include <memory>

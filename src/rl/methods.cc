@@ -4,6 +4,7 @@
 
 #include "rl/gdp_policy.h"
 #include "rl/hdp_policy.h"
+#include "rl/mars_policy.h"
 #include "rl/seq2seq_placer.h"
 #include "util/error.h"
 
@@ -25,6 +26,8 @@ const LearnedMethod kMethods[] = {
     {"rl", MakeSeq2SeqPlacer, "flat", "reinforce"},
     {"hdp", MakeHdpPolicy, "graded", "reinforce"},
     {"gdp", MakeGdpPolicy, "graded", "ppo"},
+    // Mars trains with PPO, as its paper does.
+    {"mars", MakeMarsPolicy, "graded", "ppo"},
 };
 
 }  // namespace
@@ -64,7 +67,7 @@ std::unique_ptr<Policy> MakePolicy(const PlacementProblem& problem, const RlOpti
   for (const LearnedMethod& m : kMethods) {
     if (options.method == m.name) return m.make(problem, options);
   }
-  throw Error("unknown learned method '" + ForMessage(options.method) + "' (rl, hdp or gdp)");
+  throw Error("unknown learned method '" + ForMessage(options.method) + "' (rl, hdp, gdp or mars)");
 }
 
 }  // namespace devplace

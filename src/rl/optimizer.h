@@ -15,12 +15,16 @@ namespace devplace {
 
 // Adam with the policy's network at options.learning_rate and, when the
 // policy has priors (Policy::prior_parameters), a second group holding just
-// them at options.prior_learning_rate.
+// them at options.prior_learning_rate, and when it has an encoder of its own
+// rate (Policy::encoder_parameters), a third at
+// options.mars_encoder_learning_rate. Parameters that require no gradient
+// (a frozen encoder) are in none.
 std::unique_ptr<torch::optim::Adam> MakePolicyOptimizer(Policy& policy, const RlOptions& options);
 
 struct LearningRates {
   double network = 0;
   double priors = 0;
+  double encoder = 0;  // Policy::encoder_parameters, when there are any
 };
 
 // The rates for update `step`: both decay by lr_decay every lr_decay_every

@@ -69,6 +69,13 @@ class Policy {
   // None by default (every parameter learns at the network's rate).
   virtual std::vector<torch::Tensor> prior_parameters() { return {}; }
 
+  // The parameters of a graph encoder that learns at its own rate
+  // (RlOptions::mars_encoder_learning_rate: Mars's pre-trained encoder,
+  // fine-tuned slower than the placer or frozen). None by default. A policy
+  // with some also has prior parameters (the optimiser's groups are network,
+  // priors, encoder, in that order).
+  virtual std::vector<torch::Tensor> encoder_parameters() { return {}; }
+
   // Decisions the loop measures once before a fresh run's first update
   // (not on resume: the checkpoint holds the start already chosen), whose
   // step times pick where the search starts: ChooseStart gets them in order,

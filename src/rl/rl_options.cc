@@ -95,9 +95,15 @@ void ValidateRlOptions(const RlOptions& o) {
   }
   RequireCount(o.gdp_segment, 1, 1 << 20, "--gdp-segment");
   RequireNumber(o.gdp_start_bias, 0, 100, "--start-bias");
+  RequireCount(o.mars_hidden, 1, 4096, "--mars-hidden");
+  RequireCount(o.mars_segment, 1, 1 << 20, "--mars-segment");
+  RequireCount(o.mars_encoder_hidden, 1, 4096, "--mars-encoder-hidden");
+  RequireCount(o.mars_encoder_layers, 1, 16, "--mars-encoder-layers");
+  RequireNumber(o.mars_encoder_learning_rate, 0, 1, "--mars-encoder-learning-rate");
   RequireNumber(o.gdp_stretch_noise_std, 0, 100, "--stretch-noise");
   RequireCount(o.gdp_stretch_noise_steps, 0, INT64_MAX, "--stretch-noise-steps");
   if (!o.policy_file.empty() && o.method != "gdp") throw Error("--policy is a GDP policy: it needs --method gdp");
+  if (!o.encoder_file.empty() && o.method != "mars") throw Error("--encoder is a Mars encoder: it needs --method mars");
   if (o.zero_shot && o.policy_file.empty()) throw Error("placing zero-shot (--max-steps 0) needs a trained policy: give --policy");
 }
 

@@ -16,7 +16,9 @@ namespace devplace {
 struct RlOptions {
   // Which learned placer: "rl" (2017: hand-made co-location groups read by
   // a seq2seq policy), "hdp" (2018: a learned Grouper, then the Placer) or
-  // "gdp" (GraphSAGE and a segment-recurrent attention placer, rl/gdp_policy.h).
+  // "gdp" (GraphSAGE and a segment-recurrent attention placer, rl/gdp_policy.h)
+  // or "mars" (a contrastively pre-trained encoder and a segment-level
+  // seq2seq placer, rl/mars_policy.h).
   std::string method = "rl";
   // How the policy learns: "reinforce" (the papers' 2017 and HDP rule) or
   // "ppo" (clipped surrogate, several epochs over each batch). The command
@@ -139,6 +141,19 @@ struct RlOptions {
   // than scattered units (rl/gdp_policy.cc).
   double gdp_stretch_noise_std = 0;
   int64_t gdp_stretch_noise_steps = 100000;
+  // Mars (method "mars", rl/mars_net.h). The placer's LSTM width and the
+  // units per attention segment; a fresh encoder's GCN width and layers
+  // (a pre-trained encoder brings its own); the encoder's own learning rate
+  // while the placer trains (0 freezes it).
+  int64_t mars_hidden = 64;
+  int64_t mars_segment = 64;
+  int64_t mars_encoder_hidden = 64;
+  int64_t mars_encoder_layers = 2;
+  double mars_encoder_learning_rate = 0.0003;
+  // A pre-trained encoder (`devplace pretrain`); empty: a fresh one, the
+  // paper's ablation without pre-training.
+  std::string encoder_file;
+
   // A trained GDP policy (`devplace train`) to start from instead of random
   // weights; with `zero_shot`, place with it without updating it: measure
   // its most likely placement and samples_per_step - 1 samples, keep the

@@ -1,0 +1,156 @@
+#include "rl/mars_policy.h"
+
+#include <string>
+#include <vector>
+
+#include "rl/mars_encoder.h"
+#include "rl/mars_net.h"
+#include "rl/unit_decisions.h"
+#include "util/error.h"
+
+namespace devplace {
+namespace {
+
+// The shared network and the graph's start placement ([U, D] one-hot, all
+// zeros until the start probes choose one), a parameter without gradient so
+// that checkpoints and copies between controllers carry it.
+class MarsGraphModuleImpl : public torch::nn::Module {
+ public:
+  MarsGraphModuleImpl(MarsNet net, int64_t units, int64_t devices) : net(register_module("net", std::move(net))) {
+    start = register_parameter("start", torch::zeros({units, devices}), /*requires_grad=*/false);
+  }
+  MarsNet net;
+  torch::Tensor start;
+};
+TORCH_MODULE(MarsGraphModule);
+
+torch::Tensor DecisionsTensor(const std::vector<Decision>& decisions, int64_t units, int64_t devices) {
+  std::vector<int64_t> flat;
+  flat.reserve(decisions.size() * units);
+  for (const Decision& d : decisions) {
+    if (static_cast<int64_t>(d.size()) != units) throw Error("a Mars decision has " + std::to_string(d.size()) + " units, not " + std::to_string(units));
+    for (int32_t device : d) {
+      if (device < 0 || device >= devices) throw Error("a Mars decision names device " + std::to_string(device) + " of " + std::to_string(devices));
+      flat.push_back(device);
+    }
+  }
+  return torch::tensor(flat, torch::kInt64).view({static_cast<int64_t>(decisions.size()), units});
+}
+
+class MarsPass : public PolicyPass {
+ public:
+  MarsPass(MarsGraphModule module, const torch::Tensor& allowed, const GdpInputs& inputs, const RlOptions& options)
+      : module_(std::move(module)), allowed_(allowed), options_(options) {
+    encoded_ = module_->net->Encode(inputs, options.mars_encoder_learning_rate == 0);
+  }
+
+  PolicySamples Sample(int64_t count, torch::Generator& generator, const SampleOptions& options) override {
+    const MarsNetImpl::Sampled s =
+        module_->net->Sample(encoded_.detach(), count, generator, module_->start, allowed_, options_.tanh_constant,
+                             options_.temperature, options.greedy ? 0 : options.logit_noise_std, options.greedy);
+    PolicySamples out;
+    const torch::Tensor chosen = s.chosen.to(torch::kInt32).contiguous();
+    const int64_t U = chosen.size(1);
+    for (int64_t k = 0; k < count; ++k) out.decisions.emplace_back(chosen[k].data_ptr<int32_t>(), chosen[k].data_ptr<int32_t>() + U);
+    out.log_prob = s.log_prob;
+    out.entropy = s.entropy;
+    return out;
+  }
+
+  PolicySamples Score(const std::vector<Decision>& decisions) override {
+    const torch::Tensor chosen = DecisionsTensor(decisions, allowed_.size(0), allowed_.size(1));
+    const MarsNetImpl::Scored s =
+        module_->net->Score(encoded_, chosen, module_->start, allowed_, options_.tanh_constant, options_.temperature);
+    PolicySamples out;
+    out.decisions = decisions;
+    out.log_prob = s.log_prob;
+    out.entropy = s.entropy;
+    return out;
+  }
+
+ private:
+  MarsGraphModule module_;
+  torch::Tensor allowed_;
+  const RlOptions options_;
+  MarsNetImpl::Encoded encoded_;
+};
+
+class MarsPolicy : public Policy {
+ public:
+  MarsPolicy(std::shared_ptr<const UnitDecisions> units, std::shared_ptr<const GdpInputs> inputs, MarsNet net, const RlOptions& options)
+      : units_(std::move(units)), inputs_(std::move(inputs)), options_(options), module_(std::move(net), units_->num_units(), units_->num_devices()) {
+    if (options_.mars_encoder_learning_rate == 0) {
+      for (torch::Tensor& p : module_->net->encoder()->parameters()) p.set_requires_grad(false);
+    }
+  }
+
+  std::unique_ptr<PolicyPass> Begin() override { return std::make_unique<MarsPass>(module_, inputs_->allowed, *inputs_, options_); }
+
+  Placement ToPlacement(const Decision& decision) const override { return units_->ToPlacement(decision); }
+  Decision Imitate(const Placement& placement) const override { return units_->Imitate(placement); }
+
+  torch::nn::Module& module() override { return *module_; }
+  std::vector<torch::Tensor> prior_parameters() override { return {module_->net->start_bias()}; }
+  std::vector<torch::Tensor> encoder_parameters() override {
+    if (options_.mars_encoder_learning_rate == 0) return {};
+    return module_->net->encoder()->parameters();
+  }
+
+  std::vector<Decision> StartProbes() const override {
+    if (options_.gdp_start_bias == 0) return {};
+    return units_->StartProbes();
+  }
+
+  void ChooseStart(const std::vector<double>& step_times_s) override {
+    const std::vector<Decision> probes = StartProbes();
+    if (step_times_s.size() != probes.size()) {
+      throw Error("Mars's start: " + std::to_string(step_times_s.size()) + " probe times for " + std::to_string(probes.size()) + " probes");
+    }
+    const int32_t best = UnitDecisions::FastestProbe(step_times_s);
+    torch::NoGradGuard no_grad;
+    module_->start.zero_();
+    if (best < 0) return;
+    const Decision& d = probes[best];
+    module_->start.scatter_(1, torch::tensor(std::vector<int64_t>(d.begin(), d.end()), torch::kInt64).view({-1, 1}), 1.0);
+  }
+
+  std::unique_ptr<Policy> MakeSibling() const override {
+    MarsNet net(MarsEncoder(module_->net->encoder()->architecture()), module_->net->architecture(), options_.gdp_start_bias);
+    return std::make_unique<MarsPolicy>(units_, inputs_, net, options_);
+  }
+
+  int64_t num_units() const override { return units_->num_units(); }
+
+ private:
+  std::shared_ptr<const UnitDecisions> units_;
+  std::shared_ptr<const GdpInputs> inputs_;
+  RlOptions options_;
+  MarsGraphModule module_;
+};
+
+}  // namespace
+
+std::unique_ptr<Policy> MakeMarsPolicy(const PlacementProblem& problem, const RlOptions& options) {
+  ValidateRlOptions(options);
+  MarsEncoder encoder{nullptr};
+  if (!options.encoder_file.empty()) {
+    encoder = LoadMarsEncoderFile(options.encoder_file);
+  } else {
+    MarsEncoderArchitecture a;
+    a.hidden = options.mars_encoder_hidden;
+    a.layers = options.mars_encoder_layers;
+    a.vocabulary = GdpVocabulary({&problem.graph});
+    encoder = MarsEncoder(a);
+  }
+  auto units = std::make_shared<const UnitDecisions>(problem, options.gdp_start_bias != 0 && options.gdp_baseline_probes);
+  auto inputs = std::make_shared<const GdpInputs>(
+      BuildGdpInputs(units->features(), problem.graph, problem.cluster, encoder->architecture().vocabulary));
+  MarsPlacerArchitecture placer;
+  placer.hidden = options.mars_hidden;
+  placer.segment = options.mars_segment;
+  placer.devices = problem.cluster.num_devices();
+  return std::make_unique<MarsPolicy>(std::move(units), std::move(inputs), MarsNet(std::move(encoder), placer, options.gdp_start_bias),
+                                      options);
+}
+
+}  // namespace devplace
