@@ -369,7 +369,7 @@ TEST(CliTest, TrainWritesAPolicyThatPlacesZeroShotAlikeInEveryProcess) {
   ExpectCleanError(Devplace("place --method gdp --graph tiny --cluster k80x4 --policy " + policy + " --out " + dir.File("x4")),
                    "trained for 3 devices");
   ExpectCleanError(Devplace("place --method hdp --graph tiny --cluster k80x2 --policy " + policy + " --out " + dir.File("hdp")),
-                   "--policy is a GDP policy");
+                   "--policy is a policy trained by");
   EXPECT_FALSE(std::filesystem::exists(dir.File("x4")));
 
   Outcome resumed = Devplace("train --graphs tiny,synthetic --cluster k80x2 -o " + policy +
@@ -428,6 +428,47 @@ TEST(CliTest, PretrainWritesAnEncoderAndResumes) {
   ExpectCleanError(Devplace("pretrain --graphs tiny -o " + dir.File("h.pt") + " --mars-hidden 0"), "--mars-hidden");
   ExpectCleanError(Devplace("pretrain --graphs tiny -o " + dir.File("l.pt") + " --learning-rate nan"), "--learning-rate");
   for (const char* name : {"g.pt", "r.pt", "n.pt", "h.pt", "l.pt"}) EXPECT_FALSE(std::filesystem::exists(dir.File(name))) << name;
+}
+
+// `train --method mars` writes a Mars policy (from a pre-trained encoder
+// or a fresh one) that places an unseen graph zero-shot alike in every
+// process, resumes, and is refused in one line where it does not fit.
+TEST(CliTest, TrainMarsWritesAPolicyThatPlacesUnseenGraphs) {
+  TempDir dir;
+  const std::string encoder = dir.File("encoder.pt"), policy = dir.File("mars.pt");
+  ASSERT_EQ(Devplace("pretrain --graphs tiny,synthetic -o " + encoder + " --max-steps 3 --mars-hidden 8 --quiet").exit_code, 0);
+  Outcome t = Devplace("train --method mars --graphs tiny,synthetic --cluster k80x2 -o " + policy + " --encoder " + encoder +
+                       " --max-steps 2 --samples-per-step 2 --mars-hidden 8 --quiet");
+  ASSERT_EQ(t.exit_code, 0) << t.out;
+  EXPECT_NE(t.out.find("trained 2 updates"), std::string::npos) << t.out;
+  std::string placements[2];
+  for (int run = 0; run < 2; ++run) {
+    const std::string out = dir.File("zero" + std::to_string(run));
+    Outcome o = Devplace("place --method mars --graph rnnlm --cluster k80x2 --policy " + policy + " --json --out " + out);
+    ASSERT_EQ(o.exit_code, 0) << o.out;
+    nlohmann::json j = nlohmann::json::parse(o.out);
+    EXPECT_TRUE(j["zero_shot"].get<bool>());
+    EXPECT_EQ(j["samples"].get<int64_t>(), 10 + 16);
+    placements[run] = ReadText(out + "/best_placement.json");
+  }
+  EXPECT_FALSE(placements[0].empty());
+  EXPECT_EQ(placements[0], placements[1]);
+  Outcome resumed = Devplace("train --method mars --graphs tiny,synthetic --cluster k80x2 -o " + policy + " --encoder " + encoder +
+                             " --max-steps 3 --samples-per-step 2 --mars-hidden 8 --quiet --resume");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out;
+  EXPECT_NE(resumed.out.find("trained 3 updates"), std::string::npos) << resumed.out;
+
+  ExpectCleanError(Devplace("train --method gdp --graphs tiny,synthetic --cluster k80x2 -o " + policy + " --max-steps 4 --resume"),
+                   "not a checkpoint of `devplace train --method gdp`");
+  ExpectCleanError(Devplace("place --method mars --graph tiny --cluster k80x4 --policy " + policy + " --out " + dir.File("x4")),
+                   "the Mars policy was trained for 3 devices");
+  ExpectCleanError(Devplace("place --method gdp --graph tiny --cluster k80x2 --policy " + policy + " --out " + dir.File("g")),
+                   "not a devplace GDP policy file");
+  ExpectCleanError(Devplace("place --method mars --graph tiny --cluster k80x2 --policy " + policy + " --encoder " + encoder +
+                            " --out " + dir.File("both")),
+                   "holds its encoder already");
+  ExpectCleanError(Devplace("train --method hdp --graphs tiny --cluster k80x2 -o " + dir.File("h.pt")), "gdp or mars");
+  for (const char* name : {"x4", "g", "both", "h.pt"}) EXPECT_FALSE(std::filesystem::exists(dir.File(name))) << name;
 }
 
 TEST(CliTest, ClustersAndModelsAreListed) {

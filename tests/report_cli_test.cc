@@ -136,6 +136,35 @@ TEST(ReportCliTest, WritesTheReportAndALinkedTrace) {
   EXPECT_GT(trace["traceEvents"].size(), 50u);
 }
 
+// --overlay draws several runs' best-so-far curves in one chart, each named
+// by its folder, against the placements measured (curve.csv's samples).
+TEST(ReportCliTest, OverlaysTheCurvesOfSeveralRuns) {
+  TempDir dir;
+  for (const char* method : {"rl", "gdp"}) {
+    Outcome o = RunDevplace(std::string("place --graph tiny --cluster k80x2 --max-steps 2 --samples-per-step 2 --json --method ") +
+                            method + " --out " + dir.File(std::string("run-") + method));
+    ASSERT_EQ(o.exit_code, 0) << o.out;
+  }
+  Outcome o = RunDevplace("report --graph tiny --cluster k80x2 --methods expert --run " + dir.File("run-rl") + " --overlay " +
+                          dir.File("run-gdp") + " -o " + dir.File("r.html"));
+  ASSERT_EQ(o.exit_code, 0) << o.out;
+  const std::string html = ReadTextFile(dir.File("r.html"));
+  for (const char* part : {"overlay-section", "overlay-samples", "overlay-seconds", "placements measured", "run-rl", "run-gdp"}) {
+    EXPECT_NE(html.find(part), std::string::npos) << part;
+  }
+  Outcome plain = RunDevplace("report --graph tiny --cluster k80x2 --methods expert --run " + dir.File("run-rl") + " -o " + dir.File("p.html"));
+  ASSERT_EQ(plain.exit_code, 0) << plain.out;
+  EXPECT_EQ(ReadTextFile(dir.File("p.html")).find("overlay-section"), std::string::npos);
+
+  ASSERT_EQ(RunDevplace("place --graph tiny --cluster k80x2 --method m_etf --json --out " + dir.File("baseline")).exit_code, 0);
+  ExpectCleanError(RunDevplace("report --graph tiny --cluster k80x2 --overlay " + dir.File("baseline") + " -o " + dir.File("b.html")),
+                   "no curve.csv to overlay");
+  ExpectCleanError(RunDevplace("report --graph tiny --cluster k80x4 --overlay " + dir.File("run-gdp") + " -o " + dir.File("c.html")),
+                   "k80x2");
+  EXPECT_FALSE(std::filesystem::exists(dir.File("b.html")));
+  EXPECT_FALSE(std::filesystem::exists(dir.File("c.html")));
+}
+
 TEST(ReportCliTest, BadRunsGiveOneLineErrorsAndNoReport) {
   TempDir dir;
   const std::string out = " -o " + dir.File("r.html");
@@ -177,6 +206,13 @@ TEST(ReportBrowserTest, ARunReportLoadsInChromiumWithEveryChartDrawn) {
   Outcome o = RunDevplace("report --graph tiny --cluster k80x2 --run " + dir.File("run") + " -o " + dir.File("r.html"));
   ASSERT_EQ(o.exit_code, 0) << o.out;
   EXPECT_EQ(BrowserVerdict(dir.File("r.html"), dir), "report-ok 8 charts");
+  // Another run overlaid adds its two charts (against samples and time).
+  Outcome other = RunDevplace("place --graph tiny --cluster k80x2 --method hdp --max-steps 3 --json --out " + dir.File("hdp-run"));
+  ASSERT_EQ(other.exit_code, 0) << other.out;
+  Outcome overlaid = RunDevplace("report --graph tiny --cluster k80x2 --run " + dir.File("run") + " --overlay " + dir.File("hdp-run") +
+                                 " -o " + dir.File("o.html"));
+  ASSERT_EQ(overlaid.exit_code, 0) << overlaid.out;
+  EXPECT_EQ(BrowserVerdict(dir.File("o.html"), dir), "report-ok 10 charts");
 }
 
 TEST(ReportBrowserTest, AnInceptionReportLoadsInChromiumWithEveryChartDrawn) {

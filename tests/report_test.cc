@@ -280,8 +280,13 @@ TEST(SearchCurveTest, ReadsColumnsByNameAndSkipsARowBeingWritten) {
   EXPECT_DOUBLE_EQ(points[1].best_step_time_s, 0.003);
   EXPECT_DOUBLE_EQ(points[1].mean_step_time_s, 0.004);
   EXPECT_DOUBLE_EQ(points[2].best_step_time_s, 0.002);
-  // A complete last row without its newline counts.
-  EXPECT_EQ(ParseSearchCurve("step,seconds,mean_step_time_s,best_step_time_s\n1,2,3,4", "c").size(), 1u);
+  EXPECT_EQ(points[1].samples, 8);  // the overlaid curves' x axis
+  // A complete last row without its newline counts; without a samples
+  // column, samples is -1 (the overlay falls back to updates).
+  const std::vector<CurvePoint> old = ParseSearchCurve("step,seconds,mean_step_time_s,best_step_time_s\n1,2,3,4", "c");
+  ASSERT_EQ(old.size(), 1u);
+  EXPECT_EQ(old[0].samples, -1);
+  EXPECT_THROW(ParseSearchCurve("step,seconds,mean_step_time_s,best_step_time_s,samples\n1,2,3,4,-7\n", "c"), Error);
 }
 
 TEST(SearchCurveTest, BadCurvesNameTheFileAndLine) {

@@ -23,6 +23,7 @@ struct ReportFlags {
   std::string cluster;
   std::string output;
   std::string run;
+  std::vector<std::string> overlay;
   std::string trace;
   std::vector<std::string> methods;
   OpTimesFlags op_times;
@@ -66,6 +67,11 @@ void RunReport(const ReportFlags& flags) {
   Cluster cluster = ResolveCluster(flags.cluster);
   std::optional<RunFolder> run;
   if (!flags.run.empty()) run = LoadRunFolder(flags.run, graph, cluster);
+  std::vector<RunFolder> overlay;
+  for (const std::string& folder : flags.overlay) {
+    overlay.push_back(LoadRunFolder(folder, graph, cluster));
+    if (overlay.back().curve.empty()) throw Error("run '" + folder + "': has no curve.csv to overlay (a baseline run has none)");
+  }
   CostModel cost = MakeCostModel(cluster, graph, flags.op_times);
   Simulator simulator(graph, cluster, cost);
   PlacementProblem problem{graph, cluster, cost, simulator, flags.seed};
@@ -100,6 +106,8 @@ void RunReport(const ReportFlags& flags) {
   if (!flags.trace.empty()) trace_json = ChromeTraceJson(graph, cluster, analysed_placement.result).dump() + "\n";
   ReportInput input{graph, cluster, comparison, std::move(analysed_placement), std::move(reference),
                     run ? &*run : nullptr, flags.trace.empty() ? "" : RelativeHref(flags.trace, flags.output)};
+  if (!overlay.empty() && run && !run->curve.empty()) input.overlaid.push_back(&*run);
+  for (const RunFolder& r : overlay) input.overlaid.push_back(&r);
   const std::string html = HtmlReport(input);
   if (!flags.trace.empty()) WriteFileAtomically(flags.trace, trace_json);
   WriteFileAtomically(flags.output, html);
@@ -122,6 +130,10 @@ void AddReportCommand(CLI::App& app) {
   cmd->add_option("-o,--output", flags->output, "HTML file to write")->required();
   cmd->add_option("--run", flags->run,
                   "Output folder of a `devplace place` run: adds its search curve and analyses its best placement");
+  cmd->add_option("--overlay", flags->overlay,
+                  "More run folders (comma-separated) whose search curves are drawn over --run's, against samples and "
+                  "wall time: methods compared at the same budget")
+      ->delimiter(',');
   cmd->add_option("--trace", flags->trace, "Also write the analysed step as Chrome trace JSON, linked from the report");
   cmd->add_option("--methods", flags->methods, "Baselines to compare (default: all): " + names)->delimiter(',');
   AddOpTimesFlags(cmd, &flags->op_times, "Table of measured op times that override the cost model (JSON)");

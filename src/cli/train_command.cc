@@ -1,6 +1,6 @@
-// `devplace train`: GDP's batch training of one policy over several graphs
-// for one cluster (rl/gdp_trainer.h), written as a policy file that
-// `place --method gdp --policy` uses.
+// `devplace train`: batch training of one GDP or Mars policy over several
+// graphs for one cluster (rl/gdp_trainer.h), written as a policy file that
+// `place --method gdp|mars --policy` uses.
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -59,8 +59,10 @@ class TrainProgressPrinter {
 };
 
 void RunTrain(TrainFlags flags) {
-  if (flags.method != "gdp") throw Error("train: --method must be gdp (the one learned method trained across graphs), got '" + ForMessage(flags.method) + "'");
-  flags.train.rl.method = "gdp";
+  if (flags.method != "gdp" && flags.method != "mars") {
+    throw Error("train: --method must be gdp or mars (the learned methods trained across graphs), got '" + ForMessage(flags.method) + "'");
+  }
+  flags.train.rl.method = flags.method;
   if (flags.graphs.empty()) throw Error("train: --graphs names no graph");
   RlOptions& rl = flags.train.rl;
   if (rl.max_steps <= 0 && rl.max_seconds <= 0 && rl.max_samples <= 0) rl.max_seconds = 600;
@@ -99,8 +101,8 @@ void AddTrainCommand(CLI::App& app) {
   RlOptions& rl = flags->train.rl;
   rl.method = "gdp";
   rl.algorithm = "ppo";  // GDP's algorithm (§3.4)
-  CLI::App* cmd = app.add_subcommand("train", "Train one GDP policy on several graphs for a cluster (batch training)");
-  cmd->add_option("--method", flags->method, "gdp (the only method trained across graphs)");
+  CLI::App* cmd = app.add_subcommand("train", "Train one GDP or Mars policy on several graphs for a cluster (batch training)");
+  cmd->add_option("--method", flags->method, "gdp (default) or mars: the learned methods trained across graphs");
   cmd->add_option("--graphs", flags->graphs, "Graph files or built-in model names, comma-separated")->required()->delimiter(',');
   cmd->add_option("--cluster", flags->cluster, "Cluster preset or cluster file: the policy places on clusters of its devices")->required();
   cmd->add_option("-o,--out", flags->train.policy_out, "The policy file to write (also written at each checkpoint)")->required();
@@ -128,6 +130,7 @@ void AddTrainCommand(CLI::App& app) {
   cmd->add_flag("--resume", flags->train.resume, "Continue from the checkpoint next to the policy file (POLICY.checkpoint)");
   cmd->add_flag("--quiet", flags->quiet, "No progress lines");
   AddGdpNetworkFlags(cmd, rl, "GDP");
+  AddMarsFlags(cmd, rl, "Mars");
   cmd->callback([flags] {
     try {
       RunTrain(*flags);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 
 #include "report/charts.h"
 #include "report/device_charts.h"
@@ -174,6 +175,32 @@ std::string CurveCharts(const ReportInput& in, int& charts) {
   return html;
 }
 
+// Several runs' best-so-far curves in one chart, against the placements
+// measured (the fair axis between methods: a sample costs the same
+// simulation whatever proposed it) and against wall time.
+std::string OverlaidCurveCharts(const ReportInput& in, int& charts) {
+  static const char* kColors[] = {"#0b4f9c", "#c0392b", "#27ae60", "#8e44ad", "#d35400", "#16a085", "#7f8c8d", "#2c3e50"};
+  std::string html;
+  for (bool by_time : {false, true}) {
+    LineChartSpec spec;
+    spec.id = by_time ? "overlay-seconds" : "overlay-samples";
+    spec.x_label = by_time ? "search time (s)" : "placements measured";
+    spec.y_label = "best step time so far (s)";
+    for (size_t r = 0; r < in.overlaid.size(); ++r) {
+      std::vector<Point> best;
+      for (const CurvePoint& p : in.overlaid[r]->curve) {
+        const double x = by_time ? p.seconds : static_cast<double>(p.samples >= 0 ? p.samples : p.step);
+        if (p.best_step_time_s > 0) best.emplace_back(x, p.best_step_time_s);
+      }
+      const std::string name = std::filesystem::path(in.overlaid[r]->path).filename().string();
+      spec.series.push_back({name.empty() ? in.overlaid[r]->path : name, kColors[r % 8], Downsample(best, 1000)});
+    }
+    html += LineChart(spec);
+    ++charts;
+  }
+  return html;
+}
+
 std::string Section(const std::string& id, const std::string& title, const std::string& caption,
                     const std::string& body) {
   return "<section id=\"" + id + "-section\"><h2>" + Escape(title) + "</h2>\n<p class=\"caption\">" + caption +
@@ -219,6 +246,13 @@ std::string HtmlReport(const ReportInput& in) {
                     "Step time of the best placement found so far and the mean of each update's sampled placements "
                     "that ran, against policy updates and against wall time; dashed, the best baseline to beat.",
                     curve_body);
+  }
+
+  if (!in.overlaid.empty()) {
+    body += Section("overlay", "Search curves compared",
+                    "The best step time found so far by each run, against the placements it measured (a curve without "
+                    "a samples column falls back to policy updates) and against wall time.",
+                    OverlaidCurveCharts(in, charts));
   }
 
   if (!analysed.invalid) {

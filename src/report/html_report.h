@@ -31,6 +31,10 @@ struct ReportInput {
   std::optional<ReportedPlacement> reference;  // drawn beside it in the per-device charts
   const RunFolder* run = nullptr; // adds the search curve
   std::string trace_href;         // a link to the step's Chrome trace; empty: none
+  // More runs on the same graph and cluster (other methods, seeds, a
+  // pre-trained encoder or none): their best-so-far curves overlaid, against
+  // samples and wall time. The first is `run` when there is one.
+  std::vector<const RunFolder*> overlaid;
 };
 
 std::string HtmlReport(const ReportInput& input);

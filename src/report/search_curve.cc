@@ -43,29 +43,35 @@ std::vector<CurvePoint> ParseSearchCurve(const std::string& text, const std::str
   if (lines.empty() || lines[0].empty()) throw Error(source + ": empty, expected a CSV header line");
 
   const std::vector<std::string> header = SplitCsvLine(lines[0]);
-  auto column = [&](const std::string& name) {
+  auto find = [&](const std::string& name) {
     for (size_t i = 0; i < header.size(); ++i) {
       if (header[i] == name) return i;
     }
-    throw Error(source + ": header has no '" + name + "' column");
+    return header.size();
+  };
+  auto column = [&](const std::string& name) {
+    const size_t i = find(name);
+    if (i == header.size()) throw Error(source + ": header has no '" + name + "' column");
+    return i;
   };
   const size_t step = column("step"), seconds = column("seconds"), mean = column("mean_step_time_s"),
-               best = column("best_step_time_s");
+               best = column("best_step_time_s"), samples = find("samples");
 
   std::vector<CurvePoint> points;
   for (size_t i = 1; i < lines.size(); ++i) {
     if (lines[i].empty() || lines[i] == "\r") continue;
     const std::vector<std::string> cells = SplitCsvLine(lines[i]);
-    double values[4];
-    const size_t wanted[4] = {step, seconds, mean, best};
+    double values[5] = {0, 0, 0, 0, -1};
+    const size_t wanted[5] = {step, seconds, mean, best, samples};
     bool ok = cells.size() == header.size();
-    for (int k = 0; k < 4 && ok; ++k) ok = ParseNumber(cells[wanted[k]], values[k]);
+    for (int k = 0; k < 5 && ok; ++k) ok = wanted[k] == header.size() || ParseNumber(cells[wanted[k]], values[k]);
+    ok = ok && values[4] >= -1 && values[4] < 9.2e18;
     if (!ok) {
       if (i + 1 == lines.size() && last_unfinished) break;  // the run is writing this row now
       throw Error(source + ": line " + std::to_string(i + 1) + ": expected " + std::to_string(header.size()) +
                   " numbers as the header names");
     }
-    points.push_back({static_cast<int64_t>(values[0]), values[1], values[2], values[3]});
+    points.push_back({static_cast<int64_t>(values[0]), values[1], values[2], values[3], static_cast<int64_t>(values[4])});
   }
   return points;
 }

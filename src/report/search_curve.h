@@ -19,10 +19,12 @@ struct CurvePoint {
   double seconds = 0;           // wall time of the search so far
   double mean_step_time_s = 0;  // of that update's placements that ran; 0 if none did
   double best_step_time_s = 0;  // best so far; 0 until a placement ran
+  int64_t samples = -1;         // placements measured so far; -1 when the curve has no such column
 };
 
 // Parses curve.csv text. Columns are found by their header names (step,
-// seconds, mean_step_time_s, best_step_time_s; others are ignored). A last
+// seconds, mean_step_time_s, best_step_time_s, and samples when there is
+// one; others are ignored). A last
 // line without its newline is a row the run is still writing and is
 // skipped if incomplete. Throws Error naming `source` and the line.
 std::vector<CurvePoint> ParseSearchCurve(const std::string& text, const std::string& source);

@@ -104,11 +104,7 @@ void GdpNetImpl::set_start_bias(double value) {
 void SaveGdpPolicyFile(const std::string& path, GdpNet& net, const GdpPolicyFileFacts& facts) {
   const GdpArchitecture& a = net->architecture();
   CheckpointParts parts;
-  parts.facts = {{"cluster", facts.cluster_name},
-                 {"device_kinds", facts.device_kinds},
-                 {"graphs", facts.graphs},
-                 {"updates", facts.updates},
-                 {"architecture",
+  parts.facts = {{"architecture",
                   {{"hidden", a.hidden},
                    {"sage_layers", a.sage_layers},
                    {"placer_layers", a.placer_layers},
@@ -118,25 +114,15 @@ void SaveGdpPolicyFile(const std::string& path, GdpNet& net, const GdpPolicyFile
                    {"superposition", a.superposition},
                    {"devices", a.devices},
                    {"vocabulary", a.vocabulary}}}};
+  WritePolicyFileFacts(facts, parts.facts);
   parts.tensors = ModuleBytes(*net);
   WriteCheckpointFile(path, SealCheckpoint(parts, kPolicyHeader));
 }
 
 GdpNet LoadGdpPolicyFile(const std::string& path, const Cluster& cluster, GdpPolicyFileFacts* facts_out) {
-  const std::string name = ForMessage(path);
   CheckpointParts parts = UnsealCheckpoint(path, ReadTextFile(path), kPolicyHeader, "GDP policy file");
   const CheckpointFacts facts(path, parts.facts, "GDP policy file");
-  GdpPolicyFileFacts file_facts;
-  file_facts.cluster_name = facts.String("cluster");
-  for (const nlohmann::json& kind : facts.Array("device_kinds")) {
-    if (!kind.is_string()) facts.Fail("'device_kinds' holds something other than names");
-    file_facts.device_kinds.push_back(kind.get<std::string>());
-  }
-  for (const nlohmann::json& graph : facts.Array("graphs")) {
-    if (!graph.is_string()) facts.Fail("'graphs' holds something other than names");
-    file_facts.graphs.push_back(graph.get<std::string>());
-  }
-  file_facts.updates = facts.Integer("updates", 0, INT64_MAX);
+  const GdpPolicyFileFacts file_facts = ReadPolicyFileFacts(facts);
   const CheckpointFacts arch(path, facts.Object("architecture"), "GDP policy file");
   GdpArchitecture a;
   a.hidden = arch.Integer("hidden", 1, 4096);
@@ -155,21 +141,7 @@ GdpNet LoadGdpPolicyFile(const std::string& path, const Cluster& cluster, GdpPol
   if (a.vocabulary.empty() || a.vocabulary.size() > static_cast<size_t>(OpFeatures::kMaxTypes) || a.vocabulary.back() != "other") {
     facts.Fail("'vocabulary' must list at most " + std::to_string(OpFeatures::kMaxTypes) + " op types, \"other\" last");
   }
-  if (static_cast<int64_t>(file_facts.device_kinds.size()) != a.devices) facts.Fail("'device_kinds' does not list its devices");
-
-  // A policy's output is a device per unit of the cluster it was trained
-  // for: another device count, or other kinds in another order, would give
-  // placements that mean something else.
-  std::vector<std::string> kinds;
-  for (const Device& d : cluster.devices) kinds.push_back(DeviceKindName(d.kind));
-  if (a.devices != cluster.num_devices() || kinds != file_facts.device_kinds) {
-    std::string trained, given;
-    for (const std::string& k : file_facts.device_kinds) trained += (trained.empty() ? "" : ",") + k;
-    for (const std::string& k : kinds) given += (given.empty() ? "" : ",") + k;
-    throw Error(name + ": the GDP policy was trained for " + std::to_string(a.devices) + " devices (" + ForMessage(trained, 200) +
-                ", cluster '" + ForMessage(file_facts.cluster_name) + "'), not for cluster '" + ForMessage(cluster.name) + "' of " +
-                std::to_string(cluster.num_devices()) + " (" + ForMessage(given, 200) + ")");
-  }
+  RequireTrainedFor(path, "GDP", file_facts, a.devices, cluster);
 
   GdpNet net(a, 0.0);
   if (const std::string problem = LoadModuleBytes(*net, parts.tensors); !problem.empty()) facts.Fail("the policy " + problem);

@@ -17,6 +17,7 @@
 #include "graph/graph.h"
 #include "rl/graph_sage.h"
 #include "rl/op_features.h"
+#include "rl/policy_file_facts.h"
 #include "rl/segment_placer.h"
 
 namespace devplace {
@@ -82,12 +83,7 @@ TORCH_MODULE(GdpNet);
 // A trained network as a file: its architecture, vocabulary, the cluster it
 // was trained for (device count and kinds), what it was trained on, and its
 // parameters, sealed with a checksum (rl/checkpoint_file.h).
-struct GdpPolicyFileFacts {
-  std::string cluster_name;
-  std::vector<std::string> device_kinds;  // per device, in order
-  std::vector<std::string> graphs;        // what it was trained on
-  int64_t updates = 0;
-};
+using GdpPolicyFileFacts = PolicyFileFacts;
 void SaveGdpPolicyFile(const std::string& path, GdpNet& net, const GdpPolicyFileFacts& facts);
 
 // Loads the network of the file at `path` for `cluster`; throws Error in

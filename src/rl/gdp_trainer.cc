@@ -18,6 +18,8 @@
 #include "rl/checkpoint_file.h"
 #include "rl/gdp_net.h"
 #include "rl/gdp_policy.h"
+#include "rl/mars_policy.h"
+#include "rl/policy_file_facts.h"
 #include "rl/loaded_parameters.h"
 #include "rl/methods.h"
 #include "rl/optimizer.h"
@@ -32,6 +34,52 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
+
+// The one network a batch training shares between its graphs' policies:
+// GDP's or Mars's, with the policy file it is written as.
+class SharedNetwork {
+ public:
+  virtual ~SharedNetwork() = default;
+  virtual torch::nn::Module& module() = 0;
+  virtual std::unique_ptr<Policy> PolicyFor(const PlacementProblem& problem, const RlOptions& options) = 0;
+  virtual void WritePolicyFile(const std::string& path, const PolicyFileFacts& facts) = 0;
+};
+
+class GdpSharedNetwork : public SharedNetwork {
+ public:
+  explicit GdpSharedNetwork(GdpNet net) : net_(std::move(net)) {}
+  torch::nn::Module& module() override { return *net_; }
+  std::unique_ptr<Policy> PolicyFor(const PlacementProblem& problem, const RlOptions& options) override {
+    return MakeGdpPolicyWithNet(problem, net_, options);
+  }
+  void WritePolicyFile(const std::string& path, const PolicyFileFacts& facts) override { SaveGdpPolicyFile(path, net_, facts); }
+
+ private:
+  GdpNet net_;
+};
+
+class MarsSharedNetwork : public SharedNetwork {
+ public:
+  explicit MarsSharedNetwork(MarsNet net) : net_(std::move(net)) {}
+  torch::nn::Module& module() override { return *net_; }
+  std::unique_ptr<Policy> PolicyFor(const PlacementProblem& problem, const RlOptions& options) override {
+    return MakeMarsPolicyWithNet(problem, net_, options);
+  }
+  void WritePolicyFile(const std::string& path, const PolicyFileFacts& facts) override { SaveMarsPolicyFile(path, net_, facts); }
+
+ private:
+  MarsNet net_;
+};
+
+// A fresh network of options' method over the vocabulary of `graphs` (or,
+// for Mars with an encoder file, the encoder's).
+std::unique_ptr<SharedNetwork> MakeSharedNetwork(const RlOptions& options, const std::vector<const Graph*>& graphs, int64_t devices) {
+  if (options.method == "mars") {
+    return std::make_unique<MarsSharedNetwork>(
+        MarsNet(MarsStartEncoder(options, graphs), MarsPlacerArchitectureOf(options, devices), options.gdp_start_bias));
+  }
+  return std::make_unique<GdpSharedNetwork>(GdpNet(GdpArchitectureOf(options, devices, GdpVocabulary(graphs)), options.gdp_start_bias));
+}
 
 // One graph of the batch: its policy (sharing the network), environment,
 // failing signal and baseline, and the best placement seen.
@@ -50,7 +98,8 @@ class GdpBatchTrainer {
       : options_(options), rl_(options.rl) {
     if (problems.empty()) throw Error("train: no graphs to train on (--graphs)");
     if (options.policy_out.empty()) throw Error("train: no policy file to write (-o)");
-    if (rl_.method != "gdp") throw Error("train: only --method gdp trains a policy across graphs");
+    if (rl_.method != "gdp" && rl_.method != "mars") throw Error("train: only --method gdp or mars trains a policy across graphs");
+    if (!rl_.policy_file.empty()) throw Error("train: starts from a fresh network (--policy is for `place`)");
     ValidateRlOptions(rl_);
     const Cluster& cluster = problems.front().cluster;
     for (const PlacementProblem& p : problems) {
@@ -60,13 +109,13 @@ class GdpBatchTrainer {
     torch::manual_seed(rl_.seed);
     std::vector<const Graph*> graphs;
     for (const PlacementProblem& p : problems) graphs.push_back(&p.graph);
-    net_ = GdpNet(GdpArchitectureOf(rl_, cluster.num_devices(), GdpVocabulary(graphs)), rl_.gdp_start_bias);
+    net_ = MakeSharedNetwork(rl_, graphs, cluster.num_devices());
     const bool grade = GradesFailures(rl_);
     const int32_t cores = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
     for (const PlacementProblem& p : problems) {
       TrainingGraph g;
       g.problem = &p;
-      g.policy = MakeGdpPolicyWithNet(p, net_, rl_);
+      g.policy = net_->PolicyFor(p, rl_);
       SimulatedEnvironmentOptions environment;
       environment.workers = rl_.worker_threads > 0 ? rl_.worker_threads : cores;
       environment.noise.jitter = rl_.jitter;
@@ -241,17 +290,14 @@ class GdpBatchTrainer {
 
   // The policy file and the training checkpoint, each replaced atomically.
   void Save() {
-    GdpPolicyFileFacts facts;
     const Cluster& cluster = graphs_.front().problem->cluster;
-    facts.cluster_name = cluster.name;
-    for (const Device& d : cluster.devices) facts.device_kinds.push_back(DeviceKindName(d.kind));
-    for (const TrainingGraph& g : graphs_) facts.graphs.push_back(g.problem->graph.name);
-    facts.updates = update_;
-    SaveGdpPolicyFile(options_.policy_out, net_, facts);
+    std::vector<std::string> names;
+    for (const TrainingGraph& g : graphs_) names.push_back(g.problem->graph.name);
+    net_->WritePolicyFile(options_.policy_out, PolicyFileFactsFor(cluster, std::move(names), update_));
 
     torch::serialize::OutputArchive archive;
     torch::serialize::OutputArchive net_archive;
-    net_->save(net_archive);
+    net_->module().save(net_archive);
     archive.write("net", net_archive);
     torch::serialize::OutputArchive optimizer_archive;
     optimizer_->save(optimizer_archive);
@@ -269,7 +315,7 @@ class GdpBatchTrainer {
     std::ostringstream tensors;
     archive.save_to(tensors);
     CheckpointParts parts;
-    parts.facts = {{"method", "gdp-batch"},
+    parts.facts = {{"method", rl_.method + "-batch"},
                    {"num_devices", cluster.num_devices()},
                    {"update", update_},
                    {"samples", samples_},
@@ -284,7 +330,7 @@ class GdpBatchTrainer {
     for (const auto& item : g.policy->module().named_parameters(/*recurse=*/false)) {
       if (item.key() == "start") return item.value();
     }
-    throw Error("internal: a GDP policy without a start placement");
+    throw Error("internal: a policy without a start placement");
   }
 
   void LoadCheckpoint() {
@@ -292,7 +338,9 @@ class GdpBatchTrainer {
     if (!fs::exists(path)) throw Error(ForMessage(path) + ": no training checkpoint to resume from");
     CheckpointParts parts = UnsealCheckpoint(path, ReadTextFile(path));
     const CheckpointFacts facts(path, parts.facts);
-    if (!facts.facts().contains("method") || facts.facts()["method"] != "gdp-batch") facts.Fail("not a checkpoint of `devplace train`");
+    if (!facts.facts().contains("method") || facts.facts()["method"] != rl_.method + "-batch") {
+      facts.Fail("not a checkpoint of `devplace train --method " + rl_.method + "`");
+    }
     if (facts.Integer("num_devices", 1, INT32_MAX) != graphs_.front().problem->cluster.num_devices()) {
       facts.Fail("checkpoint is for a cluster of another device count");
     }
@@ -311,14 +359,14 @@ class GdpBatchTrainer {
     update_ = facts.Integer("update", 0, INT64_MAX);
     samples_ = facts.Integer("samples", 0, INT64_MAX);
     seconds_before_ = facts.Number("seconds", 0);
-    const ParameterShapes shapes = ShapesOf(*net_);
+    const ParameterShapes shapes = ShapesOf(net_->module());
     try {
       torch::serialize::InputArchive archive;
       std::istringstream in(parts.tensors);
       archive.load_from(in);
       torch::serialize::InputArchive net_archive;
       archive.read("net", net_archive);
-      net_->load(net_archive);
+      net_->module().load(net_archive);
       torch::serialize::InputArchive optimizer_archive;
       archive.read("optimizer", optimizer_archive);
       optimizer_->load(optimizer_archive);
@@ -336,12 +384,14 @@ class GdpBatchTrainer {
     } catch (const c10::Error&) {
       facts.Fail("checkpoint's tensors do not load, or are of another architecture");
     }
-    if (const std::string problem = LoadedParametersProblem(*net_, shapes); !problem.empty()) facts.Fail("checkpoint's network " + problem);
+    if (const std::string problem = LoadedParametersProblem(net_->module(), shapes); !problem.empty()) {
+      facts.Fail("checkpoint's network " + problem);
+    }
   }
 
   const GdpTrainOptions& options_;
   const RlOptions& rl_;
-  GdpNet net_{nullptr};
+  std::unique_ptr<SharedNetwork> net_;
   std::vector<TrainingGraph> graphs_;
   std::unique_ptr<torch::optim::Adam> optimizer_;
   torch::Generator generator_;

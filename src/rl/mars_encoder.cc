@@ -32,12 +32,7 @@ void SaveMarsEncoderFile(const std::string& path, MarsEncoder& encoder, const Ma
   parts.facts = {{"graphs", facts.graphs},
                  {"steps", facts.steps},
                  {"loss", facts.loss},
-                 {"architecture",
-                  {{"hidden", a.hidden},
-                   {"layers", a.layers},
-                   {"numeric_features", kGdpNumericFeatures},
-                   {"type_embedding", kGdpTypeEmbedding},
-                   {"vocabulary", a.vocabulary}}}};
+                 {"architecture", MarsEncoderArchitectureJson(a)}};
   parts.tensors = ModuleBytes(*encoder);
   WriteCheckpointFile(path, SealCheckpoint(parts, kEncoderHeader));
 }
@@ -53,7 +48,22 @@ MarsEncoder LoadMarsEncoderFile(const std::string& path, MarsEncoderFileFacts* f
   }
   file_facts.steps = facts.Integer("steps", 0, INT64_MAX);
   file_facts.loss = facts.Number("loss", 0);
-  const CheckpointFacts arch(path, facts.Object("architecture"), noun);
+  MarsEncoder encoder(ReadMarsEncoderArchitecture(CheckpointFacts(path, facts.Object("architecture"), noun)));
+  if (const std::string problem = LoadModuleBytes(*encoder, parts.tensors); !problem.empty()) facts.Fail("the encoder " + problem);
+  if (facts_out != nullptr) *facts_out = file_facts;
+  return encoder;
+}
+
+nlohmann::json MarsEncoderArchitectureJson(const MarsEncoderArchitecture& a) {
+  return {{"hidden", a.hidden},
+          {"layers", a.layers},
+          {"numeric_features", kGdpNumericFeatures},
+          {"type_embedding", kGdpTypeEmbedding},
+          {"vocabulary", a.vocabulary}};
+}
+
+MarsEncoderArchitecture ReadMarsEncoderArchitecture(const CheckpointFacts& arch) {
+  const CheckpointFacts& facts = arch;
   MarsEncoderArchitecture a;
   a.hidden = arch.Integer("hidden", 1, 4096);
   a.layers = arch.Integer("layers", 1, 64);
@@ -70,10 +80,7 @@ MarsEncoder LoadMarsEncoderFile(const std::string& path, MarsEncoderFileFacts* f
   if (a.vocabulary.empty() || a.vocabulary.size() > static_cast<size_t>(OpFeatures::kMaxTypes) || a.vocabulary.back() != "other") {
     facts.Fail("'vocabulary' is not a vocabulary of op types ending in \"other\"");
   }
-  MarsEncoder encoder(a);
-  if (const std::string problem = LoadModuleBytes(*encoder, parts.tensors); !problem.empty()) facts.Fail("the encoder " + problem);
-  if (facts_out != nullptr) *facts_out = file_facts;
-  return encoder;
+  return a;
 }
 
 }  // namespace devplace

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "rl/checkpoint_facts.h"
 #include "rl/deep_graph_infomax.h"
 #include "rl/gdp_net.h"
 
@@ -54,5 +55,11 @@ void SaveMarsEncoderFile(const std::string& path, MarsEncoder& encoder, const Ma
 // Throws Error in one line naming the file when it is not a Mars encoder
 // file, is damaged, or its tensors are not of the architecture it states.
 MarsEncoder LoadMarsEncoderFile(const std::string& path, MarsEncoderFileFacts* facts = nullptr);
+
+// An encoder's architecture as a file's facts, and back (Mars's policy file
+// holds one too); reading throws Error naming the file when it is not one
+// this build can read (another op-feature layout, a bad vocabulary).
+nlohmann::json MarsEncoderArchitectureJson(const MarsEncoderArchitecture& architecture);
+MarsEncoderArchitecture ReadMarsEncoderArchitecture(const CheckpointFacts& architecture);
 
 }  // namespace devplace

@@ -130,27 +130,43 @@ class MarsPolicy : public Policy {
 
 }  // namespace
 
-std::unique_ptr<Policy> MakeMarsPolicy(const PlacementProblem& problem, const RlOptions& options) {
-  ValidateRlOptions(options);
-  MarsEncoder encoder{nullptr};
-  if (!options.encoder_file.empty()) {
-    encoder = LoadMarsEncoderFile(options.encoder_file);
-  } else {
-    MarsEncoderArchitecture a;
-    a.hidden = options.mars_encoder_hidden;
-    a.layers = options.mars_encoder_layers;
-    a.vocabulary = GdpVocabulary({&problem.graph});
-    encoder = MarsEncoder(a);
+MarsEncoder MarsStartEncoder(const RlOptions& options, const std::vector<const Graph*>& graphs) {
+  if (!options.encoder_file.empty()) return LoadMarsEncoderFile(options.encoder_file);
+  MarsEncoderArchitecture a;
+  a.hidden = options.mars_encoder_hidden;
+  a.layers = options.mars_encoder_layers;
+  a.vocabulary = GdpVocabulary(graphs);
+  return MarsEncoder(a);
+}
+
+MarsPlacerArchitecture MarsPlacerArchitectureOf(const RlOptions& options, int64_t devices) {
+  MarsPlacerArchitecture a;
+  a.hidden = options.mars_hidden;
+  a.segment = options.mars_segment;
+  a.devices = devices;
+  return a;
+}
+
+std::unique_ptr<Policy> MakeMarsPolicyWithNet(const PlacementProblem& problem, MarsNet net, const RlOptions& options) {
+  if (net->architecture().devices != problem.cluster.num_devices()) {
+    throw Error("a Mars network for " + std::to_string(net->architecture().devices) + " devices cannot place on cluster '" +
+                ForMessage(problem.cluster.name) + "' of " + std::to_string(problem.cluster.num_devices()));
   }
   auto units = std::make_shared<const UnitDecisions>(problem, options.gdp_start_bias != 0 && options.gdp_baseline_probes);
   auto inputs = std::make_shared<const GdpInputs>(
-      BuildGdpInputs(units->features(), problem.graph, problem.cluster, encoder->architecture().vocabulary));
-  MarsPlacerArchitecture placer;
-  placer.hidden = options.mars_hidden;
-  placer.segment = options.mars_segment;
-  placer.devices = problem.cluster.num_devices();
-  return std::make_unique<MarsPolicy>(std::move(units), std::move(inputs), MarsNet(std::move(encoder), placer, options.gdp_start_bias),
-                                      options);
+      BuildGdpInputs(units->features(), problem.graph, problem.cluster, net->encoder()->architecture().vocabulary));
+  return std::make_unique<MarsPolicy>(std::move(units), std::move(inputs), std::move(net), options);
+}
+
+std::unique_ptr<Policy> MakeMarsPolicy(const PlacementProblem& problem, const RlOptions& options) {
+  ValidateRlOptions(options);
+  if (!options.policy_file.empty()) {
+    if (!options.encoder_file.empty()) throw Error("--encoder and --policy: a Mars policy file holds its encoder already; give one");
+    return MakeMarsPolicyWithNet(problem, LoadMarsPolicyFile(options.policy_file, problem.cluster), options);
+  }
+  MarsNet net(MarsStartEncoder(options, {&problem.graph}), MarsPlacerArchitectureOf(options, problem.cluster.num_devices()),
+              options.gdp_start_bias);
+  return MakeMarsPolicyWithNet(problem, std::move(net), options);
 }
 
 }  // namespace devplace

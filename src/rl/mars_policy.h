@@ -8,6 +8,7 @@
 
 #include <memory>
 
+#include "rl/mars_net.h"
 #include "rl/policy.h"
 #include "rl/rl_placer.h"
 
@@ -15,6 +16,21 @@ namespace devplace {
 
 // Throws Error when the graph has nothing to place, a unit can run on no
 // device, or the encoder file is not one (rl/mars_encoder.h).
+// A fresh network (with the encoder of options.encoder_file, or a fresh
+// one), or the trained one of options.policy_file (`devplace train --method
+// mars`).
 std::unique_ptr<Policy> MakeMarsPolicy(const PlacementProblem& problem, const RlOptions& options);
+
+// A policy over `problem` that trains `net`, shared with the policies of
+// other graphs (batch training). Throws Error when the cluster does not
+// match the network's device count.
+std::unique_ptr<Policy> MakeMarsPolicyWithNet(const PlacementProblem& problem, MarsNet net, const RlOptions& options);
+
+// The encoder a fresh Mars network starts from: options.encoder_file's, or
+// a fresh one over the vocabulary of `graphs`.
+MarsEncoder MarsStartEncoder(const RlOptions& options, const std::vector<const Graph*>& graphs);
+
+// The placer's architecture options ask for, for `devices` devices.
+MarsPlacerArchitecture MarsPlacerArchitectureOf(const RlOptions& options, int64_t devices);
 
 }  // namespace devplace

@@ -102,7 +102,9 @@ void ValidateRlOptions(const RlOptions& o) {
   RequireNumber(o.mars_encoder_learning_rate, 0, 1, "--mars-encoder-learning-rate");
   RequireNumber(o.gdp_stretch_noise_std, 0, 100, "--stretch-noise");
   RequireCount(o.gdp_stretch_noise_steps, 0, INT64_MAX, "--stretch-noise-steps");
-  if (!o.policy_file.empty() && o.method != "gdp") throw Error("--policy is a GDP policy: it needs --method gdp");
+  if (!o.policy_file.empty() && o.method != "gdp" && o.method != "mars") {
+    throw Error("--policy is a policy trained by `devplace train`: it needs --method gdp or mars");
+  }
   if (!o.encoder_file.empty() && o.method != "mars") throw Error("--encoder is a Mars encoder: it needs --method mars");
   if (o.zero_shot && o.policy_file.empty()) throw Error("placing zero-shot (--max-steps 0) needs a trained policy: give --policy");
 }
