@@ -4,7 +4,8 @@
 # SAMPLES sampled placements (start probes included), cold:
 #   rl (2017), hdp (2018), gdp, mars without pre-training (a fresh encoder,
 #   the paper's ablation), mars with the encoder `devplace pretrain` wrote,
-#   mars with that encoder frozen,
+#   mars with that encoder frozen, and gdp with the pre-trained encoder in
+#   GraphSAGE's place (fine-tuned: issue 15's "does it help GDP?"),
 # beside the fastest baseline of `devplace compare`. Per run: the step time
 # reached, and the seconds and samples until its best so far first came
 # within 1 % of its final best (from its curve.csv). Pre-training runs once,
@@ -14,6 +15,7 @@
 #
 #   SAMPLES=1000 bash bench/mars_table.sh
 #   SAMPLES=1000 ROWS="inception_v3:p100x2" RUNS=runs/mars bash bench/mars_table.sh
+#   RUNS=runs/mars KEEP=1 bash bench/mars_table.sh   # reuse the encoder and the runs RUNS holds; run only what is missing
 set -euo pipefail
 cd "$(dirname "$0")/.."
 devplace=${DEVPLACE:-build/devplace}
@@ -22,14 +24,20 @@ samples=${SAMPLES:-1000}
 rows=${ROWS:-"inception_v3:p100x2 gnmt4:p100x4 bert_base:p100x4"}
 pretrain_graphs=${PRETRAIN_GRAPHS:-"rnnlm,rnnlm4,gnmt2,gnmt4,transformer_xl2,inception_v3,amoebanet,wavenet2x18,bert_base"}
 pretrain_steps=${PRETRAIN_STEPS:-300}
-methods="rl hdp gdp mars mars-pretrained mars-frozen"
+methods=${METHODS:-"rl hdp gdp gdp-pretrained mars mars-pretrained mars-frozen"}
+keep=${KEEP:-0}
 if [ -n "${RUNS:-}" ]; then runs=$RUNS; mkdir -p "$runs"; else runs=$(mktemp -d); trap 'rm -rf "$runs"' EXIT; fi
 section=$(mktemp)
 
-echo "== pretrain on $pretrain_graphs ($pretrain_steps steps at most)" >&2
-start=$(date +%s.%N)
-"$devplace" pretrain --method mars --graphs "$pretrain_graphs" --max-steps "$pretrain_steps" --quiet -o "$runs/encoder.pt" > "$runs/pretrain.log"
-pretrain_wall=$(python3 -c "print('%.1f' % ($(date +%s.%N) - $start))")
+if [ "$keep" = 1 ] && [ -s "$runs/encoder.pt" ] && [ -s "$runs/pretrain.wall" ]; then
+  pretrain_wall=$(cat "$runs/pretrain.wall")
+else
+  echo "== pretrain on $pretrain_graphs ($pretrain_steps steps at most)" >&2
+  start=$(date +%s.%N)
+  "$devplace" pretrain --method mars --graphs "$pretrain_graphs" --max-steps "$pretrain_steps" --quiet -o "$runs/encoder.pt" > "$runs/pretrain.log"
+  pretrain_wall=$(python3 -c "print('%.1f' % ($(date +%s.%N) - $start))")
+  echo "$pretrain_wall" > "$runs/pretrain.wall"
+fi
 cat "$runs/pretrain.log" >&2
 
 run_json() {
@@ -46,9 +54,12 @@ for row in $rows; do
   cluster=${row##*:}
   name="$model-$cluster"
   echo "== $name: baselines" >&2
-  run_json "$runs/$name.compare.json" compare --graph "$model" --cluster "$cluster" --json
+  [ "$keep" = 1 ] && [ -s "$runs/$name.compare.json" ] ||
+    run_json "$runs/$name.compare.json" compare --graph "$model" --cluster "$cluster" --json
   for method in $methods; do
+    [ "$keep" = 1 ] && [ -s "$runs/$name.$method.json" ] && continue
     case $method in
+      gdp-pretrained) args=(--method gdp --encoder "$runs/encoder.pt") ;;
       mars-pretrained) args=(--method mars --encoder "$runs/encoder.pt") ;;
       mars-frozen) args=(--method mars --encoder "$runs/encoder.pt" --mars-encoder-learning-rate 0) ;;
       *) args=(--method "$method") ;;
@@ -120,7 +131,8 @@ print()
 print("\"vs fastest\": the fastest baseline's step time over the method's (above 1: faster). \"to 1 %\": seconds and "
       "samples until the run's best so far first came within 1 % of its final best. mars: a fresh encoder (the "
       "paper's ablation without pre-training); mars-pretrained: the pre-trained encoder, fine-tuned at "
-      "--mars-encoder-learning-rate (default 0.0003); mars-frozen: the same encoder frozen (rate 0).")
+      "--mars-encoder-learning-rate (default 0.0003); mars-frozen: the same encoder frozen (rate 0); gdp-pretrained: "
+      "GDP with the pre-trained encoder in GraphSAGE's place, fine-tuned.")
 print("<!-- mars:end -->")
 PY
 cat "$section"

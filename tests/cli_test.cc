@@ -412,7 +412,7 @@ TEST(CliTest, PretrainWritesAnEncoderAndResumes) {
     ASSERT_EQ(placed.exit_code, 0) << placed.out;
     EXPECT_EQ(nlohmann::json::parse(placed.out)["method"], "mars");
   }
-  ExpectCleanError(Devplace("place --method gdp --graph tiny --cluster k80x2 --encoder " + encoder + " --out " + dir.File("gdp")),
+  ExpectCleanError(Devplace("place --method hdp --graph tiny --cluster k80x2 --encoder " + encoder + " --out " + dir.File("gdp")),
                    "--encoder is a Mars encoder");
   ExpectCleanError(Devplace("place --method mars --graph tiny --cluster k80x2 --encoder " + encoder + ".checkpoint --out " + dir.File("ck")),
                    "not a devplace Mars encoder file");

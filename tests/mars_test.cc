@@ -20,6 +20,7 @@
 #include "rl/mars_encoder.h"
 #include "rl/mars_pretrainer.h"
 #include "rl/methods.h"
+#include "rl/gdp_policy.h"
 #include "rl/optimizer.h"
 #include "cluster/presets.h"
 #include "placement_problem.h"
@@ -379,6 +380,44 @@ TEST(MarsPlacerTest, TheLoopPlacesWithAndWithoutAPretrainedEncoderDeterministica
   RlOptions other = MarsOptions(8);
   other.encoder_file = folder.File("missing.pt");
   EXPECT_THROW(MakePolicy(problem.get(), other), Error);
+}
+
+// Issue 15's question, does the pre-trained encoder help GDP: with
+// --encoder, GDP's network reads the graph through the Mars encoder instead
+// of GraphSAGE, starts from the file's weights, freezes it at rate 0, and
+// its policy file carries the swap.
+TEST(MarsPlacerTest, APretrainedEncoderReplacesGdpsGraphSage) {
+  testing::OwnedProblem problem(MakeModel("tiny"), *MakeClusterPreset("k80x2"));
+  testing::TempDir folder;
+  const std::string encoder = folder.File("encoder.pt");
+  PretrainMarsEncoder({&problem.graph}, SmallPretrain(encoder, 5), Quiet);
+  RlOptions options;
+  options.method = "gdp";
+  options.gdp_hidden = 16;
+  options.gdp_heads = 2;
+  options.encoder_file = encoder;
+  options.mars_encoder_learning_rate = 0;
+  options.learning_rate = 0.01;
+  torch::manual_seed(1);
+  GdpNet net = MakeGdpNet(options, problem.cluster.num_devices(), {&problem.graph});
+  bool sage = false;
+  for (const auto& p : net->named_parameters()) sage = sage || p.key().find("sage") != std::string::npos;
+  EXPECT_FALSE(sage) << "GraphSAGE is replaced, not kept beside";
+  ASSERT_TRUE(net->encoder());
+  EXPECT_TRUE(AllEqual(TakeSnapshot(*net->encoder()).placer, TakeSnapshot(*LoadMarsEncoderFile(encoder)).placer));
+  std::unique_ptr<Policy> policy = MakeGdpPolicyWithNet(problem.get(), net, options);
+  const Snapshot before = TakeSnapshot(policy->module());
+  TrainFewUpdates(*policy, options);
+  const Snapshot after = TakeSnapshot(policy->module());
+  EXPECT_TRUE(AllEqual(before.encoder, after.encoder)) << "frozen";
+  EXPECT_FALSE(AllEqual(before.placer, after.placer));
+
+  const std::string file = folder.File("gdp.pt");
+  SaveGdpPolicyFile(file, net, PolicyFileFactsFor(problem.cluster, {"tiny"}, 3));
+  GdpNet loaded = LoadGdpPolicyFile(file, problem.cluster);
+  ASSERT_TRUE(loaded->architecture().encoder.has_value());
+  EXPECT_EQ(loaded->architecture().encoder->hidden, 16);
+  EXPECT_TRUE(AllEqual(TakeSnapshot(*loaded).placer, TakeSnapshot(*net).placer));
 }
 
 }  // namespace

@@ -27,7 +27,7 @@ void AddGdpNetworkFlags(CLI::App* command, RlOptions& rl, const std::string& gro
 }
 
 void AddMarsFlags(CLI::App* command, RlOptions& rl, const std::string& group) {
-  command->add_option("--encoder", rl.encoder_file, "Mars: a graph encoder pre-trained by `devplace pretrain` (none: a fresh one)")
+  command->add_option("--encoder", rl.encoder_file, "Mars: a graph encoder pre-trained by `devplace pretrain` (none: a fresh one); with --method gdp, it replaces GraphSAGE")
       ->group(group);
   command->add_option("--mars-encoder-learning-rate", rl.mars_encoder_learning_rate,
                       "Mars: Adam's learning rate for the graph encoder while the placer trains (0 freezes it)")

@@ -20,63 +20,15 @@ constexpr std::string_view kPolicyHeader = "DEVPLACE-GDP-POLICY 1\n";
 
 }  // namespace
 
-std::vector<std::string> GdpVocabulary(const std::vector<const Graph*>& graphs) {
-  std::map<std::string, int64_t> count;
-  for (const Graph* graph : graphs) {
-    for (const Op& op : graph->ops()) ++count[op.type];
-  }
-  std::vector<std::pair<std::string, int64_t>> types(count.begin(), count.end());
-  std::stable_sort(types.begin(), types.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
-  std::vector<std::string> vocabulary;
-  for (const auto& [name, n] : types) {
-    if (static_cast<int>(vocabulary.size()) == OpFeatures::kMaxTypes - 1) break;
-    if (name != "other") vocabulary.push_back(name);
-  }
-  vocabulary.push_back("other");
-  return vocabulary;
-}
-
-GdpInputs BuildGdpInputs(const OpFeatures& f, const Graph& graph, const Cluster& cluster,
-                         const std::vector<std::string>& vocabulary) {
-  const int64_t U = f.num_units, D = cluster.num_devices();
-  std::unordered_map<std::string, int64_t> index;
-  for (size_t t = 0; t < vocabulary.size(); ++t) index.emplace(vocabulary[t], static_cast<int64_t>(t));
-  const int64_t other = static_cast<int64_t>(vocabulary.size()) - 1;
-  std::vector<int64_t> type(U);
-  std::vector<float> numeric(U * kGdpNumericFeatures, 0.0f);
-  std::vector<int64_t> allowed(U * D, 0);
-  for (int64_t u = 0; u < U; ++u) {
-    auto it = index.find(f.type_names[f.unit_type[u]]);
-    type[u] = it == index.end() ? other : it->second;
-    float* row = &numeric[u * kGdpNumericFeatures];
-    std::copy_n(&f.shape_features[u * OpFeatures::kShapeFeatures], OpFeatures::kShapeFeatures, row);
-    double flops = 0, persistent = 0;
-    for (int32_t i = f.unit_op_offsets[u]; i < f.unit_op_offsets[u + 1]; ++i) {
-      flops += graph.op(f.unit_ops[i]).flops;
-      persistent += static_cast<double>(graph.op(f.unit_ops[i]).persistent_bytes);
-    }
-    float* extra = row + OpFeatures::kShapeFeatures;
-    extra[0] = f.unit_position[u];
-    // log1p / 30: a teraflop or a terabyte is about 1.
-    extra[1] = static_cast<float>(std::log1p(flops) / 30);
-    extra[2] = static_cast<float>(std::log1p(static_cast<double>(f.unit_output_bytes[u])) / 30);
-    extra[3] = static_cast<float>(std::log1p(persistent) / 30);
-    for (int k = 0; k < kNumDeviceKinds; ++k) extra[4 + k] = (f.unit_kinds[u] >> k) & 1 ? 1.0f : 0.0f;
-    for (int64_t d = 0; d < D; ++d) allowed[u * D + d] = (f.unit_kinds[u] & MaskOf(cluster.devices[d].kind)) != 0;
-  }
-  GdpInputs in;
-  in.type = torch::tensor(type, torch::kInt64);
-  in.numeric = torch::tensor(numeric, torch::kFloat32).view({U, kGdpNumericFeatures});
-  in.allowed = torch::tensor(allowed, torch::kInt64).view({U, D}).to(torch::kBool);
-  in.src = torch::tensor(std::vector<int64_t>(f.edge_src.begin(), f.edge_src.end()), torch::kInt64);
-  in.dst = torch::tensor(std::vector<int64_t>(f.edge_dst.begin(), f.edge_dst.end()), torch::kInt64);
-  return in;
-}
-
 GdpNetImpl::GdpNetImpl(const GdpArchitecture& architecture, double start_bias) : architecture_(architecture) {
-  const int64_t types = std::max<int64_t>(1, static_cast<int64_t>(architecture.vocabulary.size()));
-  type_embedding_ = register_module("type_embedding", torch::nn::Embedding(types, kGdpTypeEmbedding));
-  sage_ = register_module("sage", GraphSage(kGdpTypeEmbedding + kGdpNumericFeatures, architecture.hidden, architecture.sage_layers));
+  if (architecture.encoder) {
+    encoder_ = register_module("encoder", MarsEncoder(*architecture.encoder));
+    encoder_projection_ = register_module("encoder_projection", torch::nn::Linear(architecture.encoder->hidden, architecture.hidden));
+  } else {
+    const int64_t types = std::max<int64_t>(1, static_cast<int64_t>(architecture.vocabulary.size()));
+    type_embedding_ = register_module("type_embedding", torch::nn::Embedding(types, kGdpTypeEmbedding));
+    sage_ = register_module("sage", GraphSage(kGdpTypeEmbedding + kGdpNumericFeatures, architecture.hidden, architecture.sage_layers));
+  }
   SegmentPlacerOptions placer;
   placer.hidden = architecture.hidden;
   placer.heads = architecture.heads;
@@ -90,8 +42,13 @@ GdpNetImpl::GdpNetImpl(const GdpArchitecture& architecture, double start_bias) :
 }
 
 torch::Tensor GdpNetImpl::LogProbs(const GdpInputs& in, const torch::Tensor& start, double tanh_constant, double temperature) {
-  torch::Tensor x = torch::cat({type_embedding_(in.type), in.numeric}, 1);
-  torch::Tensor logits = placer_(sage_(x, in.src, in.dst));
+  torch::Tensor embeddings;
+  if (encoder_) {
+    embeddings = encoder_projection_(encoder_(in));
+  } else {
+    embeddings = sage_(torch::cat({type_embedding_(in.type), in.numeric}, 1), in.src, in.dst);
+  }
+  torch::Tensor logits = placer_(embeddings);
   logits = tanh_constant * torch::tanh(logits / temperature) + start_bias_ * start;
   return torch::log_softmax(logits.masked_fill(in.allowed.logical_not(), -1e4), 1);
 }
@@ -113,7 +70,8 @@ void SaveGdpPolicyFile(const std::string& path, GdpNet& net, const GdpPolicyFile
                    {"attention", a.attention},
                    {"superposition", a.superposition},
                    {"devices", a.devices},
-                   {"vocabulary", a.vocabulary}}}};
+                   {"vocabulary", a.vocabulary},
+                   {"encoder", a.encoder ? MarsEncoderArchitectureJson(*a.encoder) : nlohmann::json()}}}};
   WritePolicyFileFacts(facts, parts.facts);
   parts.tensors = ModuleBytes(*net);
   WriteCheckpointFile(path, SealCheckpoint(parts, kPolicyHeader));
@@ -140,6 +98,11 @@ GdpNet LoadGdpPolicyFile(const std::string& path, const Cluster& cluster, GdpPol
   }
   if (a.vocabulary.empty() || a.vocabulary.size() > static_cast<size_t>(OpFeatures::kMaxTypes) || a.vocabulary.back() != "other") {
     facts.Fail("'vocabulary' must list at most " + std::to_string(OpFeatures::kMaxTypes) + " op types, \"other\" last");
+  }
+  // Written before the encoder experiment: no "encoder", GraphSAGE.
+  if (arch.facts().contains("encoder") && !arch.facts()["encoder"].is_null()) {
+    a.encoder = ReadMarsEncoderArchitecture(CheckpointFacts(path, arch.Object("encoder"), "GDP policy file"));
+    if (a.encoder->vocabulary != a.vocabulary) facts.Fail("the encoder's vocabulary is not the policy's");
   }
   RequireTrainedFor(path, "GDP", file_facts, a.devices, cluster);
 

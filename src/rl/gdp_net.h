@@ -10,13 +10,15 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cluster/cluster.h"
 #include "graph/graph.h"
 #include "rl/graph_sage.h"
-#include "rl/op_features.h"
+#include "rl/mars_encoder.h"
+#include "rl/unit_inputs.h"
 #include "rl/policy_file_facts.h"
 #include "rl/segment_placer.h"
 
@@ -33,28 +35,11 @@ struct GdpArchitecture {
   int64_t devices = 0;
   // The op types embedded, "other" last: every other type shares its id.
   std::vector<std::string> vocabulary;
+  // Issue 15's experiment: a Mars encoder (rl/mars_encoder.h, pre-trained by
+  // `devplace pretrain`) in GraphSAGE's place, its output projected to
+  // `hidden`; the vocabulary is then the encoder's. None: GraphSAGE.
+  std::optional<MarsEncoderArchitecture> encoder;
 };
-
-// The most common op types of `graphs` by op count (ties by name), at most
-// OpFeatures::kMaxTypes - 1 of them, then "other".
-std::vector<std::string> GdpVocabulary(const std::vector<const Graph*>& graphs);
-
-// Per unit, besides its type: shape features, locality position, log FLOPs,
-// log output bytes, log persistent bytes, and a bit per device kind it may
-// run on. Mars's encoder reads the same.
-inline constexpr int64_t kGdpNumericFeatures = OpFeatures::kShapeFeatures + 4 + kNumDeviceKinds;
-// Width of the op-type embedding.
-inline constexpr int64_t kGdpTypeEmbedding = 16;
-
-// What the network reads of one graph on one cluster.
-struct GdpInputs {
-  torch::Tensor type;      // [U] int64: index into the vocabulary
-  torch::Tensor numeric;   // [U, kGdpNumericFeatures]
-  torch::Tensor src, dst;  // [E] int64: unit edges
-  torch::Tensor allowed;   // [U, D] bool: the devices that can run the unit
-};
-GdpInputs BuildGdpInputs(const OpFeatures& features, const Graph& graph, const Cluster& cluster,
-                         const std::vector<std::string>& vocabulary);
 
 class GdpNetImpl : public torch::nn::Module {
  public:
@@ -69,12 +54,16 @@ class GdpNetImpl : public torch::nn::Module {
 
   const GdpArchitecture& architecture() const { return architecture_; }
   torch::Tensor start_bias() const { return start_bias_; }
+  // The Mars encoder in GraphSAGE's place; null without one.
+  MarsEncoder& encoder() { return encoder_; }
   void set_start_bias(double value);
 
  private:
   GdpArchitecture architecture_;
   torch::nn::Embedding type_embedding_{nullptr};
   GraphSage sage_{nullptr};
+  MarsEncoder encoder_{nullptr};
+  torch::nn::Linear encoder_projection_{nullptr};
   SegmentPlacer placer_{nullptr};
   torch::Tensor start_bias_;
 };

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "placers/placer.h"
+#include "rl/loaded_parameters.h"
 #include "rl/unit_decisions.h"
 #include "util/error.h"
 
@@ -109,6 +110,10 @@ class GdpPolicy : public Policy {
         inputs_(std::move(inputs)),
         options_(options),
         module_(std::move(net), units_->num_units(), units_->num_devices()) {
+    // A Mars encoder in GraphSAGE's place learns at its own rate; 0 freezes it.
+    if (module_->net->encoder() && options_.mars_encoder_learning_rate == 0) {
+      for (torch::Tensor& p : module_->net->encoder()->parameters()) p.set_requires_grad(false);
+    }
     noise_.std = options_.gdp_stretch_noise_std;
     noise_.steps = options_.gdp_stretch_noise_steps;
     noise_.stretches = UnitDecisions::kSlotsPerDevice * std::max<int64_t>(1, units_->num_fast_devices());
@@ -127,6 +132,10 @@ class GdpPolicy : public Policy {
 
   torch::nn::Module& module() override { return *module_; }
   std::vector<torch::Tensor> prior_parameters() override { return {module_->net->start_bias()}; }
+  std::vector<torch::Tensor> encoder_parameters() override {
+    if (!module_->net->encoder() || options_.mars_encoder_learning_rate == 0) return {};
+    return module_->net->encoder()->parameters();
+  }
 
   // None when the start bonus is 0 (the paper's start).
   std::vector<Decision> StartProbes() const override {
@@ -191,12 +200,23 @@ std::unique_ptr<Policy> MakeGdpPolicyWithNet(const PlacementProblem& problem, Gd
   return std::make_unique<GdpPolicy>(std::move(units), std::move(inputs), std::move(net), options);
 }
 
+GdpNet MakeGdpNet(const RlOptions& options, int64_t devices, const std::vector<const Graph*>& graphs) {
+  if (options.encoder_file.empty()) return GdpNet(GdpArchitectureOf(options, devices, GdpVocabulary(graphs)), options.gdp_start_bias);
+  MarsEncoder pretrained = LoadMarsEncoderFile(options.encoder_file);
+  GdpArchitecture architecture = GdpArchitectureOf(options, devices, pretrained->architecture().vocabulary);
+  architecture.encoder = pretrained->architecture();
+  GdpNet net(architecture, options.gdp_start_bias);
+  CopyParameters(*pretrained, *net->encoder());
+  return net;
+}
+
 std::unique_ptr<Policy> MakeGdpPolicy(const PlacementProblem& problem, const RlOptions& options) {
   ValidateRlOptions(options);
-  if (!options.policy_file.empty()) return MakeGdpPolicyWithNet(problem, LoadGdpPolicyFile(options.policy_file, problem.cluster), options);
-  GdpArchitecture architecture =
-      GdpArchitectureOf(options, problem.cluster.num_devices(), GdpVocabulary({&problem.graph}));
-  return MakeGdpPolicyWithNet(problem, GdpNet(architecture, options.gdp_start_bias), options);
+  if (!options.policy_file.empty()) {
+    if (!options.encoder_file.empty()) throw Error("--encoder and --policy: a trained policy holds its graph embedding already; give one");
+    return MakeGdpPolicyWithNet(problem, LoadGdpPolicyFile(options.policy_file, problem.cluster), options);
+  }
+  return MakeGdpPolicyWithNet(problem, MakeGdpNet(options, problem.cluster.num_devices(), {&problem.graph}), options);
 }
 
 }  // namespace devplace

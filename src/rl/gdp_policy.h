@@ -28,6 +28,11 @@ std::unique_ptr<Policy> MakeGdpPolicy(const PlacementProblem& problem, const RlO
 // match the network's device count or a unit can run on no device.
 std::unique_ptr<Policy> MakeGdpPolicyWithNet(const PlacementProblem& problem, GdpNet net, const RlOptions& options);
 
+// A fresh network for `devices` devices: GraphSAGE over the vocabulary of
+// `graphs`, or, with options.encoder_file, the pre-trained Mars encoder in
+// its place (the encoder's vocabulary).
+GdpNet MakeGdpNet(const RlOptions& options, int64_t devices, const std::vector<const Graph*>& graphs);
+
 // The architecture that options ask for (the gdp_* fields), for `devices`
 // devices and `vocabulary`.
 GdpArchitecture GdpArchitectureOf(const RlOptions& options, int64_t devices, std::vector<std::string> vocabulary);

@@ -78,7 +78,7 @@ std::unique_ptr<SharedNetwork> MakeSharedNetwork(const RlOptions& options, const
     return std::make_unique<MarsSharedNetwork>(
         MarsNet(MarsStartEncoder(options, graphs), MarsPlacerArchitectureOf(options, devices), options.gdp_start_bias));
   }
-  return std::make_unique<GdpSharedNetwork>(GdpNet(GdpArchitectureOf(options, devices, GdpVocabulary(graphs)), options.gdp_start_bias));
+  return std::make_unique<GdpSharedNetwork>(MakeGdpNet(options, devices, graphs));
 }
 
 // One graph of the batch: its policy (sharing the network), environment,

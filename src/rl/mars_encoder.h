@@ -1,7 +1,7 @@
 // Mars's graph encoder (Lan et al. 2021) as a network and as a file: an
 // op-type embedding over a vocabulary shared by the graphs it reads, then
 // the GCN of rl/deep_graph_infomax.h, over the same unit features GDP reads
-// (rl/gdp_net.h). `devplace pretrain` trains it by Deep Graph Infomax and
+// (rl/unit_inputs.h). `devplace pretrain` trains it by Deep Graph Infomax and
 // writes it; Mars's placer reads graphs through it.
 #pragma once
 
@@ -13,7 +13,7 @@
 
 #include "rl/checkpoint_facts.h"
 #include "rl/deep_graph_infomax.h"
-#include "rl/gdp_net.h"
+#include "rl/unit_inputs.h"
 
 namespace devplace {
 

@@ -105,7 +105,9 @@ void ValidateRlOptions(const RlOptions& o) {
   if (!o.policy_file.empty() && o.method != "gdp" && o.method != "mars") {
     throw Error("--policy is a policy trained by `devplace train`: it needs --method gdp or mars");
   }
-  if (!o.encoder_file.empty() && o.method != "mars") throw Error("--encoder is a Mars encoder: it needs --method mars");
+  if (!o.encoder_file.empty() && o.method != "mars" && o.method != "gdp") {
+    throw Error("--encoder is a Mars encoder: it needs --method mars (or gdp, in GraphSAGE's place)");
+  }
   if (o.zero_shot && o.policy_file.empty()) throw Error("placing zero-shot (--max-steps 0) needs a trained policy: give --policy");
 }
 
