@@ -322,6 +322,10 @@ TEST(CliTest, PlaceRunsEveryLearnedMethodWithEitherAlgorithm) {
       for (const char* file : {"best_placement.json", "curve.csv", "checkpoint.pt"}) {
         EXPECT_TRUE(std::filesystem::exists(dir.File(name + "/" + file))) << name << ": " << file;
       }
+      // The method's own learning rate when none is given (the curve's last column).
+      const std::string curve = ReadText(dir.File(name + "/curve.csv"));
+      const std::string last_row = curve.substr(curve.rfind('\n', curve.size() - 2) + 1);
+      EXPECT_EQ(std::stod(last_row.substr(last_row.rfind(',') + 1)), m == "mars" ? 0.003 : 0.0003) << name << ": " << last_row;
     }
   }
 }

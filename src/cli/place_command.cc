@@ -26,6 +26,7 @@ struct PlaceFlags {
   bool json = false;
   bool max_steps_given = false;
   bool algorithm_given = false;
+  bool learning_rate_given = false;
   RlOptions rl;
 };
 
@@ -77,6 +78,7 @@ void RunPlace(PlaceFlags flags) {
   const bool learned = IsLearnedMethod(flags.method);
   if (learned) flags.rl.method = flags.method;
   if (learned && !flags.algorithm_given) flags.rl.algorithm = DefaultAlgorithm(flags.method);
+  if (learned && !flags.learning_rate_given) flags.rl.learning_rate = DefaultLearningRate(flags.method);
   if (!learned) FindPlacer(flags.method);  // fail early on a bad name
   if (learned) ValidateRlOptions(flags.rl);
   Graph graph = ResolveGraph(flags.graph);
@@ -197,7 +199,7 @@ void AddPlaceCommand(CLI::App& app) {
       ->group(gdp);
   AddGdpNetworkFlags(cmd, rl, gdp);
   AddMarsFlags(cmd, rl, "Mars");
-  cmd->add_option("--learning-rate", rl.learning_rate, "Adam's learning rate")->group(g)->check(CLI::PositiveNumber);
+  cmd->add_option("--learning-rate", rl.learning_rate, "Adam's learning rate (default 0.0003; mars: 0.003)")->group(g)->check(CLI::PositiveNumber);
   cmd->add_option("--prior-learning-rate", rl.prior_learning_rate,
                   "HDP: Adam's learning rate for the starting stay bonus and locality weight")
       ->group(g)->check(CLI::PositiveNumber);
@@ -263,6 +265,7 @@ void AddPlaceCommand(CLI::App& app) {
     try {
       flags->max_steps_given = cmd->count("--max-steps") > 0;
       flags->algorithm_given = cmd->count("--algorithm") > 0;
+      flags->learning_rate_given = cmd->count("--learning-rate") > 0;
       RunPlace(*flags);
     } catch (const Error&) {
       throw;

@@ -27,6 +27,7 @@ struct TrainFlags {
   std::string cluster;
   GdpTrainOptions train;
   bool quiet = false;
+  bool learning_rate_given = false;
 };
 
 // One line per update at most once a second: the update, then per graph its
@@ -63,6 +64,7 @@ void RunTrain(TrainFlags flags) {
     throw Error("train: --method must be gdp or mars (the learned methods trained across graphs), got '" + ForMessage(flags.method) + "'");
   }
   flags.train.rl.method = flags.method;
+  if (!flags.learning_rate_given) flags.train.rl.learning_rate = DefaultLearningRate(flags.method);
   if (flags.graphs.empty()) throw Error("train: --graphs names no graph");
   RlOptions& rl = flags.train.rl;
   if (rl.max_steps <= 0 && rl.max_seconds <= 0 && rl.max_samples <= 0) rl.max_seconds = 600;
@@ -117,7 +119,7 @@ void AddTrainCommand(CLI::App& app) {
   cmd->add_option("--algorithm", rl.algorithm, "ppo (default, GDP's) or reinforce (one pass of the same loss)");
   cmd->add_option("--ppo-epochs", rl.ppo_epochs, "PPO: passes over each batch");
   cmd->add_option("--ppo-clip", rl.ppo_clip, "PPO: the ratio is clipped to [1 - c, 1 + c]");
-  cmd->add_option("--learning-rate", rl.learning_rate, "Adam's learning rate")->check(CLI::PositiveNumber);
+  cmd->add_option("--learning-rate", rl.learning_rate, "Adam's learning rate (default 0.0003; mars: 0.003)")->check(CLI::PositiveNumber);
   cmd->add_option("--prior-learning-rate", rl.prior_learning_rate, "Adam's learning rate for the start bonus")->check(CLI::PositiveNumber);
   cmd->add_option("--baseline-decay", rl.baseline_decay, "Decay of each graph's moving-average baseline")->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--entropy-weight", rl.entropy_weight, "Weight of the entropy bonus")->check(CLI::NonNegativeNumber);
@@ -131,8 +133,9 @@ void AddTrainCommand(CLI::App& app) {
   cmd->add_flag("--quiet", flags->quiet, "No progress lines");
   AddGdpNetworkFlags(cmd, rl, "GDP");
   AddMarsFlags(cmd, rl, "Mars");
-  cmd->callback([flags] {
+  cmd->callback([flags, cmd] {
     try {
+      flags->learning_rate_given = cmd->count("--learning-rate") > 0;
       RunTrain(*flags);
     } catch (const Error&) {
       throw;

@@ -16,6 +16,7 @@ struct LearnedMethod {
   std::unique_ptr<Policy> (*make)(const PlacementProblem&, const RlOptions&);
   const char* failing_signal;  // RlOptions::failing_signal when not given
   const char* algorithm;       // what `place` trains it with when --algorithm is not given
+  double learning_rate;        // the placer's Adam rate when --learning-rate is not given
 };
 
 // The 2017 placer keeps its paper's flat failing signal (and its pinned
@@ -23,11 +24,17 @@ struct LearnedMethod {
 // GDP trains with PPO, as its paper does: on NMT k80x4 (2,000 samples) it
 // reached 0.601 s with PPO and 0.734 s with REINFORCE (docs/rl.md).
 const LearnedMethod kMethods[] = {
-    {"rl", MakeSeq2SeqPlacer, "flat", "reinforce"},
-    {"hdp", MakeHdpPolicy, "graded", "reinforce"},
-    {"gdp", MakeGdpPolicy, "graded", "ppo"},
-    // Mars trains with PPO, as its paper does.
-    {"mars", MakeMarsPolicy, "graded", "ppo"},
+    {"rl", MakeSeq2SeqPlacer, "flat", "reinforce", 0.0003},
+    {"hdp", MakeHdpPolicy, "graded", "reinforce", 0.0003},
+    {"gdp", MakeGdpPolicy, "graded", "ppo", 0.0003},
+    // Mars trains with PPO, as its paper does. Its placer learns at 0.003:
+    // at 0.0003 it barely leaves its start in 1,000 samples; at 0.003 it
+    // reached placements at least as fast on each of five of GDP's settings
+    // on two P100s, faster on RNNLM (0.197 -> 0.181 s) and Inception-V3
+    // (0.309 -> 0.298 s) (docs/rl.md, "Mars"). Its encoder keeps 0.0003
+    // (--mars-encoder-learning-rate), so pre-trained features are not
+    // overwritten in the first updates.
+    {"mars", MakeMarsPolicy, "graded", "ppo", 0.003},
 };
 
 }  // namespace
@@ -53,6 +60,13 @@ std::string DefaultAlgorithm(const std::string& method) {
     if (method == m.name) return m.algorithm;
   }
   return "reinforce";
+}
+
+double DefaultLearningRate(const std::string& method) {
+  for (const LearnedMethod& m : kMethods) {
+    if (method == m.name) return m.learning_rate;
+  }
+  return RlOptions().learning_rate;
 }
 
 bool GradesFailures(const RlOptions& options) {

@@ -209,6 +209,10 @@ using RlProgressCallback = std::function<void(const RlProgress&)>;
 // for gdp (its paper's), "reinforce" for the others.
 std::string DefaultAlgorithm(const std::string& method);
 
+// The placer's learning rate when --learning-rate is not given: 0.003 for
+// mars, RlOptions' default (0.0003) for the others.
+double DefaultLearningRate(const std::string& method);
+
 // The learned methods `place --method` takes ("rl", "hdp", "gdp").
 const std::vector<std::string>& LearnedMethodNames();
 bool IsLearnedMethod(const std::string& name);
