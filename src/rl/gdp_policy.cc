@@ -8,7 +8,7 @@
 
 #include "placers/placer.h"
 #include "rl/loaded_parameters.h"
-#include "rl/unit_decisions.h"
+#include "rl/unit_policy.h"
 #include "util/error.h"
 
 namespace devplace {
@@ -103,12 +103,11 @@ class GdpPass : public PolicyPass {
   StretchNoise noise_;
 };
 
-class GdpPolicy : public Policy {
+class GdpPolicy : public UnitPolicy {
  public:
   GdpPolicy(std::shared_ptr<const UnitDecisions> units, std::shared_ptr<const GdpInputs> inputs, GdpNet net, const RlOptions& options)
-      : units_(std::move(units)),
+      : UnitPolicy(std::move(units), options, "GDP"),
         inputs_(std::move(inputs)),
-        options_(options),
         module_(std::move(net), units_->num_units(), units_->num_devices()) {
     // A Mars encoder in GraphSAGE's place learns at its own rate; 0 freezes it.
     if (module_->net->encoder() && options_.mars_encoder_learning_rate == 0) {
@@ -127,9 +126,6 @@ class GdpPolicy : public Policy {
                                      noise_);
   }
 
-  Placement ToPlacement(const Decision& decision) const override { return units_->ToPlacement(decision); }
-  Decision Imitate(const Placement& placement) const override { return units_->Imitate(placement); }
-
   torch::nn::Module& module() override { return *module_; }
   std::vector<torch::Tensor> prior_parameters() override { return {module_->net->start_bias()}; }
   std::vector<torch::Tensor> encoder_parameters() override {
@@ -137,38 +133,15 @@ class GdpPolicy : public Policy {
     return module_->net->encoder()->parameters();
   }
 
-  // None when the start bonus is 0 (the paper's start).
-  std::vector<Decision> StartProbes() const override {
-    if (options_.gdp_start_bias == 0) return {};
-    return units_->StartProbes();
-  }
-
-  // The fastest probe that ran becomes the start; none ran: no start.
-  void ChooseStart(const std::vector<double>& step_times_s) override {
-    const std::vector<Decision> probes = StartProbes();
-    if (step_times_s.size() != probes.size()) {
-      throw Error("GDP's start: " + std::to_string(step_times_s.size()) + " probe times for " + std::to_string(probes.size()) + " probes");
-    }
-    const int32_t best = UnitDecisions::FastestProbe(step_times_s);
-    torch::NoGradGuard no_grad;
-    module_->start.zero_();
-    if (best < 0) return;
-    const Decision& d = probes[best];
-    const torch::Tensor devices = torch::tensor(std::vector<int64_t>(d.begin(), d.end()), torch::kInt64).view({-1, 1});
-    module_->start.scatter_(1, devices, 1.0);
-  }
-
   std::unique_ptr<Policy> MakeSibling() const override {
     GdpNet net(module_->net->architecture(), options_.gdp_start_bias);
     return std::make_unique<GdpPolicy>(units_, inputs_, net, options_);
   }
 
-  int64_t num_units() const override { return units_->num_units(); }
+  torch::Tensor start_placement() override { return module_->start; }
 
  private:
-  std::shared_ptr<const UnitDecisions> units_;
   std::shared_ptr<const GdpInputs> inputs_;
-  RlOptions options_;
   GdpGraphModule module_;
   StretchNoise noise_;
 };

@@ -5,7 +5,7 @@
 
 #include "rl/mars_encoder.h"
 #include "rl/mars_net.h"
-#include "rl/unit_decisions.h"
+#include "rl/unit_policy.h"
 #include "util/error.h"
 
 namespace devplace {
@@ -75,19 +75,18 @@ class MarsPass : public PolicyPass {
   MarsNetImpl::Encoded encoded_;
 };
 
-class MarsPolicy : public Policy {
+class MarsPolicy : public UnitPolicy {
  public:
   MarsPolicy(std::shared_ptr<const UnitDecisions> units, std::shared_ptr<const GdpInputs> inputs, MarsNet net, const RlOptions& options)
-      : units_(std::move(units)), inputs_(std::move(inputs)), options_(options), module_(std::move(net), units_->num_units(), units_->num_devices()) {
+      : UnitPolicy(std::move(units), options, "Mars"),
+        inputs_(std::move(inputs)),
+        module_(std::move(net), units_->num_units(), units_->num_devices()) {
     if (options_.mars_encoder_learning_rate == 0) {
       for (torch::Tensor& p : module_->net->encoder()->parameters()) p.set_requires_grad(false);
     }
   }
 
   std::unique_ptr<PolicyPass> Begin() override { return std::make_unique<MarsPass>(module_, inputs_->allowed, *inputs_, options_); }
-
-  Placement ToPlacement(const Decision& decision) const override { return units_->ToPlacement(decision); }
-  Decision Imitate(const Placement& placement) const override { return units_->Imitate(placement); }
 
   torch::nn::Module& module() override { return *module_; }
   std::vector<torch::Tensor> prior_parameters() override { return {module_->net->start_bias()}; }
@@ -96,35 +95,15 @@ class MarsPolicy : public Policy {
     return module_->net->encoder()->parameters();
   }
 
-  std::vector<Decision> StartProbes() const override {
-    if (options_.gdp_start_bias == 0) return {};
-    return units_->StartProbes();
-  }
-
-  void ChooseStart(const std::vector<double>& step_times_s) override {
-    const std::vector<Decision> probes = StartProbes();
-    if (step_times_s.size() != probes.size()) {
-      throw Error("Mars's start: " + std::to_string(step_times_s.size()) + " probe times for " + std::to_string(probes.size()) + " probes");
-    }
-    const int32_t best = UnitDecisions::FastestProbe(step_times_s);
-    torch::NoGradGuard no_grad;
-    module_->start.zero_();
-    if (best < 0) return;
-    const Decision& d = probes[best];
-    module_->start.scatter_(1, torch::tensor(std::vector<int64_t>(d.begin(), d.end()), torch::kInt64).view({-1, 1}), 1.0);
-  }
-
   std::unique_ptr<Policy> MakeSibling() const override {
     MarsNet net(MarsEncoder(module_->net->encoder()->architecture()), module_->net->architecture(), options_.gdp_start_bias);
     return std::make_unique<MarsPolicy>(units_, inputs_, net, options_);
   }
 
-  int64_t num_units() const override { return units_->num_units(); }
+  torch::Tensor start_placement() override { return module_->start; }
 
  private:
-  std::shared_ptr<const UnitDecisions> units_;
   std::shared_ptr<const GdpInputs> inputs_;
-  RlOptions options_;
   MarsGraphModule module_;
 };
 

@@ -1,0 +1,42 @@
+// What GDP's and Mars's policies share: a decision is a device per
+// co-location unit (rl/unit_decisions.h), they start from the same probes,
+// and a learned bonus favours each unit's start device. A subclass brings
+// the network (Begin, module, MakeSibling) and where it keeps the start.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rl/policy.h"
+#include "rl/rl_placer.h"
+#include "rl/unit_decisions.h"
+
+namespace devplace {
+
+class UnitPolicy : public Policy {
+ public:
+  // `method`: the name errors give ("GDP", "Mars").
+  UnitPolicy(std::shared_ptr<const UnitDecisions> units, const RlOptions& options, std::string method);
+
+  Placement ToPlacement(const Decision& decision) const override { return units_->ToPlacement(decision); }
+  Decision Imitate(const Placement& placement) const override { return units_->Imitate(placement); }
+  // None when the start bonus is 0 (the papers' start from random weights).
+  std::vector<Decision> StartProbes() const override;
+  // The fastest probe that ran becomes the start; none ran: no start.
+  void ChooseStart(const std::vector<double>& step_times_s) override;
+  int64_t num_units() const override { return units_->num_units(); }
+
+ protected:
+  // The [U, D] one-hot start placement, a parameter of module() without
+  // gradient (so checkpoints and copies between controllers carry it).
+  virtual torch::Tensor start_placement() = 0;
+
+  std::shared_ptr<const UnitDecisions> units_;
+  RlOptions options_;
+
+ private:
+  std::string method_;
+};
+
+}  // namespace devplace
