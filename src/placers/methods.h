@@ -30,4 +30,15 @@ PlacerOutput PlaceMTopo(const PlacementProblem& problem);
 PlacerOutput PlaceMEtf(const PlacementProblem& problem);
 PlacerOutput PlaceMSct(const PlacementProblem& problem);
 
+// The optimal contiguous split of the graph into device stages, by dynamic
+// programming over its down-sets (Tarnawski et al., NeurIPS 2020;
+// PipeDream's planner), each device's memory a constraint (dp_split.cc).
+PlacerOutput PlaceDpSplit(const PlacementProblem& problem);
+// The optimum by branch and bound over the simulator, on graphs of a few
+// dozen units; spends problem.budget (exact_placer.cc).
+PlacerOutput PlaceExact(const PlacementProblem& problem);
+// FlexFlow's MCMC search over placements from the best one-shot baseline,
+// each move evaluated incrementally; spends problem.budget (mcmc_placer.cc).
+PlacerOutput PlaceMcmc(const PlacementProblem& problem);
+
 }  // namespace devplace

@@ -49,6 +49,9 @@ const std::vector<PlacerInfo>& ListPlacers() {
       {"m_topo", "Baechi m-TOPO: topological order, filling each device to its share", Checked(PlaceMTopo)},
       {"m_etf", "Baechi m-ETF: earliest task first list scheduling under memory limits", Checked(PlaceMEtf)},
       {"m_sct", "Baechi m-SCT: ETF keeping each op's favourite child on its device", Checked(PlaceMSct)},
+      {"dp_split", "optimal contiguous split into device stages by dynamic programming over down-sets", Checked(PlaceDpSplit)},
+      {"exact", "the optimum by branch and bound over the simulator (small graphs only)", Checked(PlaceExact), true},
+      {"mcmc", "FlexFlow's MCMC search from the best one-shot baseline, incremental evaluation", Checked(PlaceMcmc), true},
       {"random", "each co-location group on a random device (seeded)", Checked(PlaceRandom)},
   };
   return placers;

@@ -17,12 +17,32 @@
 
 namespace devplace {
 
+// How much a search placer (mcmc, exact) may spend; the one-shot placers
+// ignore it. Zero means no limit of that kind; a search given neither uses
+// its own default. Comparisons give evaluations: a wall-clock budget makes
+// the result depend on the machine's load.
+struct SearchBudget {
+  int64_t max_evaluations = 0;  // simulator runs, full or incremental
+  double max_seconds = 0;
+};
+
+// Where a search stands, for a progress line.
+struct SearchProgress {
+  int64_t evaluations = 0;
+  double best_step_time_us = 0;     // 0 while nothing measured ran
+  double current_step_time_us = 0;  // the search's current point; 0 if none
+  double seconds = 0;
+};
+
 struct PlacementProblem {
   const Graph& graph;
   const Cluster& cluster;
   const CostModel& cost;
   Simulator& simulator;  // for placers that check their result (memory repair)
   uint64_t seed = 0;
+  SearchBudget budget = {};
+  // Called now and then by search placers; may be empty.
+  std::function<void(const SearchProgress&)> progress = {};
 };
 
 struct PlacerOutput {
@@ -30,12 +50,14 @@ struct PlacerOutput {
   // What the placer could not honour, in words ("no placement fits in
   // memory: ..."); empty when all is well.
   std::string note;
+  int64_t evaluations = 0;  // simulator runs a search spent (0 for one-shot placers)
 };
 
 struct PlacerInfo {
   std::string name;
   std::string description;
   std::function<PlacerOutput(const PlacementProblem&)> place;
+  bool search = false;  // spends a SearchBudget (mcmc, exact)
 };
 
 // Every placer devplace knows, in the order `compare` runs them. Each one's
