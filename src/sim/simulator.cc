@@ -157,7 +157,11 @@ std::vector<int32_t> CanonicalOrder(const Graph& graph) {
 }  // namespace
 
 Simulator::Simulator(const Graph& graph, const Cluster& cluster, const CostModel& cost)
-    : graph_(&graph), cluster_(&cluster), num_devices_(cluster.num_devices()), scratch_(std::make_unique<Scratch>()) {
+    : graph_(&graph),
+      cluster_(&cluster),
+      num_devices_(cluster.num_devices()),
+      scratch_(std::make_unique<Scratch>()),
+      memory_(std::make_unique<Memory>()) {
   assert(graph.finalized());
   const int32_t n = graph.num_ops();
   // Ops are renumbered in canonical topological order ("slots"): a run
@@ -249,7 +253,60 @@ Simulator::Simulator(const Graph& graph, const Cluster& cluster, const CostModel
     const std::string& group = graph.op(op).colocation_group;
     colocation_leader_[op] = group.empty() ? op : leader_of_group.emplace(group, op).first->second;
   }
+
+  // Each slot's predecessors (data and control), for incremental runs: a
+  // changed op matters from the first instant one of them finishes.
+  slot_of_ = std::move(slot_of);
+  producer_begin_.assign(n + 1, 0);
+  for (const DataEdge& e : graph.data_edges()) ++producer_begin_[slot_of_[e.dst] + 1];
+  for (const ControlEdge& e : graph.control_edges()) ++producer_begin_[slot_of_[e.dst] + 1];
+  for (int32_t i = 0; i < n; ++i) producer_begin_[i + 1] += producer_begin_[i];
+  producers_.resize(producer_begin_[n]);
+  {
+    std::vector<int32_t> cursor(producer_begin_.begin(), producer_begin_.end() - 1);
+    for (const DataEdge& e : graph.data_edges()) producers_[cursor[slot_of_[e.dst]]++] = slot_of_[e.src];
+    for (const ControlEdge& e : graph.control_edges()) producers_[cursor[slot_of_[e.dst]]++] = slot_of_[e.src];
+  }
 }
+
+// Everything a run changes between two instants, as it stands at the start
+// of one, before that instant's events. Memory is kept without the
+// persistent bytes (which depend on the whole placement), so a snapshot of
+// one placement serves another that agrees with it up to that instant.
+struct Simulator::Snapshot {
+  double time_us = 0;
+  uint64_t sequence = 0;
+  int64_t events_done = 0;
+  std::vector<int32_t> pending;
+  std::vector<int32_t> refcount;
+  std::vector<Transfer> transfers;
+  std::vector<Fifo> ready;
+  std::vector<int32_t> running;
+  std::vector<int64_t> dynamic_memory_bytes;  // in use, less the persistent bytes
+  std::vector<Fifo> channel_queue;
+  std::vector<char> channel_busy;
+  std::vector<Event> heap;
+  // Sums so far; peak_memory_bytes holds the peak less the persistent bytes.
+  std::vector<DeviceStats> devices;
+};
+
+struct Simulator::Memory {
+  bool valid = false;  // a placement is remembered
+  Placement placement;
+  std::vector<double> finish_us;  // per slot: when the op ended
+  std::vector<Snapshot> snapshots;  // by time
+  int64_t total_events = 0;
+
+  // The last RunChanged, until KeepChanged.
+  bool changed_valid = false;
+  Placement changed_placement;
+  std::vector<double> changed_finish_us;
+  std::vector<Snapshot> changed_snapshots;  // taken after the one it resumed from
+  size_t resumed_from = 0;                  // snapshot index, or kNone
+  int64_t changed_total_events = 0;
+
+  static constexpr size_t kNone = static_cast<size_t>(-1);
+};
 
 Simulator::~Simulator() = default;
 Simulator::Simulator(Simulator&&) noexcept = default;
@@ -273,19 +330,396 @@ double Simulator::PlainPassUs(const Placement& placement) const {
   return end_us;
 }
 
-SimResult Simulator::Run(const Placement& placement, const SimOptions& options) {
+// One run of the step: the event loop and what each event does
+// (docs/simulator.md lists the rules). Started fresh, or resumed from a
+// snapshot with the persistent memory of the new placement.
+class Simulator::Step {
+ public:
+  Step(Simulator& sim, SimResult& result, const SimOptions& options)
+      : sim_(sim),
+        s_(*sim.scratch_),
+        cluster_(*sim.cluster_),
+        result_(result),
+        options_(options),
+        D_(sim.num_devices_),
+        random_(options.seed),
+        jitter_(options.noise.jitter) {}
+
+  // Persistent memory per device (and ops per device) for the placement in
+  // the scratch; false if it failed the step at once.
+  void CountPersistent() {
+    persistent_bytes_.assign(D_, 0);
+    const int32_t n = sim_.graph_->num_ops();
+    for (int32_t i = 0; i < n; ++i) {
+      DeviceStats& stats = result_.devices[s_.device[i]];
+      stats.persistent_bytes = SaturatingAddBytes(stats.persistent_bytes, sim_.graph_->op(sim_.order_[i]).persistent_bytes);
+      ++stats.num_ops;
+    }
+    for (int32_t d = 0; d < D_; ++d) persistent_bytes_[d] = result_.devices[d].persistent_bytes;
+  }
+
+  // A fresh run: false if it ended before the first event (failure noise,
+  // or parameters alone out of memory with stop_at_oom).
+  bool Start() {
+    const bool noisy = options_.noise.enabled();
+    if (noisy && options_.noise.failure_probability > 0 && random_.Uniform() < options_.noise.failure_probability) {
+      result_.failed = true;
+      result_.reason = "sporadic failure (noise model)";
+    }
+    const int32_t n = sim_.graph_->num_ops();
+    s_.pending.assign(sim_.pending_inputs_.begin(), sim_.pending_inputs_.end());
+    s_.refcount.resize(sim_.tensor_bytes_.size());
+    s_.copy_of.resize(sim_.tensor_bytes_.size() * D_);  // entries are written before they are read
+    s_.transfers.clear();
+    s_.ready.resize(D_);
+    for (Fifo& f : s_.ready) f.Clear();
+    s_.running.assign(D_, 0);
+    s_.memory_in_use.assign(D_, 0);
+    s_.channel_queue.resize(cluster_.num_channels());
+    for (Fifo& f : s_.channel_queue) f.Clear();
+    s_.channel_busy.assign(cluster_.num_channels(), 0);
+    s_.count_on_device.assign(D_, 0);
+    s_.heap.clear();
+    s_.newly_ready.clear();
+    s_.arriving.clear();
+    s_.freed_channels.clear();
+
+    CountPersistent();
+    for (int32_t d = 0; d < D_; ++d) {
+      if (persistent_bytes_[d] > 0) ChangeMemory(d, persistent_bytes_[d]);
+    }
+    if (result_.oom) {
+      result_.reason = "out of memory: parameters alone exceed a device's capacity";
+      if (stop_) return false;
+    }
+    for (int32_t op = 0; op < n; ++op) {
+      if (s_.pending[op] == 0) s_.newly_ready.push_back(op);
+    }
+    StartWhatIsReady();
+    return true;
+  }
+
+  // Resumes from `snapshot` with the placement in the scratch. False (and
+  // nothing changed) where byte counts saturate, so that sums are not
+  // exact; the caller runs in full.
+  bool Resume(const Snapshot& snapshot) {
+    CountPersistent();
+    for (int32_t d = 0; d < D_; ++d) {
+      const int64_t persistent = persistent_bytes_[d];
+      const int64_t dynamic = snapshot.dynamic_memory_bytes[d];
+      const int64_t peak = snapshot.devices[d].peak_memory_bytes;
+      if (persistent >= kSaturatedBytes / 4 || dynamic >= kSaturatedBytes / 4 || peak >= kSaturatedBytes / 4) return false;
+    }
+    for (int32_t d = 0; d < D_; ++d) {
+      if (persistent_bytes_[d] > cluster_.devices[d].usable_memory_bytes()) {
+        result_.reason = "out of memory: parameters alone exceed a device's capacity";  // as Start says it
+      }
+      DeviceStats stats = snapshot.devices[d];
+      stats.persistent_bytes = result_.devices[d].persistent_bytes;
+      stats.num_ops = result_.devices[d].num_ops;
+      // A peak counts persistent bytes from the start: the persistent
+      // bytes, then the highest the rest reached.
+      stats.peak_memory_bytes = persistent_bytes_[d] + snapshot.devices[d].peak_memory_bytes;
+      stats.oom = stats.peak_memory_bytes > cluster_.devices[d].usable_memory_bytes();
+      result_.oom = result_.oom || stats.oom;
+      result_.devices[d] = stats;
+    }
+    s_.pending = snapshot.pending;
+    s_.refcount = snapshot.refcount;
+    s_.transfers = snapshot.transfers;
+    s_.copy_of.resize(sim_.tensor_bytes_.size() * D_);
+    for (size_t id = 0; id < s_.transfers.size(); ++id) {
+      const Transfer& tr = s_.transfers[id];
+      s_.copy_of[static_cast<size_t>(tr.tensor) * D_ + tr.dst_device] = static_cast<int32_t>(id);
+    }
+    s_.ready = snapshot.ready;
+    s_.running = snapshot.running;
+    s_.memory_in_use.resize(D_);
+    for (int32_t d = 0; d < D_; ++d) s_.memory_in_use[d] = persistent_bytes_[d] + snapshot.dynamic_memory_bytes[d];
+    s_.channel_queue = snapshot.channel_queue;
+    s_.channel_busy = snapshot.channel_busy;
+    s_.count_on_device.assign(D_, 0);
+    s_.heap = snapshot.heap;
+    s_.newly_ready.clear();
+    s_.arriving.clear();
+    s_.freed_channels.clear();
+    sequence_ = snapshot.sequence;
+    events_done_ = snapshot.events_done;
+    return true;
+  }
+
+  // Runs the events to the end of the step (or the first overflow with
+  // stop_at_oom). With `snapshots`, saves the state at the start of an
+  // instant about every `snapshot_every_events` events; with `finish_us`,
+  // when each slot's op ended.
+  void Loop(std::vector<Snapshot>* snapshots, int64_t snapshot_every_events, std::vector<double>* finish_us) {
+    int64_t last_snapshot_events = events_done_;
+    while (!s_.heap.empty() && !stop_) {
+      now_us_ = s_.heap.front().time_us;
+      if (snapshots && events_done_ - last_snapshot_events >= snapshot_every_events) {
+        Save(snapshots->emplace_back());
+        last_snapshot_events = events_done_;
+      }
+      do {
+        std::pop_heap(s_.heap.begin(), s_.heap.end());
+        const Event event = s_.heap.back();
+        s_.heap.pop_back();
+        ++events_done_;
+        if (event.kind == EventKind::kOpDone) {
+          if (finish_us) (*finish_us)[event.id] = now_us_;
+          FinishOp(event.id);
+        } else {
+          FinishHop(event.id);
+        }
+      } while (!s_.heap.empty() && s_.heap.front().time_us == now_us_);
+      StartWhatIsReady();
+    }
+    result_.step_time_us = now_us_;
+    if (result_.oom && result_.reason.empty()) {
+      for (int32_t d = 0; d < D_; ++d) {
+        if (result_.devices[d].oom) {
+          result_.reason = "out of memory on " + ForMessage(cluster_.devices[d].name);
+          break;
+        }
+      }
+    }
+  }
+
+  int64_t events_done() const { return events_done_; }
+
+ private:
+  void Save(Snapshot& snapshot) const {
+    snapshot.time_us = now_us_;
+    snapshot.sequence = sequence_;
+    snapshot.events_done = events_done_;
+    snapshot.pending = s_.pending;
+    snapshot.refcount = s_.refcount;
+    snapshot.transfers = s_.transfers;
+    snapshot.ready = s_.ready;
+    snapshot.running = s_.running;
+    snapshot.dynamic_memory_bytes.resize(D_);
+    snapshot.devices = result_.devices;
+    for (int32_t d = 0; d < D_; ++d) {
+      // Saturated counts stay saturated; Resume refuses them.
+      snapshot.dynamic_memory_bytes[d] =
+          s_.memory_in_use[d] == kSaturatedBytes ? kSaturatedBytes : s_.memory_in_use[d] - persistent_bytes_[d];
+      const int64_t peak = result_.devices[d].peak_memory_bytes;
+      snapshot.devices[d].peak_memory_bytes = peak == kSaturatedBytes ? kSaturatedBytes : std::max<int64_t>(peak - persistent_bytes_[d], 0);
+    }
+    snapshot.channel_queue = s_.channel_queue;
+    snapshot.channel_busy = s_.channel_busy;
+    snapshot.heap = s_.heap;
+  }
+
+  double Perturb(double time_us) {
+    if (jitter_ <= 0) return time_us;
+    return time_us * std::exp(jitter_ * random_.Normal() - 0.5 * jitter_ * jitter_);
+  }
+
+  void Schedule(double time_us, EventKind kind, int32_t id) {
+    s_.heap.push_back({time_us, sequence_++, kind, id});
+    std::push_heap(s_.heap.begin(), s_.heap.end());
+  }
+
+  // Memory in use never wraps: a device whose count would pass int64's
+  // limit stays at the limit (far over any capacity) for the rest of the
+  // step, frees included.
+  void ChangeMemory(int32_t d, int64_t delta) {
+    int64_t& in_use = s_.memory_in_use[d];
+    if (in_use == kSaturatedBytes) return;
+    in_use = SaturatingAddBytes(in_use, delta);
+    DeviceStats& stats = result_.devices[d];
+    if (in_use > stats.peak_memory_bytes) {
+      stats.peak_memory_bytes = in_use;
+      if (in_use > cluster_.devices[d].usable_memory_bytes() && !stats.oom) {
+        stats.oom = true;
+        result_.oom = true;
+        if (options_.stop_at_oom) stop_ = true;
+      }
+    }
+    if (options_.record_events) result_.memory_events.push_back({d, now_us_, in_use});
+  }
+
+  void StartReadyOps(int32_t d) {
+    const int32_t slots = sim_.parallel_ops_[d];
+    while (s_.running[d] < slots && !s_.ready[d].empty()) {
+      int32_t op = s_.ready[d].Pop();
+      ++s_.running[d];
+      if (sim_.op_start_bytes_[op] > 0) ChangeMemory(d, sim_.op_start_bytes_[op]);
+      double duration_us = Perturb(sim_.op_time_us_[op * D_ + d]);
+      result_.devices[d].compute_us[sim_.op_phase_[op]] += duration_us;
+      if (options_.record_events) result_.op_events.push_back({sim_.order_[op], d, now_us_, now_us_ + duration_us});
+      Schedule(now_us_ + duration_us, EventKind::kOpDone, op);
+    }
+  }
+
+  void ReleaseTensor(int32_t tensor, int32_t d) {
+    if (--s_.refcount[tensor] == 0 && sim_.tensor_local_bytes_[tensor] > 0) ChangeMemory(d, -sim_.tensor_local_bytes_[tensor]);
+  }
+
+  void StartHop(int32_t channel) {
+    if (s_.channel_busy[channel] || s_.channel_queue[channel].empty()) return;
+    int32_t id = s_.channel_queue[channel].Pop();
+    Transfer& tr = s_.transfers[id];
+    const Hop& hop = tr.route[tr.next_hop];
+    const int64_t bytes = sim_.tensor_bytes_[tr.tensor];
+    // The destination's buffer is allocated when the last hop starts.
+    if (tr.next_hop + 1 == static_cast<int32_t>(tr.route.size()) && bytes > 0) ChangeMemory(tr.dst_device, bytes);
+    double duration_us = Perturb(cluster_.HopTimeUs(hop, bytes));
+    s_.channel_busy[channel] = 1;
+    DeviceStats& from = result_.devices[hop.from];
+    DeviceStats& to = result_.devices[hop.to];
+    from.copy_out_us += duration_us;
+    from.bytes_out = SaturatingAddBytes(from.bytes_out, bytes);
+    to.copy_in_us += duration_us;
+    to.bytes_in = SaturatingAddBytes(to.bytes_in, bytes);
+    if (options_.record_events) {
+      result_.transfer_events.push_back({sim_.order_[tr.src_op], tr.tensor - sim_.tensor_begin_[tr.src_op], hop.from, hop.to,
+                                         channel, now_us_, now_us_ + duration_us, bytes});
+    }
+    Schedule(now_us_ + duration_us, EventKind::kHopDone, id);
+  }
+
+  void FinishOp(int32_t op) {
+    const int32_t d = s_.device[op];
+    --s_.running[d];
+    dirty_devices_ |= uint64_t{1} << d;
+    if (sim_.op_temporary_bytes_[op] > 0) ChangeMemory(d, -sim_.op_temporary_bytes_[op]);
+
+    // Outputs: wake local consumers, send once to each remote device.
+    for (int32_t t = sim_.tensor_begin_[op]; t < sim_.tensor_begin_[op + 1]; ++t) {
+      int32_t local = 0;
+      int32_t num_remote = 0;
+      uint64_t remote_devices = 0;
+      for (int32_t slot = sim_.consumer_begin_[t]; slot < sim_.consumer_begin_[t + 1]; ++slot) {
+        int32_t consumer = sim_.consumers_[slot];
+        int32_t cd = s_.device[consumer];
+        if (cd == d) {
+          ++local;
+          if (--s_.pending[consumer] == 0) s_.newly_ready.push_back(consumer);
+        } else {
+          const uint64_t bit = uint64_t{1} << cd;
+          num_remote += (remote_devices & bit) == 0;
+          remote_devices |= bit;
+          ++s_.count_on_device[cd];
+        }
+      }
+      s_.refcount[t] = local + num_remote;
+      for (int32_t rd = 0; remote_devices != 0; ++rd, remote_devices >>= 1) {
+        if (!(remote_devices & 1)) continue;
+        int32_t id = static_cast<int32_t>(s_.transfers.size());
+        s_.transfers.push_back({t, op, rd, 0, s_.count_on_device[rd], cluster_.Route(d, rd)});
+        s_.count_on_device[rd] = 0;
+        s_.copy_of[static_cast<size_t>(t) * D_ + rd] = id;
+        s_.arriving.push_back(id);
+      }
+      if (s_.refcount[t] == 0 && sim_.tensor_local_bytes_[t] > 0) ChangeMemory(d, -sim_.tensor_local_bytes_[t]);  // nobody reads it
+    }
+
+    // Inputs this op was the last local reader of are freed.
+    for (int32_t slot = sim_.input_begin_[op]; slot < sim_.input_begin_[op + 1]; ++slot) {
+      int32_t t = sim_.inputs_[slot];
+      if (s_.device[sim_.tensor_producer_[t]] == d) {
+        ReleaseTensor(t, d);
+      } else {
+        Transfer& tr = s_.transfers[s_.copy_of[static_cast<size_t>(t) * D_ + d]];
+        if (--tr.consumers_remaining == 0 && sim_.tensor_bytes_[t] > 0) ChangeMemory(d, -sim_.tensor_bytes_[t]);
+      }
+    }
+    for (int32_t slot = sim_.control_begin_[op]; slot < sim_.control_begin_[op + 1]; ++slot) {
+      const int32_t next = sim_.control_successors_[slot];
+      if (--s_.pending[next] == 0) s_.newly_ready.push_back(next);
+    }
+  }
+
+  void FinishHop(int32_t id) {
+    Transfer& tr = s_.transfers[id];
+    int32_t channel = tr.route[tr.next_hop].channel;
+    s_.channel_busy[channel] = 0;
+    s_.freed_channels.push_back(channel);
+    ++tr.next_hop;
+    if (tr.next_hop < static_cast<int32_t>(tr.route.size())) {
+      s_.arriving.push_back(id);
+    } else {
+      // Arrived: the sender's copy may go, the receivers may run.
+      const int32_t t = tr.tensor;
+      ReleaseTensor(t, s_.device[tr.src_op]);
+      for (int32_t slot = sim_.consumer_begin_[t]; slot < sim_.consumer_begin_[t + 1]; ++slot) {
+        int32_t consumer = sim_.consumers_[slot];
+        if (s_.device[consumer] == tr.dst_device && --s_.pending[consumer] == 0) s_.newly_ready.push_back(consumer);
+      }
+    }
+  }
+
+  // After an instant's events all ran (so every free of the instant came
+  // first): queue what they released in the tie rules' order, then start
+  // hops on idle channels and ops on idle devices.
+  void StartWhatIsReady() {
+    // By rank. Usually already in order (one op's consumers are), and
+    // checking is much cheaper than sorting.
+    if (!std::is_sorted(s_.newly_ready.begin(), s_.newly_ready.end())) std::sort(s_.newly_ready.begin(), s_.newly_ready.end());
+    for (int32_t op : s_.newly_ready) {
+      s_.ready[s_.device[op]].Push(op);
+      dirty_devices_ |= uint64_t{1} << s_.device[op];
+    }
+    s_.newly_ready.clear();
+    if (s_.arriving.size() > 1) {
+      // A transfer is one tensor (producer's rank, output) to one device.
+      auto before = [this](int32_t a, int32_t b) {
+        const Transfer& x = s_.transfers[a];
+        const Transfer& y = s_.transfers[b];
+        return x.tensor != y.tensor ? x.tensor < y.tensor : x.dst_device < y.dst_device;
+      };
+      if (!std::is_sorted(s_.arriving.begin(), s_.arriving.end(), before)) {
+        std::sort(s_.arriving.begin(), s_.arriving.end(), before);
+      }
+    }
+    for (int32_t id : s_.arriving) {
+      const Transfer& tr = s_.transfers[id];
+      const int32_t channel = tr.route[tr.next_hop].channel;
+      s_.channel_queue[channel].Push(id);
+      s_.freed_channels.push_back(channel);
+    }
+    s_.arriving.clear();
+    // Channels in the order they went idle or got work, which the rules
+    // above fix; a repeat finds the channel busy.
+    for (int32_t channel : s_.freed_channels) StartHop(channel);
+    s_.freed_channels.clear();
+    while (dirty_devices_ != 0) {
+      int32_t d = std::countr_zero(dirty_devices_);
+      dirty_devices_ &= dirty_devices_ - 1;
+      StartReadyOps(d);
+    }
+  }
+
+  Simulator& sim_;
+  Scratch& s_;
+  const Cluster& cluster_;
+  SimResult& result_;
+  const SimOptions& options_;
+  const int32_t D_;
+  Random random_;
+  const double jitter_;
+  std::vector<int64_t> persistent_bytes_;  // per device, this run's placement
+  uint64_t sequence_ = 0;
+  int64_t events_done_ = 0;
+  double now_us_ = 0;
+  bool stop_ = false;
+  // Devices that may be able to start an op once the current instant's
+  // events are handled.
+  uint64_t dirty_devices_ = 0;
+};
+
+bool Simulator::Prepare(const Placement& placement, SimResult& result) {
   const Graph& graph = *graph_;
   const Cluster& cluster = *cluster_;
   const int32_t n = graph.num_ops();
   const int32_t D = num_devices_;
-  SimResult result;
   result.devices.assign(D, DeviceStats{});
-
-  // Placements that cannot run at all.
   if (static_cast<int32_t>(placement.size()) != n) {
     result.invalid = true;
     result.reason = "the placement has " + std::to_string(placement.size()) + " entries for " + std::to_string(n) + " ops";
-    return result;
+    return false;
   }
   Scratch& s = *scratch_;
   s.device.resize(n);
@@ -296,276 +730,120 @@ SimResult Simulator::Run(const Placement& placement, const SimOptions& options) 
     if (d < 0 || d >= D) {
       result.invalid = true;
       result.reason = "op '" + ForMessage(graph.op(op).name) + "' is on no device of the cluster";
-      return result;
+      return false;
     }
     if (op_time_us_[i * D + d] == kCannotRun) {
       result.invalid = true;
       result.reason = "op '" + ForMessage(graph.op(op).name) + "' (" + ForMessage(graph.op(op).type) + ") cannot run on " +
                       ForMessage(cluster.devices[d].name);
-      return result;
+      return false;
     }
     const int32_t leader_device = placement[colocation_leader_[op]];
     if (leader_device != d && leader_device >= 0 && leader_device < D) {
       result.invalid = true;
       result.reason = "co-location group '" + ForMessage(graph.op(op).colocation_group) + "' is split across " +
                       ForMessage(cluster.devices[leader_device].name) + " and " + ForMessage(cluster.devices[d].name);
-      return result;
+      return false;
     }
   }
+  return true;
+}
 
-  Random random(options.seed);
-  const bool noisy = options.noise.enabled();
-  if (noisy && options.noise.failure_probability > 0 && random.Uniform() < options.noise.failure_probability) {
-    result.failed = true;
-    result.reason = "sporadic failure (noise model)";
-  }
-  const double jitter = options.noise.jitter;
-  auto perturb = [&](double time_us) {
-    if (jitter <= 0) return time_us;
-    return time_us * std::exp(jitter * random.Normal() - 0.5 * jitter * jitter);
-  };
-
-  s.pending.assign(pending_inputs_.begin(), pending_inputs_.end());
-  s.refcount.resize(tensor_bytes_.size());
-  s.copy_of.resize(tensor_bytes_.size() * D);  // entries are written before they are read
-  s.transfers.clear();
-  s.ready.resize(D);
-  for (Fifo& f : s.ready) f.Clear();
-  s.running.assign(D, 0);
-  s.memory_in_use.assign(D, 0);
-  s.channel_queue.resize(cluster.num_channels());
-  for (Fifo& f : s.channel_queue) f.Clear();
-  s.channel_busy.assign(cluster.num_channels(), 0);
-  s.count_on_device.assign(D, 0);
-  s.heap.clear();
-
-  s.newly_ready.clear();
-  s.arriving.clear();
-  s.freed_channels.clear();
-
-  uint64_t sequence = 0;
-  double now_us = 0;
-  bool stop = false;
-  auto schedule = [&](double time_us, EventKind kind, int32_t id) {
-    s.heap.push_back({time_us, sequence++, kind, id});
-    std::push_heap(s.heap.begin(), s.heap.end());
-  };
-  // Memory in use never wraps: a device whose count would pass int64's
-  // limit stays at the limit (far over any capacity) for the rest of the
-  // step, frees included.
-  auto change_memory = [&](int32_t d, int64_t delta) {
-    int64_t& in_use = s.memory_in_use[d];
-    if (in_use == kSaturatedBytes) return;
-    in_use = SaturatingAddBytes(in_use, delta);
-    DeviceStats& stats = result.devices[d];
-    if (in_use > stats.peak_memory_bytes) {
-      stats.peak_memory_bytes = in_use;
-      if (in_use > cluster.devices[d].usable_memory_bytes() && !stats.oom) {
-        stats.oom = true;
-        result.oom = true;
-        if (options.stop_at_oom) stop = true;
-      }
-    }
-    if (options.record_events) result.memory_events.push_back({d, now_us, in_use});
-  };
-
-  // Persistent memory is held from the start.
-  for (int32_t op = 0; op < n; ++op) {
-    DeviceStats& stats = result.devices[placement[op]];
-    stats.persistent_bytes = SaturatingAddBytes(stats.persistent_bytes, graph.op(op).persistent_bytes);
-    ++stats.num_ops;
-  }
-  for (int32_t d = 0; d < D; ++d) {
-    if (result.devices[d].persistent_bytes > 0) change_memory(d, result.devices[d].persistent_bytes);
-  }
-  if (result.oom) {
-    result.reason = "out of memory: parameters alone exceed a device's capacity";
-    if (stop) return result;
-  }
-
-  auto start_ready_ops = [&](int32_t d) {
-    const int32_t slots = parallel_ops_[d];
-    while (s.running[d] < slots && !s.ready[d].empty()) {
-      int32_t op = s.ready[d].Pop();
-      ++s.running[d];
-      if (op_start_bytes_[op] > 0) change_memory(d, op_start_bytes_[op]);
-      double duration_us = perturb(op_time_us_[op * D + d]);
-      result.devices[d].compute_us[op_phase_[op]] += duration_us;
-      if (options.record_events) result.op_events.push_back({order_[op], d, now_us, now_us + duration_us});
-      schedule(now_us + duration_us, EventKind::kOpDone, op);
-    }
-  };
-  // Devices that may be able to start an op once the current instant's
-  // events are handled.
-  uint64_t dirty_devices = 0;
-  auto make_ready = [&](int32_t op) { s.newly_ready.push_back(op); };
-  auto release_tensor = [&](int32_t tensor, int32_t d) {
-    if (--s.refcount[tensor] == 0 && tensor_local_bytes_[tensor] > 0) change_memory(d, -tensor_local_bytes_[tensor]);
-  };
-  auto start_hop = [&](int32_t channel) {
-    if (s.channel_busy[channel] || s.channel_queue[channel].empty()) return;
-    int32_t id = s.channel_queue[channel].Pop();
-    Transfer& tr = s.transfers[id];
-    const Hop& hop = tr.route[tr.next_hop];
-    const int64_t bytes = tensor_bytes_[tr.tensor];
-    // The destination's buffer is allocated when the last hop starts.
-    if (tr.next_hop + 1 == static_cast<int32_t>(tr.route.size()) && bytes > 0) change_memory(tr.dst_device, bytes);
-    double duration_us = perturb(cluster.HopTimeUs(hop, bytes));
-    s.channel_busy[channel] = 1;
-    DeviceStats& from = result.devices[hop.from];
-    DeviceStats& to = result.devices[hop.to];
-    from.copy_out_us += duration_us;
-    from.bytes_out = SaturatingAddBytes(from.bytes_out, bytes);
-    to.copy_in_us += duration_us;
-    to.bytes_in = SaturatingAddBytes(to.bytes_in, bytes);
-    if (options.record_events) {
-      result.transfer_events.push_back({order_[tr.src_op], tr.tensor - tensor_begin_[tr.src_op], hop.from, hop.to, channel,
-                                        now_us, now_us + duration_us, bytes});
-    }
-    schedule(now_us + duration_us, EventKind::kHopDone, id);
-  };
-
-  auto finish_op = [&](int32_t op) {
-    const int32_t d = s.device[op];
-    --s.running[d];
-    dirty_devices |= uint64_t{1} << d;
-    if (op_temporary_bytes_[op] > 0) change_memory(d, -op_temporary_bytes_[op]);
-
-    // Outputs: wake local consumers, send once to each remote device.
-    for (int32_t t = tensor_begin_[op]; t < tensor_begin_[op + 1]; ++t) {
-      int32_t local = 0;
-      int32_t num_remote = 0;
-      uint64_t remote_devices = 0;
-      for (int32_t slot = consumer_begin_[t]; slot < consumer_begin_[t + 1]; ++slot) {
-        int32_t consumer = consumers_[slot];
-        int32_t cd = s.device[consumer];
-        if (cd == d) {
-          ++local;
-          if (--s.pending[consumer] == 0) make_ready(consumer);
-        } else {
-          const uint64_t bit = uint64_t{1} << cd;
-          num_remote += (remote_devices & bit) == 0;
-          remote_devices |= bit;
-          ++s.count_on_device[cd];
-        }
-      }
-      s.refcount[t] = local + num_remote;
-      for (int32_t rd = 0; remote_devices != 0; ++rd, remote_devices >>= 1) {
-        if (!(remote_devices & 1)) continue;
-        int32_t id = static_cast<int32_t>(s.transfers.size());
-        s.transfers.push_back({t, op, rd, 0, s.count_on_device[rd], cluster.Route(d, rd)});
-        s.count_on_device[rd] = 0;
-        s.copy_of[static_cast<size_t>(t) * D + rd] = id;
-        s.arriving.push_back(id);
-      }
-      if (s.refcount[t] == 0 && tensor_local_bytes_[t] > 0) change_memory(d, -tensor_local_bytes_[t]);  // nobody reads it
-    }
-
-    // Inputs this op was the last local reader of are freed.
-    for (int32_t slot = input_begin_[op]; slot < input_begin_[op + 1]; ++slot) {
-      int32_t t = inputs_[slot];
-      if (s.device[tensor_producer_[t]] == d) {
-        release_tensor(t, d);
-      } else {
-        Transfer& tr = s.transfers[s.copy_of[static_cast<size_t>(t) * D + d]];
-        if (--tr.consumers_remaining == 0 && tensor_bytes_[t] > 0) change_memory(d, -tensor_bytes_[t]);
-      }
-    }
-    for (int32_t slot = control_begin_[op]; slot < control_begin_[op + 1]; ++slot) {
-      const int32_t next = control_successors_[slot];
-      if (--s.pending[next] == 0) make_ready(next);
-    }
-  };
-
-  auto finish_hop = [&](int32_t id) {
-    Transfer& tr = s.transfers[id];
-    int32_t channel = tr.route[tr.next_hop].channel;
-    s.channel_busy[channel] = 0;
-    s.freed_channels.push_back(channel);
-    ++tr.next_hop;
-    if (tr.next_hop < static_cast<int32_t>(tr.route.size())) {
-      s.arriving.push_back(id);
-    } else {
-      // Arrived: the sender's copy may go, the receivers may run.
-      const int32_t t = tr.tensor;
-      release_tensor(t, s.device[tr.src_op]);
-      for (int32_t slot = consumer_begin_[t]; slot < consumer_begin_[t + 1]; ++slot) {
-        int32_t consumer = consumers_[slot];
-        if (s.device[consumer] == tr.dst_device && --s.pending[consumer] == 0) make_ready(consumer);
-      }
-    }
-  };
-
-  // After an instant's events all ran (so every free of the instant came
-  // first): queue what they released in the tie rules' order, then start
-  // hops on idle channels and ops on idle devices.
-  auto start_what_is_ready = [&]() {
-    // By rank. Usually already in order (one op's consumers are), and
-    // checking is much cheaper than sorting.
-    if (!std::is_sorted(s.newly_ready.begin(), s.newly_ready.end())) std::sort(s.newly_ready.begin(), s.newly_ready.end());
-    for (int32_t op : s.newly_ready) {
-      s.ready[s.device[op]].Push(op);
-      dirty_devices |= uint64_t{1} << s.device[op];
-    }
-    s.newly_ready.clear();
-    if (s.arriving.size() > 1) {
-      // A transfer is one tensor (producer's rank, output) to one device.
-      auto before = [&s](int32_t a, int32_t b) {
-        const Transfer& x = s.transfers[a];
-        const Transfer& y = s.transfers[b];
-        return x.tensor != y.tensor ? x.tensor < y.tensor : x.dst_device < y.dst_device;
-      };
-      if (!std::is_sorted(s.arriving.begin(), s.arriving.end(), before)) {
-        std::sort(s.arriving.begin(), s.arriving.end(), before);
-      }
-    }
-    for (int32_t id : s.arriving) {
-      const Transfer& tr = s.transfers[id];
-      const int32_t channel = tr.route[tr.next_hop].channel;
-      s.channel_queue[channel].Push(id);
-      s.freed_channels.push_back(channel);
-    }
-    s.arriving.clear();
-    // Channels in the order they went idle or got work, which the rules
-    // above fix; a repeat finds the channel busy.
-    for (int32_t channel : s.freed_channels) start_hop(channel);
-    s.freed_channels.clear();
-    while (dirty_devices != 0) {
-      int32_t d = std::countr_zero(dirty_devices);
-      dirty_devices &= dirty_devices - 1;
-      start_ready_ops(d);
-    }
-  };
-
-  for (int32_t op = 0; op < n; ++op) {
-    if (s.pending[op] == 0) make_ready(op);
-  }
-  start_what_is_ready();
-
-  while (!s.heap.empty() && !stop) {
-    now_us = s.heap.front().time_us;
-    do {
-      std::pop_heap(s.heap.begin(), s.heap.end());
-      const Event event = s.heap.back();
-      s.heap.pop_back();
-      if (event.kind == EventKind::kOpDone) {
-        finish_op(event.id);
-      } else {
-        finish_hop(event.id);
-      }
-    } while (!s.heap.empty() && s.heap.front().time_us == now_us);
-    start_what_is_ready();
-  }
-  result.step_time_us = now_us;
-  if (result.oom && result.reason.empty()) {
-    for (int32_t d = 0; d < D; ++d) {
-      if (result.devices[d].oom) {
-        result.reason = "out of memory on " + ForMessage(cluster.devices[d].name);
-        break;
-      }
-    }
-  }
+SimResult Simulator::Run(const Placement& placement, const SimOptions& options) {
+  SimResult result;
+  if (!Prepare(placement, result)) return result;
+  Step step(*this, result, options);
+  if (step.Start()) step.Loop(nullptr, 0, nullptr);
   return result;
+}
+
+namespace {
+
+// Snapshots a run keeps: each costs a copy of the run's state, and a
+// resumed run skips on average half the time between two.
+constexpr int64_t kSnapshotsPerRun = 12;
+
+}  // namespace
+
+SimResult Simulator::Remember(const Placement& placement) {
+  Memory& m = *memory_;
+  m.valid = false;
+  m.changed_valid = false;
+  SimResult result;
+  if (!Prepare(placement, result)) return result;
+  const SimOptions options;
+  Step step(*this, result, options);
+  m.snapshots.clear();
+  m.finish_us.assign(graph_->num_ops(), 0);
+  const int64_t guess_events = std::max<int64_t>(graph_->num_ops(), 1);
+  const int64_t every = std::max<int64_t>(m.total_events > 0 ? m.total_events : guess_events, kSnapshotsPerRun) / kSnapshotsPerRun;
+  if (step.Start()) step.Loop(&m.snapshots, every, &m.finish_us);
+  m.total_events = step.events_done();
+  m.placement = placement;
+  m.valid = true;
+  return result;
+}
+
+SimResult Simulator::RunChanged(const Placement& placement, std::span<const int32_t> changed_ops) {
+  Memory& m = *memory_;
+  m.changed_valid = false;
+  last_skipped_fraction_ = 0;
+  SimResult result;
+  if (!Prepare(placement, result)) return result;
+  const SimOptions options;
+  Step step(*this, result, options);
+
+  // The first instant a changed op matters: one of its inputs is produced
+  // (its producer ends and looks up where the op runs).
+  double first_us = m.valid ? std::numeric_limits<double>::infinity() : 0;
+  for (int32_t op : changed_ops) {
+    if (first_us == 0) break;
+    if (op < 0 || op >= graph_->num_ops()) continue;
+    const int32_t slot = slot_of_[op];
+    if (producer_begin_[slot] == producer_begin_[slot + 1]) first_us = 0;
+    for (int32_t k = producer_begin_[slot]; k < producer_begin_[slot + 1]; ++k) first_us = std::min(first_us, m.finish_us[producers_[k]]);
+  }
+  m.resumed_from = Memory::kNone;
+  if (first_us > 0) {
+    auto after = std::upper_bound(m.snapshots.begin(), m.snapshots.end(), first_us,
+                                  [](double t, const Snapshot& snap) { return t < snap.time_us; });
+    if (after != m.snapshots.begin()) {
+      const size_t index = static_cast<size_t>(after - m.snapshots.begin()) - 1;
+      if (step.Resume(m.snapshots[index])) m.resumed_from = index;
+    }
+  }
+  m.changed_snapshots.clear();
+  const int64_t every = std::max<int64_t>(m.total_events, kSnapshotsPerRun) / kSnapshotsPerRun;
+  if (m.resumed_from == Memory::kNone) {
+    m.changed_finish_us.assign(graph_->num_ops(), 0);
+    if (step.Start()) step.Loop(&m.changed_snapshots, every, &m.changed_finish_us);
+  } else {
+    m.changed_finish_us = m.finish_us;  // ops that ended before the snapshot end alike
+    last_skipped_fraction_ = m.total_events > 0 ? static_cast<double>(m.snapshots[m.resumed_from].events_done) / m.total_events : 0;
+    step.Loop(&m.changed_snapshots, every, &m.changed_finish_us);
+  }
+  m.changed_total_events = step.events_done();
+  m.changed_placement = placement;
+  m.changed_valid = true;
+  return result;
+}
+
+void Simulator::KeepChanged() {
+  Memory& m = *memory_;
+  assert(m.changed_valid);
+  if (!m.changed_valid) return;
+  if (m.resumed_from == Memory::kNone) {
+    m.snapshots.swap(m.changed_snapshots);
+  } else {
+    m.snapshots.resize(m.resumed_from + 1);
+    for (Snapshot& snap : m.changed_snapshots) m.snapshots.push_back(std::move(snap));
+  }
+  m.changed_snapshots.clear();
+  m.finish_us.swap(m.changed_finish_us);
+  m.placement.swap(m.changed_placement);
+  m.total_events = m.changed_total_events;
+  m.valid = true;
+  m.changed_valid = false;
 }
 
 }  // namespace devplace

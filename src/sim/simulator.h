@@ -116,6 +116,25 @@ class Simulator {
 
   SimResult Run(const Placement& placement, const SimOptions& options = {});
 
+  // Incremental evaluation (FlexFlow's delta simulation, by snapshots).
+  // Remember runs `placement` like Run with default options and keeps
+  // snapshots of its timeline now and then. RunChanged evaluates a
+  // placement that differs from the remembered one at most at
+  // `changed_ops` (op indices; extra ones cost time, missing ones give a
+  // wrong answer): it resumes from the last snapshot taken before any
+  // changed op could matter (the first instant one of its inputs was
+  // produced; a changed op with no inputs matters from the start) and
+  // returns exactly what Run(placement) would, bit for bit. KeepChanged
+  // makes the last RunChanged placement the remembered one. Without a
+  // remembered placement, with a saturated memory count, or when a changed
+  // op matters from the start, RunChanged runs in full.
+  SimResult Remember(const Placement& placement);
+  SimResult RunChanged(const Placement& placement, std::span<const int32_t> changed_ops);
+  void KeepChanged();
+  // What the last RunChanged skipped: the share of the remembered run's
+  // events before the snapshot it resumed from (0 for a full run).
+  double last_skipped_fraction() const { return last_skipped_fraction_; }
+
   // One plain topological pass: each op starts when its inputs are done,
   // with no queues, links or memory. The benchmark's yardstick.
   double PlainPassUs(const Placement& placement) const;
@@ -124,7 +143,16 @@ class Simulator {
   const Cluster& cluster() const { return *cluster_; }
 
  private:
-  struct Scratch;  // per-run state, reused between runs
+  struct Scratch;   // per-run state, reused between runs
+  struct Snapshot;  // a run's state at the start of an instant
+  struct Memory;    // the remembered run and the last changed one
+  class Step;       // one run of the step, event by event
+
+  // Checks `placement` and lays it out by slot in the scratch; false (with
+  // result's reason) if it cannot run.
+  bool Prepare(const Placement& placement, SimResult& result);
+  SimResult RunRecorded(const Placement& placement, const Snapshot* resume, std::vector<Snapshot>* snapshots,
+                        std::vector<double>* finish_us);
 
   const Graph* graph_;
   const Cluster* cluster_;
@@ -150,7 +178,12 @@ class Simulator {
   std::vector<int64_t> op_start_bytes_;    // op -> outputs + scratch, allocated when it starts (saturated)
   std::vector<int64_t> op_temporary_bytes_;
   std::vector<int32_t> parallel_ops_;      // device -> ops it runs at once
+  std::vector<int32_t> slot_of_;           // op -> slot
+  std::vector<int32_t> producer_begin_;    // slot -> first predecessor slot (data and control); size ops+1
+  std::vector<int32_t> producers_;
   std::unique_ptr<Scratch> scratch_;
+  std::unique_ptr<Memory> memory_;
+  double last_skipped_fraction_ = 0;
 };
 
 }  // namespace devplace
