@@ -162,7 +162,7 @@ TEST(CliTest, CompareJsonHasARowPerMethodWithTheDocumentedFields) {
   Outcome o = Devplace("compare --graph tiny --cluster k80x2 --json");
   ASSERT_EQ(o.exit_code, 0) << o.out;
   nlohmann::json rows = nlohmann::json::parse(o.out);
-  ASSERT_EQ(rows.size(), 10u);
+  ASSERT_EQ(rows.size(), 13u);
   std::set<std::string> methods;
   for (const auto& row : rows) {
     for (const char* key : {"method", "step_time_s", "oom", "invalid", "placer_seconds", "lower_bound_s"}) {
@@ -174,7 +174,7 @@ TEST(CliTest, CompareJsonHasARowPerMethodWithTheDocumentedFields) {
     }
   }
   for (const char* m : {"single_cpu", "single_gpu", "expert", "scotch", "mincut", "metis", "m_topo", "m_etf", "m_sct",
-                        "random"}) {
+                        "dp_split", "exact", "mcmc", "random"}) {
     EXPECT_TRUE(methods.count(m)) << m;
   }
 }
@@ -187,6 +187,29 @@ TEST(CliTest, CompareTableShowsBoundSpeedupsAndChosenMethods) {
   EXPECT_NE(o.out.find("m_etf"), std::string::npos);
   EXPECT_EQ(o.out.find("scotch"), std::string::npos);
   ExpectCleanError(Devplace("compare --graph tiny --cluster k80x4 --methods m_etf,magic"), "magic");
+}
+
+// A search placer spends --max-samples as evaluations, reports them, and
+// gives the same placement for the same seed.
+TEST(CliTest, PlaceWithMcmcSpendsItsEvaluationBudgetDeterministically) {
+  TempDir dir;
+  std::string placements[2];
+  for (int i = 0; i < 2; ++i) {
+    const std::string out = dir.File("run" + std::to_string(i));
+    Outcome o = Devplace("place --graph rnnlm --cluster k80x2 --method mcmc --max-samples 120 --seed 4 --json --out " + out);
+    ASSERT_EQ(o.exit_code, 0) << o.out;
+    nlohmann::json j = nlohmann::json::parse(o.out);  // --json: nothing else is printed
+    EXPECT_EQ(j["samples"].get<int64_t>(), 120);
+    EXPECT_GT(j["step_time_s"].get<double>(), 0);
+    std::ifstream file(out + "/best_placement.json");
+    placements[i] = std::string(std::istreambuf_iterator<char>(file), {});
+  }
+  EXPECT_FALSE(placements[0].empty());
+  EXPECT_EQ(placements[0], placements[1]);
+  Outcome text = Devplace("place --graph tiny --cluster k80x2 --method mcmc --max-samples 300 --out " + dir.File("text"));
+  ASSERT_EQ(text.exit_code, 0) << text.out;
+  EXPECT_NE(text.out.find("300 samples"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("evaluations  best"), std::string::npos) << text.out;  // the progress line
 }
 
 TEST(CliTest, PlaceWithRlWritesPlacementCurveAndCheckpointAndResumes) {

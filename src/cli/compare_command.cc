@@ -18,6 +18,7 @@ struct CompareFlags {
   std::vector<std::string> methods;
   OpTimesFlags op_times;
   uint64_t seed = 0;
+  SearchBudget budget;
   bool json = false;
 };
 
@@ -28,7 +29,7 @@ void RunCompare(const CompareFlags& flags) {
   Cluster cluster = ResolveCluster(flags.cluster);
   CostModel cost = MakeCostModel(cluster, graph, flags.op_times);
   Simulator simulator(graph, cluster, cost);
-  PlacementProblem problem{graph, cluster, cost, simulator, flags.seed};
+  PlacementProblem problem{graph, cluster, cost, simulator, flags.seed, flags.budget};
   Comparison comparison = CompareMethods(problem, placers, /*progress=*/!flags.json);
   if (flags.json) {
     std::cout << ComparisonToJson(cluster, comparison).dump(2) << "\n";
@@ -50,6 +51,11 @@ void AddCompareCommand(CLI::App& app) {
   cmd->add_option("--methods", flags->methods, "Methods to run (default: all): " + names)->delimiter(',');
   AddOpTimesFlags(cmd, &flags->op_times, "Table of measured op times that override the cost model (JSON)");
   cmd->add_option("--seed", flags->seed, "Seed for the methods that draw random numbers");
+  cmd->add_option("--max-evaluations", flags->budget.max_evaluations,
+                  "Search methods (mcmc, exact): simulator evaluations each may spend (default: mcmc 2,000)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-seconds", flags->budget.max_seconds, "Search methods: seconds each may spend")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", flags->json, "Print a JSON array, one object per method");
   cmd->callback([flags] { RunCompare(*flags); });
 }

@@ -63,6 +63,37 @@ class ProgressPrinter {
   RlProgress pending_;
 };
 
+// The same for a search placer's progress.
+class SearchProgressPrinter {
+ public:
+  explicit SearchProgressPrinter(std::string method) : method_(std::move(method)) {}
+  void operator()(const SearchProgress& p) {
+    auto now = std::chrono::steady_clock::now();
+    pending_ = p;
+    has_pending_ = true;
+    if (printed_ && now - last_ < std::chrono::seconds(1)) return;
+    Flush();
+    last_ = now;
+    printed_ = true;
+  }
+  void Flush() {
+    if (!has_pending_) return;
+    char best[32] = "-", current[32] = "-";
+    if (pending_.best_step_time_us > 0) std::snprintf(best, sizeof best, "%.4f s", pending_.best_step_time_us * 1e-6);
+    if (pending_.current_step_time_us > 0) std::snprintf(current, sizeof current, "%.4f s", pending_.current_step_time_us * 1e-6);
+    std::fprintf(stderr, "%s: %8lld evaluations  best %-10s  current %-10s  (%.0f s)\n", method_.c_str(),
+                 static_cast<long long>(pending_.evaluations), best, current, pending_.seconds);
+    has_pending_ = false;
+  }
+
+ private:
+  std::string method_;
+  std::chrono::steady_clock::time_point last_;
+  bool printed_ = false;
+  bool has_pending_ = false;
+  SearchProgress pending_;
+};
+
 // --out must be a folder, or not exist yet.
 void RequireOutFolder(const std::string& out_dir) {
   std::error_code error;
@@ -118,9 +149,17 @@ void RunPlace(PlaceFlags flags) {
     search_seconds = result.seconds;
     samples = result.samples;
   } else {
+    // A search (mcmc, exact) spends the budget flags: --max-samples counts
+    // simulator evaluations.
+    problem.budget.max_evaluations = flags.rl.max_samples;
+    problem.budget.max_seconds = flags.rl.max_seconds;
+    SearchProgressPrinter search_printer(flags.method);
+    if (!flags.json) problem.progress = [&](const SearchProgress& p) { search_printer(p); };
     auto start = std::chrono::steady_clock::now();
     PlacerOutput output = FindPlacer(flags.method).place(problem);
     search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!flags.json) search_printer.Flush();
+    samples = output.evaluations;
     placement = output.placement;
     if (!output.note.empty() && !flags.json) std::fprintf(stderr, "note: %s\n", output.note.c_str());
     std::filesystem::create_directories(flags.out_dir);
@@ -170,9 +209,10 @@ void AddPlaceCommand(CLI::App& app) {
 
   const std::string g = "RL search";
   cmd->add_option("--max-steps", rl.max_steps, "Stop after this many policy updates")->group(g)->check(CLI::NonNegativeNumber);
-  cmd->add_option("--max-seconds", rl.max_seconds, "Stop after this many seconds (default 120 when no budget is given)")
+  cmd->add_option("--max-seconds", rl.max_seconds,
+                  "Stop after this many seconds (default 120 when no budget is given; mcmc: 2,000 evaluations)")
       ->group(g)->check(CLI::NonNegativeNumber);
-  cmd->add_option("--max-samples", rl.max_samples, "Stop after this many sampled placements")->group(g)->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-samples", rl.max_samples, "Stop after this many sampled placements (mcmc, exact: simulator evaluations)")->group(g)->check(CLI::NonNegativeNumber);
   cmd->add_option("--samples-per-step", rl.samples_per_step, "K: placements each controller samples per update")
       ->group(g)->check(CLI::Range(1, 1024));
   cmd->add_option("--controllers", rl.controllers, "Controllers sharing the parameters, updating asynchronously")

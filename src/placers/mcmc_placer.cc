@@ -1,9 +1,183 @@
-// mcmc: not written yet.
+// mcmc: FlexFlow's search over placements (Jia et al., SysML 2019, §5) on
+// devplace's simulator. From the best one-shot baseline, each step moves one
+// unit (a co-location group, or an op with none) to another device that can
+// run it, and keeps the move if the step gets faster, or if it gets slower
+// with probability exp(-alpha x relative slowdown) (Metropolis). The best
+// placement that ran is kept; a search that has not improved on it for a
+// while restarts from it. Every move is evaluated incrementally
+// (Simulator::RunChanged): only what the move can change is re-simulated.
+//
+// Placements that run out of memory are not solutions, but the chain may
+// pass through them: their cost is the step time scaled up by how far they
+// overflow, so the search can walk out of an all-OOM start.
+#include <chrono>
+#include <cmath>
+#include <limits>
+
 #include "placers/methods.h"
 #include "util/error.h"
+#include "util/random.h"
 
 namespace devplace {
 
-PlacerOutput PlaceMcmc(const PlacementProblem& problem) { throw Error("mcmc: not built yet"); }
+namespace {
+
+// Relative slowdown to acceptance: a move 1 % slower is taken with
+// probability exp(-1) = 0.37, one 5 % slower with 0.7 %.
+constexpr double kAlpha = 100;
+// Evaluations without a new best before the chain restarts from the best;
+// at least this many, or twice the units (a sweep's worth of moves).
+constexpr int64_t kMinRestartEvaluations = 200;
+// Without a budget: this many evaluations.
+constexpr int64_t kDefaultEvaluations = 2000;
+
+// What the chain minimises: the step time, scaled up for running out of
+// memory by 2 + the share of the peak bytes beyond capacity (so any
+// placement that fits is cheaper than one that does not, while the
+// overflow still points the way out).
+double CostOf(const SimResult& result, const Cluster& cluster) {
+  if (result.invalid) return std::numeric_limits<double>::infinity();
+  if (!result.oom) return result.step_time_us;
+  double over = 0, total = 0;
+  for (size_t d = 0; d < result.devices.size(); ++d) {
+    const double peak = static_cast<double>(result.devices[d].peak_memory_bytes);
+    total += peak;
+    over += std::max(0.0, peak - static_cast<double>(cluster.devices[d].usable_memory_bytes()));
+  }
+  return std::max(result.step_time_us, 1.0) * (2 + (total > 0 ? over / total : 1));
+}
+
+struct Start {
+  std::string method;
+  Placement placement;
+  double cost = std::numeric_limits<double>::infinity();
+};
+
+// The best of the one-shot baselines (not the searches, not random).
+Start BestOneShot(const PlacementProblem& problem, int64_t& evaluations) {
+  Start best;
+  for (const PlacerInfo& placer : ListPlacers()) {
+    if (placer.search || placer.name == "random") continue;
+    Placement placement;
+    try {
+      placement = placer.place(problem).placement;
+    } catch (const Error&) {
+      continue;  // e.g. the expert, on a graph without expert stages
+    }
+    const double cost = CostOf(problem.simulator.Run(placement), problem.cluster);
+    ++evaluations;
+    if (cost < best.cost) best = {placer.name, std::move(placement), cost};
+  }
+  if (best.placement.empty()) throw Error("mcmc: no baseline gave a placement to start from");
+  return best;
+}
+
+}  // namespace
+
+PlacerOutput PlaceMcmc(const PlacementProblem& problem) {
+  const Graph& graph = problem.graph;
+  const Cluster& cluster = problem.cluster;
+  Simulator& sim = problem.simulator;
+  const auto started = std::chrono::steady_clock::now();
+  auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
+  SearchBudget budget = problem.budget;
+  if (budget.max_evaluations <= 0 && budget.max_seconds <= 0) budget.max_evaluations = kDefaultEvaluations;
+
+  // The units that can move, each with the devices that can run all of it.
+  const Grouping grouping = ConstraintGroups(graph);
+  std::vector<const Group*> units;
+  std::vector<std::vector<int32_t>> devices_of_unit;
+  for (const Group& group : grouping.groups) {
+    std::vector<int32_t> devices;
+    for (int32_t d = 0; d < cluster.num_devices(); ++d) {
+      if (group.device_kinds & MaskOf(cluster.devices[d].kind)) devices.push_back(d);
+    }
+    if (devices.size() < 2) continue;
+    units.push_back(&group);
+    devices_of_unit.push_back(std::move(devices));
+  }
+
+  int64_t evaluations = 0;
+  const Start start = BestOneShot(problem, evaluations);
+  Placement current = start.placement;
+  SimResult current_result = sim.Remember(current);
+  ++evaluations;
+  double current_cost = CostOf(current_result, cluster);
+  Placement best = current;
+  double best_cost = current_cost;
+  bool best_ran = current_result.ok();
+  const int64_t restart_after = std::max<int64_t>(kMinRestartEvaluations, 2 * static_cast<int64_t>(units.size()));
+  int64_t since_best = 0;
+  int64_t resumed = 0, moves = 0, restarts = 0;
+  Random random(problem.seed ^ 0x6d636d63ull);  // "mcmc"
+
+  auto report = [&] {
+    if (!problem.progress) return;
+    SearchProgress p;
+    p.evaluations = evaluations;
+    p.best_step_time_us = best_ran ? best_cost : 0;
+    p.current_step_time_us = current_result.ok() ? current_result.step_time_us : 0;
+    p.seconds = seconds();
+    problem.progress(p);
+  };
+  auto out_of_budget = [&] {
+    if (budget.max_evaluations > 0 && evaluations >= budget.max_evaluations) return true;
+    // The clock only now and then: reading it costs more than a small move.
+    return budget.max_seconds > 0 && evaluations % 16 == 0 && seconds() >= budget.max_seconds;
+  };
+
+  std::vector<int32_t> changed;
+  while (!units.empty() && !out_of_budget()) {
+    const size_t u = random.Below(units.size());
+    const std::vector<int32_t>& devices = devices_of_unit[u];
+    const int32_t from = current[units[u]->ops.front()];
+    int32_t to = devices[random.Below(devices.size() - 1)];
+    if (to == from) to = devices.back();  // uniform over the other devices
+    Placement next = current;
+    for (int32_t op : units[u]->ops) next[op] = to;
+    const SimResult result = sim.RunChanged(next, units[u]->ops);
+    ++evaluations;
+    ++moves;
+    resumed += sim.last_skipped_fraction() > 0;
+    const double cost = CostOf(result, cluster);
+    // Once a placement ran, only placements that run can be the best.
+    const bool new_best = result.ok() ? (!best_ran || cost < best_cost) : (!best_ran && cost < best_cost);
+    if (new_best) {
+      best = next;
+      best_cost = cost;
+      best_ran = result.ok();
+    }
+    const bool accept = cost <= current_cost || random.Uniform() < std::exp(-kAlpha * (cost - current_cost) / current_cost);
+    if (accept) {
+      sim.KeepChanged();
+      current.swap(next);
+      current_cost = cost;
+      current_result = result;
+    }
+    if (new_best) {
+      since_best = 0;
+    } else if (++since_best >= restart_after) {
+      current = best;
+      current_result = sim.Remember(current);
+      ++evaluations;
+      current_cost = best_cost;
+      since_best = 0;
+      ++restarts;
+    }
+    if (evaluations % 100 == 0) report();
+  }
+  report();
+
+  PlacerOutput output;
+  output.placement = std::move(best);
+  output.evaluations = evaluations;
+  char note[256];
+  std::snprintf(note, sizeof note, "started from %s; %lld moves, %lld restarts, %.0f%% of moves resumed from a snapshot",
+                start.method.c_str(), static_cast<long long>(moves), static_cast<long long>(restarts),
+                moves > 0 ? 100.0 * resumed / moves : 0.0);
+  output.note = note;
+  if (!best_ran) output.note += "; no placement it met fits in memory";
+  return output;
+}
 
 }  // namespace devplace
