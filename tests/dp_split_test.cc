@@ -158,8 +158,8 @@ TEST(DpSplitTest, MatchesBruteForceOnChainsAndDiamonds) {
   for (int32_t n = 6; n <= 9; ++n) {
     for (int32_t stages = 1; stages <= 3; ++stages) {
       for (bool tight : {false, true}) {
-        const std::string what = std::to_string(n) + " nodes, " + std::to_string(stages) + " stages" +
-                                 (tight ? ", tight memory" : "");
+        const std::string what =
+            std::to_string(n) + " nodes, " + std::to_string(stages) + " stages" + (tight ? ", tight memory" : "");
         ExpectMatchesBruteForce(RandomModel(ChainOrder(n), stages, numbers, tight), "chain of " + what);
         ExpectMatchesBruteForce(RandomModel(DiamondOrder(n), stages, numbers, tight), "diamonds of " + what);
       }

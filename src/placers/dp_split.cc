@@ -215,7 +215,9 @@ class DownSetLattice {
     memory_bytes_.push_back(memory_bytes_[parent] + model_.memory_bytes[node]);
     // The node's edges into the set stop crossing; the rest start.
     int64_t cut = cut_bytes_[parent];
-    for (const auto& [other, bytes] : incident_[node]) cut += other != kOutside && Contains(set, other) ? -bytes : bytes;
+    for (const auto& [other, bytes] : incident_[node]) {
+      cut += other != kOutside && Contains(set, other) ? -bytes : bytes;
+    }
     cut_bytes_.push_back(cut);
   }
 
@@ -226,7 +228,7 @@ class DownSetLattice {
   std::vector<uint64_t> bits_;  // [set * words_ + word]
   std::unordered_set<int32_t, SetHash, SetEqual> index_;
   std::vector<std::vector<std::pair<int32_t, int32_t>>> lower_covers_;  // [set]: (set less node, node)
-  std::vector<std::vector<double>> compute_us_;                        // [stage][set]
+  std::vector<std::vector<double>> compute_us_;                         // [stage][set]
   std::vector<int64_t> memory_bytes_;
   std::vector<int64_t> cut_bytes_;
 };
@@ -467,8 +469,8 @@ std::vector<std::vector<int32_t>> OrderUnits(const Graph& graph, const Grouping&
 // Predecessors among the nodes: unit a precedes unit b (a < b in anchor
 // order) for every op edge from a to b; through units outside the stages,
 // transitively.
-void AddPredecessors(const Graph& graph, const std::vector<int32_t>& unit_of_op, const std::vector<int32_t>& node_of_unit,
-                     SplitModel& model) {
+void AddPredecessors(const Graph& graph, const std::vector<int32_t>& unit_of_op,
+                     const std::vector<int32_t>& node_of_unit, SplitModel& model) {
   const int32_t U = static_cast<int32_t>(node_of_unit.size());
   std::vector<std::vector<int32_t>> unit_predecessors(U);
   auto add = [&](int32_t src, int32_t dst) {
@@ -535,7 +537,9 @@ UnitModel BuildUnitModel(const PlacementProblem& problem) {
   const DeviceKindMask stage_kind = MaskOf(cluster.devices[model.stage_devices.front()].kind);
 
   std::vector<int32_t> rank(graph.num_ops());
-  for (size_t i = 0; i < graph.topological_order().size(); ++i) rank[graph.topological_order()[i]] = static_cast<int32_t>(i);
+  for (size_t i = 0; i < graph.topological_order().size(); ++i) {
+    rank[graph.topological_order()[i]] = static_cast<int32_t>(i);
+  }
   std::vector<int32_t> unit_of_group;
   const std::vector<std::vector<int32_t>> units = OrderUnits(graph, groups, rank, unit_of_group);
   const int32_t U = static_cast<int32_t>(units.size());
@@ -711,7 +715,8 @@ Chain CollapseToChain(std::string name, const SplitModel& model, const std::vect
     if (num_positions <= kMaxChainSegments) {
       bucket[p] = p;
     } else if (total_us > 0) {
-      bucket[p] = std::min<int32_t>(kMaxChainSegments - 1, static_cast<int32_t>(before_us / total_us * kMaxChainSegments));
+      bucket[p] =
+          std::min<int32_t>(kMaxChainSegments - 1, static_cast<int32_t>(before_us / total_us * kMaxChainSegments));
     } else {
       bucket[p] = static_cast<int32_t>(int64_t{p} * kMaxChainSegments / num_positions);
     }
@@ -799,7 +804,9 @@ Plan PlanSplits(const SplitModel& model) {
   std::vector<SplitSolution> solutions;
   for (const Chain& chain : chains) {
     solutions.push_back(SolveSplit(chain.model));
-    if (solutions.back().over_cap != OverCap::kNo) throw std::logic_error("dp_split: a collapsed chain exceeded the caps");
+    if (solutions.back().over_cap != OverCap::kNo) {
+      throw std::logic_error("dp_split: a collapsed chain exceeded the caps");
+    }
   }
   for (int32_t k = 0; k < S; ++k) {
     for (size_t c = 0; c < chains.size(); ++c) {
@@ -852,8 +859,9 @@ PlacerOutput PlaceDpSplit(const PlacementProblem& problem) {
     SplitModel unlimited = um.model;
     unlimited.capacity_bytes.assign(S, kUnlimitedBytes);
     plan = PlanSplits(unlimited);
-    memory_note = "no contiguous split fits the devices' memory (parameters and forward outputs of each stage); "
-                  "placed the best split ignoring memory";
+    memory_note =
+        "no contiguous split fits the devices' memory (parameters and forward outputs of each stage); "
+        "placed the best split ignoring memory";
   }
 
   // Each optimal split (per number of devices, per chain) simulated; the

@@ -66,7 +66,7 @@ struct SplitModel {
 inline constexpr double kNoSplit = std::numeric_limits<double>::infinity();
 
 struct StageSplit {
-  double objective_us = kNoSplit;    // kNoSplit when no split fits
+  double objective_us = kNoSplit;      // kNoSplit when no split fits
   std::vector<int32_t> stage_of_node;  // empty when none fits
   bool found() const { return objective_us != kNoSplit; }
 };
