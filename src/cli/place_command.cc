@@ -210,7 +210,7 @@ void AddPlaceCommand(CLI::App& app) {
   const std::string g = "RL search";
   cmd->add_option("--max-steps", rl.max_steps, "Stop after this many policy updates")->group(g)->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-seconds", rl.max_seconds,
-                  "Stop after this many seconds (default 120 when no budget is given; mcmc: 2,000 evaluations)")
+                  "Stop after this many seconds (default 120 when no budget is given; mcmc: 2,000 evaluations or 60 s)")
       ->group(g)->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-samples", rl.max_samples, "Stop after this many sampled placements (mcmc, exact: simulator evaluations)")->group(g)->check(CLI::NonNegativeNumber);
   cmd->add_option("--samples-per-step", rl.samples_per_step, "K: placements each controller samples per update")

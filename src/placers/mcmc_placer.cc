@@ -28,8 +28,11 @@ constexpr double kAlpha = 100;
 // Evaluations without a new best before the chain restarts from the best;
 // at least this many, or twice the units (a sweep's worth of moves).
 constexpr int64_t kMinRestartEvaluations = 200;
-// Without a budget: this many evaluations.
+// Without a budget: this many evaluations, or this many seconds where
+// evaluations are slow (a graph of a million ops), whichever comes first,
+// so that `compare` on a huge graph still ends.
 constexpr int64_t kDefaultEvaluations = 2000;
+constexpr double kDefaultSeconds = 60;
 
 // What the chain minimises: the step time, scaled up for running out of
 // memory by 2 + the share of the peak bytes beyond capacity (so any
@@ -81,7 +84,10 @@ PlacerOutput PlaceMcmc(const PlacementProblem& problem) {
   const auto started = std::chrono::steady_clock::now();
   auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
   SearchBudget budget = problem.budget;
-  if (budget.max_evaluations <= 0 && budget.max_seconds <= 0) budget.max_evaluations = kDefaultEvaluations;
+  if (budget.max_evaluations <= 0 && budget.max_seconds <= 0) {
+    budget.max_evaluations = kDefaultEvaluations;
+    budget.max_seconds = kDefaultSeconds;
+  }
 
   // The units that can move, each with the devices that can run all of it.
   const Grouping grouping = ConstraintGroups(graph);
