@@ -7,7 +7,6 @@
 #include "placement_problem.h"
 #include "placers/methods.h"
 #include "sim/placement.h"
-#include "util/error.h"
 
 namespace devplace {
 namespace {
@@ -18,14 +17,13 @@ using testing::OwnedProblem;
 
 // The fastest step of the one-shot baselines mcmc starts from.
 double BestBaselineUs(const PlacementProblem& problem) {
-  double best = std::numeric_limits<double>::infinity();
+  std::vector<std::string> names;
   for (const PlacerInfo& placer : ListPlacers()) {
-    if (placer.search || placer.name == "random") continue;
-    try {
-      const SimResult r = problem.simulator.Run(placer.place(problem).placement);
-      if (r.ok()) best = std::min(best, r.step_time_us);
-    } catch (const Error&) {
-    }
+    if (!placer.search && placer.name != "random") names.push_back(placer.name);
+  }
+  double best = std::numeric_limits<double>::infinity();
+  for (const PlacerRun& run : RunPlacers(problem, names)) {
+    if (run.result.ok()) best = std::min(best, run.result.step_time_us);
   }
   return best;
 }

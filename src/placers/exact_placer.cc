@@ -459,19 +459,12 @@ Seeds RunOneShotPlacers(const PlacementProblem& problem) {
   Seeds seeds;
   std::vector<std::string> methods = {"single_gpu", "m_etf", "m_sct"};
   if (problem.graph.expert_stages > 0) methods.insert(methods.begin() + 1, "expert");
-  for (const std::string& method : methods) {
-    PlacerOutput out;
-    try {
-      out = FindPlacer(method).place(problem);
-    } catch (const Error&) {
-      continue;
-    }
-    seeds.tried += (seeds.tried.empty() ? "" : ", ") + method;
-    if (seeds.fallback.empty()) seeds.fallback = out.placement;
-    SimResult result = problem.simulator.Run(out.placement);
+  for (PlacerRun& run : RunPlacers(problem, methods)) {
+    seeds.tried += (seeds.tried.empty() ? "" : ", ") + run.method;
+    if (seeds.fallback.empty()) seeds.fallback = run.placement;
     ++seeds.evaluations;
-    if (result.ok() && result.step_time_us < seeds.best.step_time_us) {
-      seeds.best = {std::move(out.placement), result.step_time_us, method};
+    if (run.result.ok() && run.result.step_time_us < seeds.best.step_time_us) {
+      seeds.best = {std::move(run.placement), run.result.step_time_us, run.method};
     }
   }
   return seeds;

@@ -58,18 +58,15 @@ struct Start {
 
 // The best of the one-shot baselines (not the searches, not random).
 Start BestOneShot(const PlacementProblem& problem, int64_t& evaluations) {
-  Start best;
+  std::vector<std::string> names;
   for (const PlacerInfo& placer : ListPlacers()) {
-    if (placer.search || placer.name == "random") continue;
-    Placement placement;
-    try {
-      placement = placer.place(problem).placement;
-    } catch (const Error&) {
-      continue;  // e.g. the expert, on a graph without expert stages
-    }
-    const double cost = CostOf(problem.simulator.Run(placement), problem.cluster);
+    if (!placer.search && placer.name != "random") names.push_back(placer.name);
+  }
+  Start best;
+  for (PlacerRun& run : RunPlacers(problem, names)) {
     ++evaluations;
-    if (cost < best.cost) best = {placer.name, std::move(placement), cost};
+    const double cost = CostOf(run.result, problem.cluster);
+    if (cost < best.cost) best = {run.method, std::move(run.placement), cost};
   }
   if (best.placement.empty()) throw Error("mcmc: no baseline gave a placement to start from");
   return best;

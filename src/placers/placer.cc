@@ -106,6 +106,21 @@ Grouping ConstraintGroups(const Graph& graph) {
   return BuildGrouping(graph, options);
 }
 
+std::vector<PlacerRun> RunPlacers(const PlacementProblem& problem, const std::vector<std::string>& names) {
+  std::vector<PlacerRun> runs;
+  for (const std::string& name : names) {
+    Placement placement;
+    try {
+      placement = FindPlacer(name).place(problem).placement;
+    } catch (const Error&) {
+      continue;
+    }
+    SimResult result = problem.simulator.Run(placement);
+    runs.push_back({name, std::move(placement), std::move(result)});
+  }
+  return runs;
+}
+
 std::vector<int32_t> DevicesOfKind(const Cluster& cluster, DeviceKind kind) {
   std::vector<int32_t> devices;
   for (int32_t d = 0; d < cluster.num_devices(); ++d) {

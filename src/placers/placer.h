@@ -91,6 +91,19 @@ GroupingOptions GroupingOptionsFor(const Cluster& cluster);
 // structure but cannot split what must stay together.
 Grouping ConstraintGroups(const Graph& graph);
 
+// One placer's placement and its simulated step.
+struct PlacerRun {
+  std::string method;
+  Placement placement;
+  SimResult result;
+};
+
+// Runs each placer called `names` on `problem` and simulates its placement
+// with problem.simulator, in that order; a placer that refuses the problem
+// (throws Error: the expert on a graph without expert stages) is left out.
+// What the searches start from.
+std::vector<PlacerRun> RunPlacers(const PlacementProblem& problem, const std::vector<std::string>& names);
+
 // Devices of a kind, in cluster order.
 std::vector<int32_t> DevicesOfKind(const Cluster& cluster, DeviceKind kind);
 
