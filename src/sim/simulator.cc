@@ -9,29 +9,12 @@
 #include <queue>
 #include <unordered_map>
 
+#include "sim/event_queue.h"
 #include "util/error.h"
 
 namespace devplace {
 
 namespace {
-
-enum class EventKind : uint8_t { kOpDone, kHopDone };
-
-struct Event {
-  double time_us;
-  // Events at one instant are all handled before anything starts at that
-  // instant, so their order among themselves changes no result; the
-  // sequence keeps even the trace's order reproducible.
-  uint64_t sequence;
-  EventKind kind;
-  int32_t id;         // op index or transfer index
-
-  // std::priority_queue is a max-heap; invert for earliest-first.
-  bool operator<(const Event& other) const {
-    if (time_us != other.time_us) return time_us > other.time_us;
-    return sequence > other.sequence;
-  }
-};
 
 // One tensor on its way to one destination device.
 struct Transfer {
@@ -63,6 +46,7 @@ class Fifo {
 
 struct Simulator::Scratch {
   std::vector<int32_t> device;        // per slot: the placement, in slot order
+  std::vector<double> time_us;        // per slot: the op's time on its device
   std::vector<int32_t> pending;       // per op
   std::vector<int32_t> refcount;      // per tensor, on its producer's device
   std::vector<int32_t> copy_of;       // [tensor * devices + device] -> transfer
@@ -73,7 +57,7 @@ struct Simulator::Scratch {
   std::vector<Fifo> channel_queue;    // per channel: transfers waiting
   std::vector<char> channel_busy;
   std::vector<int32_t> count_on_device;  // per device, scratch for one tensor
-  std::vector<Event> heap;
+  EventQueue heap;
   // What the events of the current instant released, queued only once
   // they all ran, in the tie rules' order (docs/simulator.md).
   std::vector<int32_t> newly_ready;     // slots
@@ -185,25 +169,25 @@ Simulator::Simulator(const Graph& graph, const Cluster& cluster, const CostModel
     tensor_begin_[i + 1] = tensor_begin_[i] + static_cast<int32_t>(graph.op(order_[i]).outputs.size());
   }
   const int32_t num_tensors = tensor_begin_[n];
-  tensor_bytes_.resize(num_tensors);
-  tensor_producer_.resize(num_tensors);
-  tensor_local_bytes_.resize(num_tensors);
+  num_tensors_ = num_tensors;
+  tensor_.assign(num_tensors + 1, TensorFacts{});
   for (int32_t i = 0; i < n; ++i) {
     const Op& op = graph.op(order_[i]);
     for (size_t k = 0; k < op.outputs.size(); ++k) {
-      tensor_bytes_[tensor_begin_[i] + k] = op.outputs[k].bytes;
-      tensor_local_bytes_[tensor_begin_[i] + k] = op.outputs[k].aliases_persistent ? 0 : op.outputs[k].bytes;
-      tensor_producer_[tensor_begin_[i] + k] = i;
+      TensorFacts& tensor = tensor_[tensor_begin_[i] + k];
+      tensor.bytes = op.outputs[k].bytes;
+      tensor.local_bytes = op.outputs[k].aliases_persistent ? 0 : op.outputs[k].bytes;
+      tensor.producer = i;
     }
   }
 
   // Consumers per tensor, by rank.
-  consumer_begin_.assign(num_tensors + 1, 0);
-  for (const DataEdge& e : graph.data_edges()) ++consumer_begin_[tensor_begin_[slot_of[e.src]] + e.src_output + 1];
-  for (int32_t t = 0; t < num_tensors; ++t) consumer_begin_[t + 1] += consumer_begin_[t];
+  for (const DataEdge& e : graph.data_edges()) ++tensor_[tensor_begin_[slot_of[e.src]] + e.src_output + 1].consumer_begin;
+  for (int32_t t = 0; t < num_tensors; ++t) tensor_[t + 1].consumer_begin += tensor_[t].consumer_begin;
   consumers_.resize(graph.data_edges().size());
   {
-    std::vector<int32_t> cursor(consumer_begin_.begin(), consumer_begin_.end() - 1);
+    std::vector<int32_t> cursor(num_tensors);
+    for (int32_t t = 0; t < num_tensors; ++t) cursor[t] = tensor_[t].consumer_begin;
     for (int32_t i = 0; i < n; ++i) {
       for (int32_t e : graph.out_data_edges(order_[i])) {
         const DataEdge& edge = graph.data_edges()[e];
@@ -211,7 +195,7 @@ Simulator::Simulator(const Graph& graph, const Cluster& cluster, const CostModel
       }
     }
     for (int32_t t = 0; t < num_tensors; ++t) {
-      std::sort(consumers_.begin() + consumer_begin_[t], consumers_.begin() + consumer_begin_[t + 1]);
+      std::sort(consumers_.begin() + tensor_[t].consumer_begin, consumers_.begin() + tensor_[t + 1].consumer_begin);
     }
   }
   input_begin_.assign(n + 1, 0);
@@ -234,13 +218,15 @@ Simulator::Simulator(const Graph& graph, const Cluster& cluster, const CostModel
   op_phase_.resize(n);
   op_start_bytes_.resize(n);
   op_temporary_bytes_.resize(n);
+  op_persistent_bytes_.resize(n);
   for (int32_t i = 0; i < n; ++i) {
     const Op& op = graph.op(order_[i]);
     op_phase_[i] = static_cast<uint8_t>(op.phase);
     op_temporary_bytes_[i] = op.temporary_bytes;
+    op_persistent_bytes_[i] = op.persistent_bytes;
     op_start_bytes_[i] = op.temporary_bytes;
     for (int32_t t = tensor_begin_[i]; t < tensor_begin_[i + 1]; ++t) {
-      op_start_bytes_[i] = SaturatingAddBytes(op_start_bytes_[i], tensor_local_bytes_[t]);
+      op_start_bytes_[i] = SaturatingAddBytes(op_start_bytes_[i], tensor_[t].local_bytes);
     }
   }
   for (const Device& d : cluster.devices) parallel_ops_.push_back(d.parallel_ops);
@@ -285,7 +271,7 @@ struct Simulator::Snapshot {
   std::vector<int64_t> dynamic_memory_bytes;  // in use, less the persistent bytes
   std::vector<Fifo> channel_queue;
   std::vector<char> channel_busy;
-  std::vector<Event> heap;
+  EventQueue heap;
   // Sums so far; peak_memory_bytes holds the peak less the persistent bytes.
   std::vector<DeviceStats> devices;
 };
@@ -319,7 +305,7 @@ double Simulator::PlainPassUs(const Placement& placement) const {
   for (int32_t i = 0; i < n; ++i) {  // slots are in topological order
     double start_us = control_ready_us[i];
     for (int32_t slot = input_begin_[i]; slot < input_begin_[i + 1]; ++slot) {
-      start_us = std::max(start_us, finish_us[tensor_producer_[inputs_[slot]]]);
+      start_us = std::max(start_us, finish_us[tensor_[inputs_[slot]].producer]);
     }
     finish_us[i] = start_us + op_time_us_[i * num_devices_ + placement[order_[i]]];
     for (int32_t slot = control_begin_[i]; slot < control_begin_[i + 1]; ++slot) {
@@ -352,7 +338,7 @@ class Simulator::Step {
     const int32_t n = sim_.graph_->num_ops();
     for (int32_t i = 0; i < n; ++i) {
       DeviceStats& stats = result_.devices[s_.device[i]];
-      stats.persistent_bytes = SaturatingAddBytes(stats.persistent_bytes, sim_.graph_->op(sim_.order_[i]).persistent_bytes);
+      stats.persistent_bytes = SaturatingAddBytes(stats.persistent_bytes, sim_.op_persistent_bytes_[i]);
       ++stats.num_ops;
     }
     for (int32_t d = 0; d < D_; ++d) persistent_bytes_[d] = result_.devices[d].persistent_bytes;
@@ -368,8 +354,8 @@ class Simulator::Step {
     }
     const int32_t n = sim_.graph_->num_ops();
     s_.pending.assign(sim_.pending_inputs_.begin(), sim_.pending_inputs_.end());
-    s_.refcount.resize(sim_.tensor_bytes_.size());
-    s_.copy_of.resize(sim_.tensor_bytes_.size() * D_);  // entries are written before they are read
+    s_.refcount.resize(sim_.num_tensors_);
+    s_.copy_of.resize(static_cast<size_t>(sim_.num_tensors_) * D_);  // entries are written before they are read
     s_.transfers.clear();
     s_.ready.resize(D_);
     for (Fifo& f : s_.ready) f.Clear();
@@ -427,7 +413,7 @@ class Simulator::Step {
     s_.pending = snapshot.pending;
     s_.refcount = snapshot.refcount;
     s_.transfers = snapshot.transfers;
-    s_.copy_of.resize(sim_.tensor_bytes_.size() * D_);
+    s_.copy_of.resize(static_cast<size_t>(sim_.num_tensors_) * D_);
     for (size_t id = 0; id < s_.transfers.size(); ++id) {
       const Transfer& tr = s_.transfers[id];
       s_.copy_of[static_cast<size_t>(tr.tensor) * D_ + tr.dst_device] = static_cast<int32_t>(id);
@@ -455,15 +441,13 @@ class Simulator::Step {
   void Loop(std::vector<Snapshot>* snapshots, int64_t snapshot_every_events, std::vector<double>* finish_us) {
     int64_t last_snapshot_events = events_done_;
     while (!s_.heap.empty() && !stop_) {
-      now_us_ = s_.heap.front().time_us;
+      now_us_ = s_.heap.top().time_us;
       if (snapshots && events_done_ - last_snapshot_events >= snapshot_every_events) {
         Save(snapshots->emplace_back());
         last_snapshot_events = events_done_;
       }
       do {
-        std::pop_heap(s_.heap.begin(), s_.heap.end());
-        const Event event = s_.heap.back();
-        s_.heap.pop_back();
+        const Event event = s_.heap.Pop();
         ++events_done_;
         if (event.kind == EventKind::kOpDone) {
           if (finish_us) (*finish_us)[event.id] = now_us_;
@@ -471,7 +455,7 @@ class Simulator::Step {
         } else {
           FinishHop(event.id);
         }
-      } while (!s_.heap.empty() && s_.heap.front().time_us == now_us_);
+      } while (!s_.heap.empty() && s_.heap.top().time_us == now_us_);
       StartWhatIsReady();
     }
     result_.step_time_us = now_us_;
@@ -517,14 +501,14 @@ class Simulator::Step {
   }
 
   void Schedule(double time_us, EventKind kind, int32_t id) {
-    s_.heap.push_back({time_us, sequence_++, kind, id});
-    std::push_heap(s_.heap.begin(), s_.heap.end());
+    s_.heap.Push({time_us, sequence_++, kind, id});
   }
 
   // Memory in use never wraps: a device whose count would pass int64's
   // limit stays at the limit (far over any capacity) for the rest of the
   // step, frees included.
-  void ChangeMemory(int32_t d, int64_t delta) {
+  // Inlined: called a few times per event.
+  [[gnu::always_inline]] void ChangeMemory(int32_t d, int64_t delta) {
     int64_t& in_use = s_.memory_in_use[d];
     if (in_use == kSaturatedBytes) return;
     in_use = SaturatingAddBytes(in_use, delta);
@@ -546,7 +530,7 @@ class Simulator::Step {
       int32_t op = s_.ready[d].Pop();
       ++s_.running[d];
       if (sim_.op_start_bytes_[op] > 0) ChangeMemory(d, sim_.op_start_bytes_[op]);
-      double duration_us = Perturb(sim_.op_time_us_[op * D_ + d]);
+      double duration_us = Perturb(s_.time_us[op]);
       result_.devices[d].compute_us[sim_.op_phase_[op]] += duration_us;
       if (options_.record_events) result_.op_events.push_back({sim_.order_[op], d, now_us_, now_us_ + duration_us});
       Schedule(now_us_ + duration_us, EventKind::kOpDone, op);
@@ -554,7 +538,7 @@ class Simulator::Step {
   }
 
   void ReleaseTensor(int32_t tensor, int32_t d) {
-    if (--s_.refcount[tensor] == 0 && sim_.tensor_local_bytes_[tensor] > 0) ChangeMemory(d, -sim_.tensor_local_bytes_[tensor]);
+    if (--s_.refcount[tensor] == 0 && sim_.tensor_[tensor].local_bytes > 0) ChangeMemory(d, -sim_.tensor_[tensor].local_bytes);
   }
 
   void StartHop(int32_t channel) {
@@ -562,7 +546,7 @@ class Simulator::Step {
     int32_t id = s_.channel_queue[channel].Pop();
     Transfer& tr = s_.transfers[id];
     const Hop& hop = tr.route[tr.next_hop];
-    const int64_t bytes = sim_.tensor_bytes_[tr.tensor];
+    const int64_t bytes = sim_.tensor_[tr.tensor].bytes;
     // The destination's buffer is allocated when the last hop starts.
     if (tr.next_hop + 1 == static_cast<int32_t>(tr.route.size()) && bytes > 0) ChangeMemory(tr.dst_device, bytes);
     double duration_us = Perturb(cluster_.HopTimeUs(hop, bytes));
@@ -591,7 +575,7 @@ class Simulator::Step {
       int32_t local = 0;
       int32_t num_remote = 0;
       uint64_t remote_devices = 0;
-      for (int32_t slot = sim_.consumer_begin_[t]; slot < sim_.consumer_begin_[t + 1]; ++slot) {
+      for (int32_t slot = sim_.tensor_[t].consumer_begin; slot < sim_.tensor_[t + 1].consumer_begin; ++slot) {
         int32_t consumer = sim_.consumers_[slot];
         int32_t cd = s_.device[consumer];
         if (cd == d) {
@@ -613,17 +597,17 @@ class Simulator::Step {
         s_.copy_of[static_cast<size_t>(t) * D_ + rd] = id;
         s_.arriving.push_back(id);
       }
-      if (s_.refcount[t] == 0 && sim_.tensor_local_bytes_[t] > 0) ChangeMemory(d, -sim_.tensor_local_bytes_[t]);  // nobody reads it
+      if (s_.refcount[t] == 0 && sim_.tensor_[t].local_bytes > 0) ChangeMemory(d, -sim_.tensor_[t].local_bytes);  // nobody reads it
     }
 
     // Inputs this op was the last local reader of are freed.
     for (int32_t slot = sim_.input_begin_[op]; slot < sim_.input_begin_[op + 1]; ++slot) {
       int32_t t = sim_.inputs_[slot];
-      if (s_.device[sim_.tensor_producer_[t]] == d) {
+      if (s_.device[sim_.tensor_[t].producer] == d) {
         ReleaseTensor(t, d);
       } else {
         Transfer& tr = s_.transfers[s_.copy_of[static_cast<size_t>(t) * D_ + d]];
-        if (--tr.consumers_remaining == 0 && sim_.tensor_bytes_[t] > 0) ChangeMemory(d, -sim_.tensor_bytes_[t]);
+        if (--tr.consumers_remaining == 0 && sim_.tensor_[t].bytes > 0) ChangeMemory(d, -sim_.tensor_[t].bytes);
       }
     }
     for (int32_t slot = sim_.control_begin_[op]; slot < sim_.control_begin_[op + 1]; ++slot) {
@@ -644,7 +628,7 @@ class Simulator::Step {
       // Arrived: the sender's copy may go, the receivers may run.
       const int32_t t = tr.tensor;
       ReleaseTensor(t, s_.device[tr.src_op]);
-      for (int32_t slot = sim_.consumer_begin_[t]; slot < sim_.consumer_begin_[t + 1]; ++slot) {
+      for (int32_t slot = sim_.tensor_[t].consumer_begin; slot < sim_.tensor_[t + 1].consumer_begin; ++slot) {
         int32_t consumer = sim_.consumers_[slot];
         if (s_.device[consumer] == tr.dst_device && --s_.pending[consumer] == 0) s_.newly_ready.push_back(consumer);
       }
@@ -723,6 +707,9 @@ bool Simulator::Prepare(const Placement& placement, SimResult& result) {
   }
   Scratch& s = *scratch_;
   s.device.resize(n);
+  // Each op's time on its device, gathered here in one sweep: looked up in
+  // the devices x ops table as ops start, it was a cache miss per op.
+  s.time_us.resize(n);
   for (int32_t i = 0; i < n; ++i) {
     const int32_t op = order_[i];
     const int32_t d = placement[op];
@@ -732,7 +719,8 @@ bool Simulator::Prepare(const Placement& placement, SimResult& result) {
       result.reason = "op '" + ForMessage(graph.op(op).name) + "' is on no device of the cluster";
       return false;
     }
-    if (op_time_us_[i * D + d] == kCannotRun) {
+    s.time_us[i] = op_time_us_[i * D + d];
+    if (s.time_us[i] == kCannotRun) {
       result.invalid = true;
       result.reason = "op '" + ForMessage(graph.op(op).name) + "' (" + ForMessage(graph.op(op).type) + ") cannot run on " +
                       ForMessage(cluster.devices[d].name);

@@ -164,10 +164,15 @@ class Simulator {
   std::vector<double> op_time_us_;         // [op * devices + device]
   std::vector<int32_t> pending_inputs_;    // data + control in-edges per op
   std::vector<int32_t> tensor_begin_;      // op -> first tensor id; size ops+1
-  std::vector<int64_t> tensor_bytes_;      // tensor -> bytes, as sent to other devices
-  std::vector<int64_t> tensor_local_bytes_;  // tensor -> bytes it allocates where produced (0 for views)
-  std::vector<int32_t> tensor_producer_;   // tensor -> op
-  std::vector<int32_t> consumer_begin_;    // tensor -> first consumer slot; size tensors+1
+  // What a run reads of a tensor, together: one cache line, not four.
+  struct TensorFacts {
+    int64_t bytes = 0;           // as sent to other devices
+    int64_t local_bytes = 0;     // allocated where produced (0 for views)
+    int32_t producer = 0;        // slot
+    int32_t consumer_begin = 0;  // first consumer slot
+  };
+  int32_t num_tensors_ = 0;
+  std::vector<TensorFacts> tensor_;        // by tensor id; one more entry ends the last consumer list
   std::vector<int32_t> consumers_;         // consumer slot, by rank (one per data edge)
   std::vector<int32_t> input_begin_;       // op -> first input slot; size ops+1
   std::vector<int32_t> inputs_;            // input tensor per slot (one per data edge), ascending
@@ -177,6 +182,7 @@ class Simulator {
   std::vector<uint8_t> op_phase_;          // op -> Phase
   std::vector<int64_t> op_start_bytes_;    // op -> outputs + scratch, allocated when it starts (saturated)
   std::vector<int64_t> op_temporary_bytes_;
+  std::vector<int64_t> op_persistent_bytes_;  // by slot: the graph's ops are too large to sweep per run
   std::vector<int32_t> parallel_ops_;      // device -> ops it runs at once
   std::vector<int32_t> slot_of_;           // op -> slot
   std::vector<int32_t> producer_begin_;    // slot -> first predecessor slot (data and control); size ops+1
