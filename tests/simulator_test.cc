@@ -281,6 +281,55 @@ TEST(EnvironmentTest, OutOfMemoryPlacementsSayHowFarTheyOverflow) {
   EXPECT_FALSE(failed.oom());
 }
 
+// The batch API: a batch measured by several worker threads gives each
+// placement the outcome one thread gives it, noise included (each sample's
+// seed is its own, not its thread's), and the deterministic simulator's
+// outcome equals a plain run's.
+TEST(EnvironmentTest, WorkerThreadsDoNotChangeABatchsOutcomes) {
+  Graph graph = MakeModel("tiny");
+  Cluster cluster = *MakeClusterPreset("k80x4");
+  CostModel cost(cluster);
+  Random random(5);
+  std::vector<Placement> batch;
+  const Grouping grouping = BuildGrouping(graph);
+  for (int k = 0; k < 24; ++k) {
+    std::vector<int32_t> device_of_group(grouping.num_groups());
+    for (int32_t g = 0; g < grouping.num_groups(); ++g) {
+      do {
+        device_of_group[g] = static_cast<int32_t>(random.Below(cluster.num_devices()));
+      } while (!(grouping.groups[g].device_kinds & MaskOf(cluster.devices[device_of_group[g]].kind)));
+    }
+    batch.push_back(ExpandGroupPlacement(grouping, device_of_group));
+  }
+  for (bool noisy : {false, true}) {
+    SimulatedEnvironmentOptions options;
+    if (noisy) options.noise.jitter = 0.2, options.noise.failure_probability = 0.2, options.measure_steps = 3;
+    options.workers = 1;
+    SimulatedEnvironment one(graph, cluster, cost, options);
+    options.workers = 4;
+    SimulatedEnvironment four(graph, cluster, cost, options);
+    const std::vector<Outcome> a = one.Measure(batch, 7, 1), b = four.Measure(batch, 7, 1);
+    ASSERT_EQ(a.size(), batch.size());
+    ASSERT_EQ(b.size(), batch.size());
+    int32_t ok = 0;
+    for (size_t k = 0; k < batch.size(); ++k) {
+      EXPECT_EQ(a[k].ok, b[k].ok) << k;
+      EXPECT_EQ(a[k].step_time_s, b[k].step_time_s) << k;
+      EXPECT_EQ(a[k].memory_overflow, b[k].memory_overflow) << k;
+      ok += a[k].ok;
+    }
+    EXPECT_GT(ok, 0);
+    if (!noisy) {
+      Simulator sim(graph, cluster, cost);
+      for (size_t k = 0; k < batch.size(); ++k) {
+        const SimResult r = sim.Run(batch[k]);
+        EXPECT_EQ(a[k].ok, r.ok()) << k;
+        if (r.ok()) EXPECT_EQ(a[k].step_time_s, r.step_time_s()) << k;
+      }
+    }
+  }
+}
+
 TEST(SimulatorTest, PlacementOnADeviceThatCannotRunTheOpIsInvalid) {
   Graph g = Chain();
   g.mutable_op(1).device_kinds = MaskOf(DeviceKind::kCpu);

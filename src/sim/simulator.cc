@@ -163,6 +163,9 @@ Simulator::Simulator(const Graph& graph, const Cluster& cluster, const CostModel
   pending_inputs_.assign(n, 0);
   for (const DataEdge& e : graph.data_edges()) ++pending_inputs_[slot_of[e.dst]];
   for (const ControlEdge& e : graph.control_edges()) ++pending_inputs_[slot_of[e.dst]];
+  for (int32_t i = 0; i < n; ++i) {
+    if (pending_inputs_[i] == 0) source_slots_.push_back(i);
+  }
 
   tensor_begin_.assign(n + 1, 0);
   for (int32_t i = 0; i < n; ++i) {
@@ -206,9 +209,10 @@ Simulator::Simulator(const Graph& graph, const Cluster& cluster, const CostModel
   for (int32_t i = 0; i < n; ++i) {
     for (int32_t e : graph.in_data_edges(order_[i])) {
       const DataEdge& edge = graph.data_edges()[e];
-      inputs_.push_back(tensor_begin_[slot_of[edge.src]] + edge.src_output);
+      inputs_.push_back({tensor_begin_[slot_of[edge.src]] + edge.src_output, slot_of[edge.src]});
     }
-    std::sort(inputs_.begin() + input_begin_[i], inputs_.end());
+    std::sort(inputs_.begin() + input_begin_[i], inputs_.end(),
+              [](const InputEdge& a, const InputEdge& b) { return a.tensor < b.tensor; });
     input_begin_[i + 1] = static_cast<int32_t>(inputs_.size());
     for (int32_t next : graph.control_successors(order_[i])) control_successors_.push_back(slot_of[next]);
     std::sort(control_successors_.begin() + control_begin_[i], control_successors_.end());
@@ -305,7 +309,7 @@ double Simulator::PlainPassUs(const Placement& placement) const {
   for (int32_t i = 0; i < n; ++i) {  // slots are in topological order
     double start_us = control_ready_us[i];
     for (int32_t slot = input_begin_[i]; slot < input_begin_[i + 1]; ++slot) {
-      start_us = std::max(start_us, finish_us[tensor_[inputs_[slot]].producer]);
+      start_us = std::max(start_us, finish_us[inputs_[slot].producer]);
     }
     finish_us[i] = start_us + op_time_us_[i * num_devices_ + placement[order_[i]]];
     for (int32_t slot = control_begin_[i]; slot < control_begin_[i + 1]; ++slot) {
@@ -352,7 +356,6 @@ class Simulator::Step {
       result_.failed = true;
       result_.reason = "sporadic failure (noise model)";
     }
-    const int32_t n = sim_.graph_->num_ops();
     s_.pending.assign(sim_.pending_inputs_.begin(), sim_.pending_inputs_.end());
     s_.refcount.resize(sim_.num_tensors_);
     s_.copy_of.resize(static_cast<size_t>(sim_.num_tensors_) * D_);  // entries are written before they are read
@@ -378,9 +381,7 @@ class Simulator::Step {
       result_.reason = "out of memory: parameters alone exceed a device's capacity";
       if (stop_) return false;
     }
-    for (int32_t op = 0; op < n; ++op) {
-      if (s_.pending[op] == 0) s_.newly_ready.push_back(op);
-    }
+    s_.newly_ready.assign(sim_.source_slots_.begin(), sim_.source_slots_.end());
     StartWhatIsReady();
     return true;
   }
@@ -602,8 +603,8 @@ class Simulator::Step {
 
     // Inputs this op was the last local reader of are freed.
     for (int32_t slot = sim_.input_begin_[op]; slot < sim_.input_begin_[op + 1]; ++slot) {
-      int32_t t = sim_.inputs_[slot];
-      if (s_.device[sim_.tensor_[t].producer] == d) {
+      const int32_t t = sim_.inputs_[slot].tensor;
+      if (s_.device[sim_.inputs_[slot].producer] == d) {
         ReleaseTensor(t, d);
       } else {
         Transfer& tr = s_.transfers[s_.copy_of[static_cast<size_t>(t) * D_ + d]];

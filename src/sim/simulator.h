@@ -163,6 +163,7 @@ class Simulator {
   std::vector<int32_t> order_;             // slot -> op index
   std::vector<double> op_time_us_;         // [op * devices + device]
   std::vector<int32_t> pending_inputs_;    // data + control in-edges per op
+  std::vector<int32_t> source_slots_;      // slots with no in-edges, ascending
   std::vector<int32_t> tensor_begin_;      // op -> first tensor id; size ops+1
   // What a run reads of a tensor, together: one cache line, not four.
   struct TensorFacts {
@@ -175,7 +176,11 @@ class Simulator {
   std::vector<TensorFacts> tensor_;        // by tensor id; one more entry ends the last consumer list
   std::vector<int32_t> consumers_;         // consumer slot, by rank (one per data edge)
   std::vector<int32_t> input_begin_;       // op -> first input slot; size ops+1
-  std::vector<int32_t> inputs_;            // input tensor per slot (one per data edge), ascending
+  struct InputEdge {
+    int32_t tensor;
+    int32_t producer;  // slot, kept here to save a lookup per input
+  };
+  std::vector<InputEdge> inputs_;          // per slot (one per data edge), by tensor
   std::vector<int32_t> control_begin_;     // slot -> first control successor; size ops+1
   std::vector<int32_t> control_successors_;
   std::vector<int32_t> colocation_leader_; // op (not slot) -> first op of its co-location group, or itself
