@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The learned placers, `rl` (the 2017 seq2seq placer), `hdp` (the 2018
-# Grouper + Placer) and `gdp` (METHODS="gdp"), against the baselines of `devplace compare` on
+# Grouper + Placer) and `gdp` (METHODS="gdp"), against the baselines of `devplace compare` and
+# FlexFlow's `mcmc` search at the same budget on
 #   - the 2017 paper's Table 2 settings (RNNLM, NMT, Inception-V3 on
 #     1 CPU + 2 K80 and 1 CPU + 4 K80) and the large RNNLM and NMT on 4 K80s;
 #   - GDP's twelve settings (its Table 1), each on the P100 preset with the
@@ -30,7 +31,10 @@ paper2017="rnnlm:k80x2 rnnlm:k80x4 nmt:k80x2 nmt:k80x4 inception_v3:k80x2 incept
 # Inception-V3, AmoebaNet, WaveNet 2x18 and 4x36, on 2, 4 or 8 P100s.
 gdp="rnnlm:p100x2 rnnlm4:p100x4 gnmt2:p100x2 gnmt4:p100x4 gnmt8:p100x8 transformer_xl2:p100x2 transformer_xl4:p100x4 transformer_xl8:p100x8 inception_v3:p100x2 amoebanet:p100x4 wavenet2x18:p100x2 wavenet4x36:p100x4"
 rows=${ROWS:-"$paper2017 $gdp"}
-methods=${METHODS:-"rl hdp"}
+# mcmc runs with the learned placers' budget, like one of them: the same
+# seconds (LEARNED_SECONDS) or the same number of evaluations as they get
+# samples (LEARNED_SAMPLES), so every row says what plain search does with it.
+methods=${METHODS:-"rl hdp mcmc"}
 section_name=${SECTION:-learned}
 
 # The budget: a sample budget when LEARNED_SAMPLES is given, else seconds.

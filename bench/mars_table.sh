@@ -24,7 +24,7 @@ samples=${SAMPLES:-1000}
 rows=${ROWS:-"inception_v3:p100x2 gnmt4:p100x4 bert_base:p100x4"}
 pretrain_graphs=${PRETRAIN_GRAPHS:-"rnnlm,rnnlm4,gnmt2,gnmt4,transformer_xl2,inception_v3,amoebanet,wavenet2x18,bert_base"}
 pretrain_steps=${PRETRAIN_STEPS:-300}
-methods=${METHODS:-"rl hdp gdp gdp-pretrained mars mars-pretrained mars-frozen"}
+methods=${METHODS:-"rl hdp gdp gdp-pretrained mars mars-pretrained mars-frozen mcmc"}
 keep=${KEEP:-0}
 if [ -n "${RUNS:-}" ]; then runs=$RUNS; mkdir -p "$runs"; else runs=$(mktemp -d); trap 'rm -rf "$runs"' EXIT; fi
 section=$(mktemp)
