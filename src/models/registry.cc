@@ -32,7 +32,7 @@ constexpr int64_t kMaxChannels = 4096;
 // these keep RNNLM and NMT to about 600,000 ops (twice that took 5 GB and
 // minutes to build).
 constexpr int64_t kMaxRnnlmCells = 8192;  // layers x steps
-constexpr int64_t kMaxNmtCells = 4096;    // layers x length, in each of encoder and decoder
+constexpr int64_t kMaxNmtCells = 8192;    // layers x length, in each of encoder and decoder
 
 struct ModelEntry {
   ModelInfo info;

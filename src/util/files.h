@@ -33,6 +33,16 @@ nlohmann::json ParseJson(std::string_view text, const std::string& source);
 // ReadTextFile then ParseJson; an empty file is an Error too.
 nlohmann::json ReadJsonFile(const std::string& path);
 
+// ReadTextFile and ReadJsonFile's check that the file is not empty: the text
+// for a streaming parse (util/json_stream.h).
+std::string ReadJsonText(const std::string& path);
+
+// The checks and errors ParseJson and the streaming parse share: an Error
+// naming `source` when `text` nests deeper than kMaxJsonDepth, and the
+// message for an error nlohmann reports while parsing.
+void CheckJsonNesting(std::string_view text, const std::string& source);
+std::string JsonParseErrorMessage(const nlohmann::json::exception& e, const std::string& source);
+
 // Writes `contents` to `path` through a temporary file in the same folder and
 // a rename, so readers see either the old file or the complete new one.
 void WriteFileAtomically(const std::string& path, const std::string& contents);
