@@ -1,6 +1,7 @@
 // The streaming graph reader (LoadGraphFile: one op's DOM at a time) against
 // the DOM reader (GraphFromJson of the whole parsed file): on every input,
-// valid or not, both give the same graph or the same error message.
+// valid or not, both give the same graph or the same error message. And the
+// op-by-op writer (SaveGraphFile) against the whole document's dump.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -154,6 +155,44 @@ TEST(GraphJsonStreamTest, AgreesOnRandomlyMutatedFiles) {
   // Both kinds of outcome were exercised.
   EXPECT_GT(loaded, 50);
   EXPECT_GT(refused, 500);
+}
+
+TEST(GraphWriterTest, WritesWhatTheWholeDocumentDumpWrites) {
+  TempDir dir;
+  // Every field: control inputs, several outputs, devices, aliases, names
+  // that need escaping; and graphs of the built-in models.
+  Graph hand;
+  hand.name = "quote\" and\nnewline";
+  Op a;
+  a.id = 5;
+  a.name = "a \"x\"";
+  a.type = "VariableV2";
+  a.persistent_bytes = 64;
+  a.outputs = {TensorSpec::Make({4, 4}), TensorSpec::Make({2}, "int64")};
+  a.outputs[0].aliases_persistent = true;
+  a.device_kinds = MaskOf(DeviceKind::kCpu);
+  a.colocation_group = "g";
+  Op b;
+  b.id = -3;
+  b.name = "b";
+  b.type = "Add";
+  b.phase = Phase::kUpdate;
+  b.flops = 1.5;
+  b.temporary_bytes = 8;
+  hand.AddOp(a);
+  hand.AddOp(b);
+  hand.AddDataEdge(0, 1, 1);
+  hand.AddDataEdge(0, 0, 1);
+  hand.AddControlEdge(0, 1);
+  hand.Finalize("hand");
+  Graph empty;
+  empty.Finalize("empty");
+  for (const Graph& graph : {hand, empty, MakeModel("tiny"), MakeModel("nmt", {{"length", 3}})}) {
+    const std::string path = dir.File("g.json");
+    SaveGraphFile(graph, path);
+    EXPECT_EQ(testing::ReadFile(path), GraphToJson(graph).dump(1) + "\n") << graph.name;
+    EXPECT_EQ(GraphToJson(LoadGraphFile(path)), GraphToJson(graph)) << graph.name;
+  }
 }
 
 TEST(JsonStreamTest, HandsOverEachElementAndKeepsTheRest) {

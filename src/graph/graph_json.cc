@@ -3,6 +3,8 @@
 #include <exception>
 #include <limits>
 #include <optional>
+#include <span>
+#include <stdexcept>
 #include <unordered_map>
 #include <vector>
 
@@ -306,17 +308,38 @@ Graph LoadGraphFile(const std::string& path) {
   return graph;
 }
 
-json GraphToJson(const Graph& graph) {
-  json ops = json::array();
-  std::vector<json> inputs(graph.num_ops(), json::array());
-  std::vector<json> control_inputs(graph.num_ops(), json::array());
-  for (const DataEdge& e : graph.data_edges()) {
-    inputs[e.dst].push_back({{"op", graph.op(e.src).id}, {"output", e.src_output}});
-  }
-  for (const ControlEdge& e : graph.control_edges()) control_inputs[e.dst].push_back(graph.op(e.src).id);
+namespace {
 
-  for (int32_t i = 0; i < graph.num_ops(); ++i) {
-    const Op& op = graph.op(i);
+// Items grouped by the op they belong to, in their original order: what
+// each op's "inputs" and "control_inputs" list.
+class ItemsByOp {
+ public:
+  // `op_of(k)` is the op item k belongs to.
+  template <class OpOf>
+  ItemsByOp(int32_t num_ops, size_t num_items, OpOf op_of) : offsets_(num_ops + 1, 0), items_(num_items) {
+    for (size_t k = 0; k < num_items; ++k) ++offsets_[op_of(k) + 1];
+    for (int32_t i = 0; i < num_ops; ++i) offsets_[i + 1] += offsets_[i];
+    std::vector<size_t> cursor(offsets_.begin(), offsets_.end() - 1);
+    for (size_t k = 0; k < num_items; ++k) items_[cursor[op_of(k)]++] = k;
+  }
+  std::span<const size_t> of(int32_t op) const { return {items_.data() + offsets_[op], items_.data() + offsets_[op + 1]}; }
+
+ private:
+  std::vector<size_t> offsets_;
+  std::vector<size_t> items_;
+};
+
+// Writes op by op: each op's JSON is built, added to the text, and dropped.
+class GraphWriter {
+ public:
+  explicit GraphWriter(const Graph& graph)
+      : graph_(graph),
+        inputs_(graph.num_ops(), graph.data_edges().size(), [&](size_t e) { return graph.data_edges()[e].dst; }),
+        control_inputs_(graph.num_ops(), graph.control_edges().size(),
+                        [&](size_t e) { return graph.control_edges()[e].dst; }) {}
+
+  json Op(int32_t i) const {
+    const devplace::Op& op = graph_.op(i);
     json node = {{"id", op.id}, {"name", op.name}, {"type", op.type}, {"phase", PhaseName(op.phase)}};
     if (op.flops != 0) node["flops"] = op.flops;
     if (op.bytes_read != 0) node["bytes_read"] = op.bytes_read;
@@ -338,21 +361,80 @@ json GraphToJson(const Graph& graph) {
       node["devices"] = std::move(kinds);
     }
     if (!op.colocation_group.empty()) node["colocation_group"] = op.colocation_group;
-    if (graph.expert_stages > 0) node["expert_stage"] = op.expert_stage;
-    if (!inputs[i].empty()) node["inputs"] = std::move(inputs[i]);
-    if (!control_inputs[i].empty()) node["control_inputs"] = std::move(control_inputs[i]);
-    ops.push_back(std::move(node));
+    if (graph_.expert_stages > 0) node["expert_stage"] = op.expert_stage;
+    if (!inputs_.of(i).empty()) {
+      json inputs = json::array();
+      for (size_t e : inputs_.of(i)) {
+        const DataEdge& edge = graph_.data_edges()[e];
+        inputs.push_back({{"op", graph_.op(edge.src).id}, {"output", edge.src_output}});
+      }
+      node["inputs"] = std::move(inputs);
+    }
+    if (!control_inputs_.of(i).empty()) {
+      json control_inputs = json::array();
+      for (size_t e : control_inputs_.of(i)) control_inputs.push_back(graph_.op(graph_.control_edges()[e].src).id);
+      node["control_inputs"] = std::move(control_inputs);
+    }
+    return node;
   }
-  json document = {{"format", "devplace-graph"}, {"version", kGraphFormatVersion}, {"name", graph.name}};
-  if (graph.expert_stages > 0) document["expert_stages"] = graph.expert_stages;
-  document["ops"] = std::move(ops);
+
+  // The document with an empty "ops" array.
+  json Head() const {
+    json document = {{"format", "devplace-graph"}, {"version", kGraphFormatVersion}, {"name", graph_.name}};
+    if (graph_.expert_stages > 0) document["expert_stages"] = graph_.expert_stages;
+    document["ops"] = json::array();
+    return document;
+  }
+
+ private:
+  const Graph& graph_;
+  ItemsByOp inputs_;
+  ItemsByOp control_inputs_;
+};
+
+// GraphToJson(graph).dump(1) + "\n", byte for byte, without the whole
+// document's DOM (2 GB for a million ops): the head is dumped with an empty
+// "ops", and each op's dump, indented two more spaces, goes inside it.
+std::string GraphText(const Graph& graph) {
+  GraphWriter writer(graph);
+  const std::string head = writer.Head().dump(1) + "\n";
+  // Keys are sorted and "version" follows "ops", and a newline inside a
+  // string is escaped, so this is the one place it can be.
+  const std::string empty_ops = "\n \"ops\": []";
+  const size_t at = head.find(empty_ops);
+  if (at == std::string::npos) throw std::logic_error("graph writer: no empty \"ops\" in the head");
+  if (graph.num_ops() == 0) return head;
+  const size_t open = at + empty_ops.size() - 1;  // the ']'
+  std::string text = head.substr(0, open);
+  text += '\n';
+  for (int32_t i = 0; i < graph.num_ops(); ++i) {
+    if (i > 0) text += ",\n";
+    const std::string op = writer.Op(i).dump(1);
+    text += "  ";
+    for (char c : op) {
+      text += c;
+      if (c == '\n') text += "  ";
+    }
+  }
+  text += "\n ";
+  text += head.substr(open);
+  return text;
+}
+
+}  // namespace
+
+json GraphToJson(const Graph& graph) {
+  GraphWriter writer(graph);
+  json document = writer.Head();
+  json& ops = document["ops"];
+  for (int32_t i = 0; i < graph.num_ops(); ++i) ops.push_back(writer.Op(i));
   return document;
 }
 
 void SaveGraphFile(const Graph& graph, const std::string& path) {
   std::string text;
   try {
-    text = GraphToJson(graph).dump(1) + "\n";
+    text = GraphText(graph);
   } catch (const nlohmann::json::exception& e) {
     // Finalize admits only UTF-8 names, so this is a graph built in code
     // and never finalized; say so rather than crash.
