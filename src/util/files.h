@@ -12,8 +12,9 @@
 namespace devplace {
 
 // The most devplace reads from one input file: 1 GiB. Above the largest
-// graph devplace generates itself (10^6 synthetic ops, about 430 MB), and a
-// bound on memory for inputs that never end (--graph /dev/zero).
+// graphs devplace generates itself (10^6 synthetic ops, about 430 MB; NMT
+// at its cell bound, about 650 MB), and a bound on memory for inputs that
+// never end (--graph /dev/zero).
 inline constexpr int64_t kMaxInputFileBytes = int64_t{1} << 30;
 
 // The deepest nesting of arrays and objects a JSON input may have. devplace's
