@@ -385,6 +385,35 @@ TEST(PlacersTest, UnknownMethodIsAnErrorListingTheKnownOnes) {
   }
 }
 
+// m-ETF and m-SCT look at every ready op at each step. On `width`
+// independent ops all are ready at once and one is placed per step, so
+// they look width + (width - 1) + ... + 1 times in all: they place the graph
+// within that bound and refuse one below it.
+TEST(ListSchedulersTest, EtfAndSctRefuseOncePastTheirBoundOnLooksAtReadyOps) {
+  constexpr int width = 100;
+  constexpr int64_t looks = int64_t{width} * (width + 1) / 2;
+  Graph g;
+  for (int i = 0; i < width; ++i) g.AddOp(MakeOp(i, "op" + std::to_string(i), 1e6, 1000));
+  Harness h(std::move(g), testing::MakeSlowCpuCluster());
+  PlacementProblem problem{h.graph, h.cluster, h.cost, h.simulator, 0};
+  for (auto place : {static_cast<PlacerOutput (*)(const PlacementProblem&, int64_t)>(PlaceMEtf),
+                     static_cast<PlacerOutput (*)(const PlacementProblem&, int64_t)>(PlaceMSct)}) {
+    EXPECT_EQ(place(problem, looks).placement.size(), static_cast<size_t>(width));
+    try {
+      place(problem, looks - 1);
+      ADD_FAILURE() << "no refusal below " << looks << " looks";
+    } catch (const Error& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find("100 ops with up to 100 ready at once"), std::string::npos) << message;
+      EXPECT_NE(message.find("bound of 5049 looks with 99 ops placed"), std::string::npos) << message;
+      EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    }
+  }
+  // The bound the registry uses is far above any graph this small.
+  EXPECT_EQ(FindPlacer("m_etf").place(problem).placement.size(), static_cast<size_t>(width));
+  EXPECT_GE(kMaxListScheduleLooks, int64_t{1'000'000'000});
+}
+
 TEST(LowerBoundTest, IsTheLargerOfCriticalPathAndWork) {
   Harness h(TwoHeavyBranches(), testing::MakeSlowCpuCluster());
   LowerBound bound = StepTimeLowerBound(h.graph, h.cluster, h.cost);

@@ -349,6 +349,31 @@ struct TinyReport {
   }
 };
 
+// A placer that refuses the problem (throws Error, as one does on a graph
+// beyond what it can handle) is listed with its reason; the others run.
+TEST(CompareMethodsTest, APlacerThatRefusesIsListedWithItsReasonAndTheRestRun) {
+  TinySetup t;
+  PlacementProblem problem{t.graph, t.cluster, t.cost, t.simulator, 0};
+  const PlacerInfo refuser{"refuser", "always refuses",
+                           [](const PlacementProblem&) -> PlacerOutput { throw Error("refuser: the graph is too big"); }};
+  Comparison c = CompareMethods(problem, {&FindPlacer("single_gpu"), &refuser, &FindPlacer("m_etf")}, false);
+  ASSERT_EQ(c.methods.size(), 2u);
+  EXPECT_EQ(c.methods[0].method, "single_gpu");
+  EXPECT_EQ(c.methods[1].method, "m_etf");
+  ASSERT_EQ(c.refused.size(), 1u);
+  EXPECT_EQ(c.refused[0].method, "refuser");
+  EXPECT_EQ(c.refused[0].reason, "refuser: the graph is too big");
+  const std::string text = FormatComparisonText(t.cluster, c);
+  EXPECT_NE(text.find("refuser: refused: refuser: the graph is too big"), std::string::npos) << text;
+  const nlohmann::json rows = ComparisonToJson(t.cluster, c);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[2]["method"], "refuser");
+  EXPECT_TRUE(rows[2]["refused"].get<bool>());
+  EXPECT_TRUE(rows[2]["step_time_s"].is_null());
+  EXPECT_FALSE(rows[2]["oom"].get<bool>());
+  EXPECT_FALSE(rows[0].contains("refused"));
+}
+
 TEST(HtmlReportTest, HasEverySectionTheTableNumbersAndOneColourPerDevice) {
   TinyReport r;
   std::string html = r.Html();

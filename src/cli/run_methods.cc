@@ -31,8 +31,18 @@ Comparison CompareMethods(const PlacementProblem& problem, const std::vector<con
     MethodResult row;
     row.method = placer->name;
     auto start = std::chrono::steady_clock::now();
-    PlacerOutput output = placer->place(problem);
-    row.placer_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+    PlacerOutput output;
+    try {
+      output = placer->place(problem);
+    } catch (const Error& e) {
+      // A placer that refuses (a graph beyond what it can handle) is left
+      // out with its reason, as RunPlacers leaves it out; the rest still run.
+      comparison.refused.push_back({placer->name, e.what(), seconds()});
+      if (progress) std::fprintf(stderr, "%s refused: %s\n", placer->name.c_str(), e.what());
+      continue;
+    }
+    row.placer_seconds = seconds();
     row.note = output.note;
     row.sim = problem.simulator.Run(output.placement);
     row.placement = std::move(output.placement);

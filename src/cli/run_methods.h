@@ -16,7 +16,8 @@ std::vector<const PlacerInfo*> PlacersByName(const std::vector<std::string>& nam
 
 // Each placer's placement, how long it took, and its simulated step; with
 // `progress`, a "placing with NAME..." line on stderr before each. Checks
-// CheckClusterCanRun (placers/placer.h) first.
+// CheckClusterCanRun (placers/placer.h) first. A placer that refuses (throws
+// Error) goes to Comparison::refused with its message instead.
 Comparison CompareMethods(const PlacementProblem& problem, const std::vector<const PlacerInfo*>& placers, bool progress);
 
 }  // namespace devplace

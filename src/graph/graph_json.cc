@@ -1,12 +1,17 @@
 #include "graph/graph_json.h"
 
+#include <exception>
 #include <limits>
 #include <optional>
+#include <span>
+#include <stdexcept>
 #include <unordered_map>
+#include <vector>
 
 #include "util/error.h"
 #include "util/files.h"
 #include "util/json_fields.h"
+#include "util/json_stream.h"
 
 namespace devplace {
 namespace {
@@ -87,6 +92,25 @@ Op ReadOp(const JsonFields& r) {
   return op;
 }
 
+// The top-level fields, checked in the order both readers report them:
+// the document's kind, the version (before anything that a newer version
+// might mean differently), "ops", then the rest. `num_ops` counts the op
+// objects, read or not.
+void ReadTopFields(const json& document, const std::string& source, size_t num_ops, Graph& graph) {
+  if (!document.is_object()) throw Error(source + ": expected a JSON object with 'version' and 'ops'");
+  JsonFields top(document, source);
+  int64_t version = top.Integer("version");
+  if (version < 1 || version > kGraphFormatVersion) {
+    top.Fail("unsupported graph format version " + std::to_string(version) + " (this devplace reads version " +
+             std::to_string(kGraphFormatVersion) + ")");
+  }
+  top.RequiredArray("ops");
+  // Op indices are int32 (Finalize says so too, after every op is read).
+  if (num_ops >= static_cast<size_t>(std::numeric_limits<int32_t>::max())) top.Fail("more than 2^31 - 1 ops");
+  graph.name = top.String("name", "graph");
+  graph.expert_stages = static_cast<int32_t>(top.Integer("expert_stages", 0, kExpertStagesRange));
+}
+
 // The data and control inputs of op `dst` (from `r`), by file id.
 void ReadEdges(const JsonFields& r, int32_t dst, const std::unordered_map<int64_t, int32_t>& index_of_id,
                Graph& graph) {
@@ -111,21 +135,14 @@ void ReadEdges(const JsonFields& r, int32_t dst, const std::unordered_map<int64_
   for (const json& input : r.Array("control_inputs")) graph.AddControlEdge(resolve(input, "a control input"), dst);
 }
 
+// The whole parsed document in two passes: every op, then every edge (ids
+// may point forward). The reference for the streaming reader below, which
+// must report what this one reports (tests/graph_json_stream_test.cc).
 Graph ReadGraph(const json& document, const std::string& source) {
-  if (!document.is_object()) throw Error(source + ": expected a JSON object with 'version' and 'ops'");
-  JsonFields top(document, source);
-  int64_t version = top.Integer("version");
-  if (version < 1 || version > kGraphFormatVersion) {
-    top.Fail("unsupported graph format version " + std::to_string(version) + " (this devplace reads version " +
-             std::to_string(kGraphFormatVersion) + ")");
-  }
-  const json& ops = top.RequiredArray("ops");
-  // Op indices are int32 (Finalize says so too, after every op is read).
-  if (ops.size() >= static_cast<size_t>(std::numeric_limits<int32_t>::max())) top.Fail("more than 2^31 - 1 ops");
-
   Graph graph;
-  graph.name = top.String("name", "graph");
-  graph.expert_stages = static_cast<int32_t>(top.Integer("expert_stages", 0, kExpertStagesRange));
+  const bool has_ops = document.is_object() && document.contains("ops") && document["ops"].is_array();
+  ReadTopFields(document, source, has_ops ? document["ops"].size() : 0, graph);
+  const json& ops = document["ops"];
 
   // First pass: the ops themselves, so that edges may point forward.
   std::unordered_map<int64_t, int32_t> index_of_id;
@@ -146,34 +163,183 @@ Graph ReadGraph(const json& document, const std::string& source) {
   return graph;
 }
 
-}  // namespace
+// A reference by file id from an op to one of its inputs, kept from the
+// pass that reads ops to the one that resolves ids (inputs may point
+// forward).
+struct InputRef {
+  int64_t id = 0;      // the producer, by file id
+  int32_t dst = 0;     // the consumer, by index
+  int32_t output = 0;  // data inputs only
+  bool control = false;
+};
 
-Graph GraphFromJson(const json& document, const std::string& source) {
-  Graph graph;
+// Builds a graph from its op objects, given one at a time as a streaming
+// parse finds them (it holds one op's DOM, not the file's), and then its
+// top-level fields, wherever they were in the file. Errors come out as
+// ReadGraph gives them: first the top-level fields, then the first op that
+// does not read, then the first input that does not resolve or does not
+// read, in file order.
+class GraphReader {
+ public:
+  // `source` must be message-safe (ForMessage).
+  explicit GraphReader(std::string source) : source_(std::move(source)) {}
+
+  // The ops array begins again: a repeated "ops" key, whose last value counts.
+  void Restart() { *this = GraphReader(std::move(source_)); }
+
+  // Reads op `index` of the file. A problem is kept, not thrown, and
+  // nothing more is read after it: Finish reports it in its turn.
+  void AddOpNode(const json& node, int64_t index) {
+    if (op_error_ || index >= kMaxOps) return;
+    try {
+      JsonFields r(node, DescribeOpNode(node, source_, static_cast<size_t>(index)));
+      if (!node.is_object()) r.Fail("must be an object, not " + DescribeJsonValue(node));
+      Op op = ReadOp(r);
+      if (!index_of_id_.emplace(op.id, static_cast<int32_t>(index)).second) r.Fail("duplicate op id " + std::to_string(op.id));
+      if (!input_error_) ReadInputRefs(r, static_cast<int32_t>(index));
+      graph_.AddOp(std::move(op));
+    } catch (const Error&) {
+      op_error_ = std::current_exception();
+    } catch (const json::exception&) {
+      op_error_ = std::current_exception();
+    }
+  }
+
+  // The graph (not finalized), once every op was given; `top` is the
+  // document (its "ops" only checked for its type), `num_ops` the number
+  // of op objects in the file.
+  Graph Finish(const json& top, int64_t num_ops) {
+    ReadTopFields(top, source_, static_cast<size_t>(num_ops), graph_);
+    if (op_error_) std::rethrow_exception(op_error_);
+
+    // Edges, by file id, in file order.
+    for (size_t k = 0; k <= refs_.size(); ++k) {
+      if (input_error_ && k == input_error_at_) throw Error(*input_error_);
+      if (k == refs_.size()) break;
+      const InputRef& ref = refs_[k];
+      auto it = index_of_id_.find(ref.id);
+      if (it == index_of_id_.end()) {
+        const Op& dst = graph_.op(ref.dst);
+        // What DescribeOpNode gives for an op that read cleanly.
+        throw Error(source_ + ": op " + std::to_string(dst.id) + " ('" + ForMessage(dst.name) + "'): " +
+                    (ref.control ? "a control input" : "an input") + " refers to op id " + std::to_string(ref.id) +
+                    ", which does not exist");
+      }
+      if (ref.control) {
+        graph_.AddControlEdge(it->second, ref.dst);
+      } else {
+        graph_.AddDataEdge(it->second, ref.output, ref.dst);
+      }
+    }
+    return std::move(graph_);
+  }
+
+ private:
+  static constexpr int64_t kMaxOps = std::numeric_limits<int32_t>::max();
+
+  // The data and control inputs of op `dst` (from `r`), by file id. The
+  // first that does not read ends the reading of inputs; it is reported
+  // after the inputs before it are resolved.
+  void ReadInputRefs(const JsonFields& r, int32_t dst) {
+    auto id_of = [&](const json& ref, const char* what) {
+      auto id = IntegerIn(ref, {});
+      if (!id) r.Fail(std::string(what) + " must name an op id (an integer), not " + DescribeJsonValue(ref));
+      return *id;
+    };
+    try {
+      for (const json& input : r.Array("inputs")) {
+        // An input is {"op": id, "output": k} or just an id (output 0).
+        if (input.is_object()) {
+          JsonFields in(input, r.where() + ", an input");
+          refs_.push_back({id_of(in.Required("op"), "an input"), dst, 0, false});
+          // After its id: a bad output is reported once the id resolves.
+          refs_.back().output = static_cast<int32_t>(in.Integer("output", 0, kOutputIndexRange));
+        } else {
+          refs_.push_back({id_of(input, "an input"), dst, 0, false});
+        }
+      }
+      for (const json& input : r.Array("control_inputs")) refs_.push_back({id_of(input, "a control input"), dst, 0, true});
+    } catch (const Error& e) {
+      input_error_ = e.what();
+      input_error_at_ = refs_.size();
+    }
+  }
+
+  std::string source_;
+  Graph graph_;
+  std::unordered_map<int64_t, int32_t> index_of_id_;
+  std::vector<InputRef> refs_;
+  std::exception_ptr op_error_;  // the first op that did not read
+  std::optional<std::string> input_error_;
+  size_t input_error_at_ = 0;  // reported after refs_[0 .. this) resolve
+};
+
+// nlohmann's exceptions as an Error naming the input.
+template <class Read>
+Graph Checked(const std::string& source, Read read) {
   try {
-    graph = ReadGraph(document, ForMessage(source));
+    return read();
   } catch (const nlohmann::json::exception& e) {
     // The checked readers should leave nothing for nlohmann to throw; if one
     // slips through, it still names the input.
     throw Error(ForMessage(source) + ": unexpected JSON content (" + ForMessage(e.what()) + ")");
   }
+}
+
+}  // namespace
+
+Graph GraphFromJson(const json& document, const std::string& source) {
+  Graph graph = Checked(source, [&] { return ReadGraph(document, ForMessage(source)); });
   graph.Finalize(source);
   return graph;
 }
 
-Graph LoadGraphFile(const std::string& path) { return GraphFromJson(ReadJsonFile(path), path); }
+Graph LoadGraphFile(const std::string& path) {
+  // Streamed: the file's text and one op's DOM at a time, not the whole
+  // DOM (five times the text: 2.2 GB for a million ops).
+  std::string text = ReadJsonText(path);
+  GraphReader reader(ForMessage(path));
+  StreamedJson document = ParseJsonStreamingArray(
+      text, path, "ops", [&] { reader.Restart(); },
+      [&](json&& node, int64_t index) { reader.AddOpNode(node, index); });
+  std::string().swap(text);  // before the graph's indices are built
+  Graph graph = Checked(path, [&] { return reader.Finish(document.top, document.elements); });
+  graph.Finalize(path);
+  return graph;
+}
 
-json GraphToJson(const Graph& graph) {
-  json ops = json::array();
-  std::vector<json> inputs(graph.num_ops(), json::array());
-  std::vector<json> control_inputs(graph.num_ops(), json::array());
-  for (const DataEdge& e : graph.data_edges()) {
-    inputs[e.dst].push_back({{"op", graph.op(e.src).id}, {"output", e.src_output}});
+namespace {
+
+// Items grouped by the op they belong to, in their original order: what
+// each op's "inputs" and "control_inputs" list.
+class ItemsByOp {
+ public:
+  // `op_of(k)` is the op item k belongs to.
+  template <class OpOf>
+  ItemsByOp(int32_t num_ops, size_t num_items, OpOf op_of) : offsets_(num_ops + 1, 0), items_(num_items) {
+    for (size_t k = 0; k < num_items; ++k) ++offsets_[op_of(k) + 1];
+    for (int32_t i = 0; i < num_ops; ++i) offsets_[i + 1] += offsets_[i];
+    std::vector<size_t> cursor(offsets_.begin(), offsets_.end() - 1);
+    for (size_t k = 0; k < num_items; ++k) items_[cursor[op_of(k)]++] = k;
   }
-  for (const ControlEdge& e : graph.control_edges()) control_inputs[e.dst].push_back(graph.op(e.src).id);
+  std::span<const size_t> of(int32_t op) const { return {items_.data() + offsets_[op], items_.data() + offsets_[op + 1]}; }
 
-  for (int32_t i = 0; i < graph.num_ops(); ++i) {
-    const Op& op = graph.op(i);
+ private:
+  std::vector<size_t> offsets_;
+  std::vector<size_t> items_;
+};
+
+// Writes op by op: each op's JSON is built, added to the text, and dropped.
+class GraphWriter {
+ public:
+  explicit GraphWriter(const Graph& graph)
+      : graph_(graph),
+        inputs_(graph.num_ops(), graph.data_edges().size(), [&](size_t e) { return graph.data_edges()[e].dst; }),
+        control_inputs_(graph.num_ops(), graph.control_edges().size(),
+                        [&](size_t e) { return graph.control_edges()[e].dst; }) {}
+
+  json Op(int32_t i) const {
+    const devplace::Op& op = graph_.op(i);
     json node = {{"id", op.id}, {"name", op.name}, {"type", op.type}, {"phase", PhaseName(op.phase)}};
     if (op.flops != 0) node["flops"] = op.flops;
     if (op.bytes_read != 0) node["bytes_read"] = op.bytes_read;
@@ -195,21 +361,80 @@ json GraphToJson(const Graph& graph) {
       node["devices"] = std::move(kinds);
     }
     if (!op.colocation_group.empty()) node["colocation_group"] = op.colocation_group;
-    if (graph.expert_stages > 0) node["expert_stage"] = op.expert_stage;
-    if (!inputs[i].empty()) node["inputs"] = std::move(inputs[i]);
-    if (!control_inputs[i].empty()) node["control_inputs"] = std::move(control_inputs[i]);
-    ops.push_back(std::move(node));
+    if (graph_.expert_stages > 0) node["expert_stage"] = op.expert_stage;
+    if (!inputs_.of(i).empty()) {
+      json inputs = json::array();
+      for (size_t e : inputs_.of(i)) {
+        const DataEdge& edge = graph_.data_edges()[e];
+        inputs.push_back({{"op", graph_.op(edge.src).id}, {"output", edge.src_output}});
+      }
+      node["inputs"] = std::move(inputs);
+    }
+    if (!control_inputs_.of(i).empty()) {
+      json control_inputs = json::array();
+      for (size_t e : control_inputs_.of(i)) control_inputs.push_back(graph_.op(graph_.control_edges()[e].src).id);
+      node["control_inputs"] = std::move(control_inputs);
+    }
+    return node;
   }
-  json document = {{"format", "devplace-graph"}, {"version", kGraphFormatVersion}, {"name", graph.name}};
-  if (graph.expert_stages > 0) document["expert_stages"] = graph.expert_stages;
-  document["ops"] = std::move(ops);
+
+  // The document with an empty "ops" array.
+  json Head() const {
+    json document = {{"format", "devplace-graph"}, {"version", kGraphFormatVersion}, {"name", graph_.name}};
+    if (graph_.expert_stages > 0) document["expert_stages"] = graph_.expert_stages;
+    document["ops"] = json::array();
+    return document;
+  }
+
+ private:
+  const Graph& graph_;
+  ItemsByOp inputs_;
+  ItemsByOp control_inputs_;
+};
+
+// GraphToJson(graph).dump(1) + "\n", byte for byte, without the whole
+// document's DOM (2 GB for a million ops): the head is dumped with an empty
+// "ops", and each op's dump, indented two more spaces, goes inside it.
+std::string GraphText(const Graph& graph) {
+  GraphWriter writer(graph);
+  const std::string head = writer.Head().dump(1) + "\n";
+  // Keys are sorted and "version" follows "ops", and a newline inside a
+  // string is escaped, so this is the one place it can be.
+  const std::string empty_ops = "\n \"ops\": []";
+  const size_t at = head.find(empty_ops);
+  if (at == std::string::npos) throw std::logic_error("graph writer: no empty \"ops\" in the head");
+  if (graph.num_ops() == 0) return head;
+  const size_t open = at + empty_ops.size() - 1;  // the ']'
+  std::string text = head.substr(0, open);
+  text += '\n';
+  for (int32_t i = 0; i < graph.num_ops(); ++i) {
+    if (i > 0) text += ",\n";
+    const std::string op = writer.Op(i).dump(1);
+    text += "  ";
+    for (char c : op) {
+      text += c;
+      if (c == '\n') text += "  ";
+    }
+  }
+  text += "\n ";
+  text += head.substr(open);
+  return text;
+}
+
+}  // namespace
+
+json GraphToJson(const Graph& graph) {
+  GraphWriter writer(graph);
+  json document = writer.Head();
+  json& ops = document["ops"];
+  for (int32_t i = 0; i < graph.num_ops(); ++i) ops.push_back(writer.Op(i));
   return document;
 }
 
 void SaveGraphFile(const Graph& graph, const std::string& path) {
   std::string text;
   try {
-    text = GraphToJson(graph).dump(1) + "\n";
+    text = GraphText(graph);
   } catch (const nlohmann::json::exception& e) {
     // Finalize admits only UTF-8 names, so this is a graph built in code
     // and never finalized; say so rather than crash.

@@ -29,10 +29,12 @@ constexpr int64_t kMaxTransformerLength = 8192;
 constexpr int64_t kMaxImage = 2048;
 constexpr int64_t kMaxChannels = 4096;
 // An unrolled RNN has about 71 ops per LSTM cell (forward and backward), so
-// these keep RNNLM and NMT to about 600,000 ops (twice that took 5 GB and
-// minutes to build).
+// these keep RNNLM to about 600,000 ops and NMT to about 1.27 million (its
+// encoder and decoder each have layers x length cells): enough for a
+// real-shaped graph of a million ops (gnmt8 --length 800: 995,353 ops, 12 s
+// and 1.6 GB to generate), under models/checked.h's 2,000,000.
 constexpr int64_t kMaxRnnlmCells = 8192;  // layers x steps
-constexpr int64_t kMaxNmtCells = 4096;    // layers x length, in each of encoder and decoder
+constexpr int64_t kMaxNmtCells = 8192;    // layers x length, in each of encoder and decoder
 
 struct ModelEntry {
   ModelInfo info;

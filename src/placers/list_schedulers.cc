@@ -142,7 +142,10 @@ class ListScheduleState {
     return out;
   }
 
+  int32_t placed_ops() const { return placed_ops_; }
+
   void Place(int32_t op, int32_t d) {
+    ++placed_ops_;
     memory_bytes_[d] += AddedBytes(op, d);
     device_of_op_[op] = d;
     device_of_unit_[units_.group_of_op[op]] = d;
@@ -177,6 +180,7 @@ class ListScheduleState {
   std::vector<int64_t> memory_bytes_;
   std::vector<int32_t> consumers_left_;
   std::vector<char> deferred_;
+  int32_t placed_ops_ = 0;
 };
 
 // The devices list schedulers spread work over: the GPUs when there are
@@ -224,7 +228,10 @@ std::vector<int32_t> DepthFirstTopologicalOrder(const Graph& graph) {
 
 // ETF-style list scheduling; with `favourite_child`, an op that is its
 // parent's favourite child stays on the parent's device when it can (SCT).
-PlacerOutput EarliestTaskFirst(const PlacementProblem& problem, const std::vector<int32_t>& favourite_parent) {
+// Refuses once it has looked at more than `max_looks` ready ops in all
+// (kMaxListScheduleLooks: the scan is quadratic on wide graphs).
+PlacerOutput EarliestTaskFirst(const PlacementProblem& problem, const std::vector<int32_t>& favourite_parent,
+                               const char* method, int64_t max_looks) {
   const Graph& graph = problem.graph;
   const Cluster& cluster = problem.cluster;
   const int32_t n = graph.num_ops();
@@ -278,7 +285,17 @@ PlacerOutput EarliestTaskFirst(const PlacementProblem& problem, const std::vecto
     if (pending[op] == 0 && !state.deferred(op)) make_ready(op);
   }
 
+  int64_t looks = 0;
+  size_t most_ready = 0;
   while (!ready.empty()) {
+    looks += static_cast<int64_t>(ready.size());
+    most_ready = std::max(most_ready, ready.size());
+    if (looks > max_looks) {
+      throw Error(std::string(method) + ": " + std::to_string(n) + " ops with up to " + std::to_string(most_ready) +
+                  " ready at once: looking at every ready op at each step (quadratic on a graph this wide) passed " +
+                  "the bound of " + std::to_string(max_looks) + " looks with " + std::to_string(state.placed_ops()) +
+                  " ops placed");
+    }
     // For each ready op its earliest-finishing device; then the op that can
     // start first. (On identical devices this is plain ETF; picking the
     // device by finish keeps slow devices from winning on start alone.)
@@ -384,9 +401,15 @@ PlacerOutput PlaceMTopo(const PlacementProblem& problem) {
   return state.Finish();
 }
 
-PlacerOutput PlaceMEtf(const PlacementProblem& problem) { return EarliestTaskFirst(problem, {}); }
+PlacerOutput PlaceMEtf(const PlacementProblem& problem) { return PlaceMEtf(problem, kMaxListScheduleLooks); }
 
-PlacerOutput PlaceMSct(const PlacementProblem& problem) {
+PlacerOutput PlaceMEtf(const PlacementProblem& problem, int64_t max_looks) {
+  return EarliestTaskFirst(problem, {}, "m_etf", max_looks);
+}
+
+PlacerOutput PlaceMSct(const PlacementProblem& problem) { return PlaceMSct(problem, kMaxListScheduleLooks); }
+
+PlacerOutput PlaceMSct(const PlacementProblem& problem, int64_t max_looks) {
   // Favourite children (the SCT rule of Hanen and Munier): each op keeps
   // the consumer it sends the most bytes to on its own device, each child
   // the favourite of at most one parent. Baechi derives them from an LP
@@ -407,7 +430,7 @@ PlacerOutput PlaceMSct(const PlacementProblem& problem) {
     }
     if (best_child >= 0) favourite_parent[best_child] = op;
   }
-  return EarliestTaskFirst(problem, favourite_parent);
+  return EarliestTaskFirst(problem, favourite_parent, "m_sct", max_looks);
 }
 
 }  // namespace devplace

@@ -30,6 +30,18 @@ PlacerOutput PlaceMTopo(const PlacementProblem& problem);
 PlacerOutput PlaceMEtf(const PlacementProblem& problem);
 PlacerOutput PlaceMSct(const PlacementProblem& problem);
 
+// m-ETF and m-SCT look at every ready op at every step, so their work is
+// the sum over steps of the ready ops: quadratic where the ready list grows
+// with the graph (on `synthetic --width 1024`, a fifth of the ops are ready
+// at once: 5.6e8 looks at 100k ops, about an hour at a million). They refuse
+// (throw Error) once they have looked at more than this many in all: above
+// GNMT-8 unrolled to a million ops (2.0e8) and the default synthetic graph of
+// a million ops (8.1e8); a few minutes' work on this project's machine.
+inline constexpr int64_t kMaxListScheduleLooks = 2'000'000'000;
+// The same with another bound, for tests.
+PlacerOutput PlaceMEtf(const PlacementProblem& problem, int64_t max_looks);
+PlacerOutput PlaceMSct(const PlacementProblem& problem, int64_t max_looks);
+
 // The optimal contiguous split of the graph into device stages, by dynamic
 // programming over its down-sets (Tarnawski et al., NeurIPS 2020;
 // PipeDream's planner), each device's memory a constraint (dp_split.cc).

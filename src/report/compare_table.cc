@@ -70,13 +70,22 @@ std::string FormatComparisonText(const Cluster& cluster, const Comparison& c) {
                   speedup.c_str(), ratio.c_str(), m.placer_seconds, memory.c_str());
     out += line;
   }
+  for (const RefusedMethod& r : c.refused) {
+    std::snprintf(line, sizeof line, "%-11s %12s %9s %9s %10.3f\n", r.method.c_str(), "refused", "-", "-",
+                  r.placer_seconds);
+    out += line;
+  }
   bool any_note = false;
-  for (const MethodResult& m : c.methods) {
-    if (m.note.empty() && !m.sim.invalid) continue;
+  auto note = [&](const std::string& method, const std::string& text) {
     if (!any_note) out += "\nnotes:\n";
     any_note = true;
-    out += "  " + m.method + ": " + (m.note.empty() ? m.sim.reason : m.note) + "\n";
+    out += "  " + method + ": " + text + "\n";
+  };
+  for (const MethodResult& m : c.methods) {
+    if (m.note.empty() && !m.sim.invalid) continue;
+    note(m.method, m.note.empty() ? m.sim.reason : m.note);
   }
+  for (const RefusedMethod& r : c.refused) note(r.method, "refused: " + r.reason);
   return out;
 }
 
@@ -101,6 +110,18 @@ nlohmann::json ComparisonToJson(const Cluster& cluster, const Comparison& c) {
     std::string note = m.note.empty() ? m.sim.reason : m.note;
     if (!note.empty()) row["note"] = note;
     rows.push_back(std::move(row));
+  }
+  for (const RefusedMethod& r : c.refused) {
+    rows.push_back({{"method", r.method},
+                    {"step_time_s", nullptr},
+                    {"oom", false},
+                    {"invalid", false},
+                    {"refused", true},
+                    {"placer_seconds", r.placer_seconds},
+                    {"lower_bound_s", c.bound.step_time_us() * 1e-6},
+                    {"speedup_over_single_gpu", nullptr},
+                    {"peak_memory_bytes", json::object()},
+                    {"note", "refused: " + r.reason}});
   }
   return rows;
 }

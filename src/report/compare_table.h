@@ -19,12 +19,21 @@ struct MethodResult {
   std::string note;  // what the placer could not honour, or why it failed
 };
 
+// A placer that refused the problem (threw Error: a graph beyond what it
+// can handle, a library that failed), and why, in one line.
+struct RefusedMethod {
+  std::string method;
+  std::string reason;
+  double placer_seconds = 0;
+};
+
 struct Comparison {
   std::string graph_name;
   std::string cluster_name;
   int32_t num_ops = 0;
   LowerBound bound;
   std::vector<MethodResult> methods;
+  std::vector<RefusedMethod> refused;  // shown after `methods`, with their reasons
 
   // The single-GPU step time, if that method ran and fit; 0 otherwise.
   double single_gpu_us() const;

@@ -123,6 +123,11 @@ std::string ComparisonTable(const ReportInput& in) {
             ratio + "</td><td>" + Format("%.3f", m.placer_seconds) + "</td><td class=\"text\">" + Escape(memory) +
             "</td><td class=\"text\">" + Escape(note) + "</td></tr>\n";
   }
+  for (const RefusedMethod& r : c.refused) {
+    html += "<tr><td>" + Escape(r.method) + "</td><td>refused</td><td>-</td><td>-</td><td>" +
+            Format("%.3f", r.placer_seconds) + "</td><td class=\"text\"></td><td class=\"text\">" +
+            Escape("refused: " + r.reason) + "</td></tr>\n";
+  }
   return html + "</table>\n";
 }
 

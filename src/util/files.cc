@@ -96,30 +96,41 @@ std::string ReadTextFile(const std::string& path, int64_t max_bytes) {
   return text;
 }
 
-nlohmann::json ParseJson(std::string_view text, const std::string& source) {
+void CheckJsonNesting(std::string_view text, const std::string& source) {
   if (size_t at = FindTooDeepNesting(text); at != std::string_view::npos) {
     throw Error(ForMessage(source) + ": JSON nested more than " + std::to_string(kMaxJsonDepth) +
                 " levels deep (at byte " + std::to_string(at) + ")");
   }
+}
+
+std::string JsonParseErrorMessage(const nlohmann::json::exception& e, const std::string& source) {
+  // e.what() is long and repeats the exception id; the byte offset is what
+  // a person needs to find the mistake.
+  if (const auto* syntax = dynamic_cast<const nlohmann::json::parse_error*>(&e)) {
+    return ForMessage(source) + ": not valid JSON (syntax error at byte " + std::to_string(syntax->byte) + ")";
+  }
+  // A number outside double range (1e400) is out_of_range, not a parse_error.
+  return ForMessage(source) + ": not usable JSON: " + Explain(e);
+}
+
+nlohmann::json ParseJson(std::string_view text, const std::string& source) {
+  CheckJsonNesting(text, source);
   try {
     return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    // e.what() is long and repeats the exception id; the byte offset is what
-    // a person needs to find the mistake.
-    throw Error(ForMessage(source) + ": not valid JSON (syntax error at byte " + std::to_string(e.byte) + ")");
   } catch (const nlohmann::json::exception& e) {
-    // A number outside double range (1e400) is out_of_range, not a parse_error.
-    throw Error(ForMessage(source) + ": not usable JSON: " + Explain(e));
+    throw Error(JsonParseErrorMessage(e, source));
   }
 }
 
-nlohmann::json ReadJsonFile(const std::string& path) {
+std::string ReadJsonText(const std::string& path) {
   std::string text = ReadTextFile(path);
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
     throw Error(ForMessage(path) + ": file is empty, expected JSON");
   }
-  return ParseJson(text, path);
+  return text;
 }
+
+nlohmann::json ReadJsonFile(const std::string& path) { return ParseJson(ReadJsonText(path), path); }
 
 void WriteFileAtomically(const std::string& path, const std::string& contents) {
   std::string temporary = path + ".tmp." + std::to_string(::getpid());

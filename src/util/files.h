@@ -12,8 +12,9 @@
 namespace devplace {
 
 // The most devplace reads from one input file: 1 GiB. Above the largest
-// graph devplace generates itself (10^6 synthetic ops, about 430 MB), and a
-// bound on memory for inputs that never end (--graph /dev/zero).
+// graphs devplace generates itself (10^6 synthetic ops, about 430 MB; NMT
+// at its cell bound, about 650 MB), and a bound on memory for inputs that
+// never end (--graph /dev/zero).
 inline constexpr int64_t kMaxInputFileBytes = int64_t{1} << 30;
 
 // The deepest nesting of arrays and objects a JSON input may have. devplace's
@@ -32,6 +33,16 @@ nlohmann::json ParseJson(std::string_view text, const std::string& source);
 
 // ReadTextFile then ParseJson; an empty file is an Error too.
 nlohmann::json ReadJsonFile(const std::string& path);
+
+// ReadTextFile and ReadJsonFile's check that the file is not empty: the text
+// for a streaming parse (util/json_stream.h).
+std::string ReadJsonText(const std::string& path);
+
+// The checks and errors ParseJson and the streaming parse share: an Error
+// naming `source` when `text` nests deeper than kMaxJsonDepth, and the
+// message for an error nlohmann reports while parsing.
+void CheckJsonNesting(std::string_view text, const std::string& source);
+std::string JsonParseErrorMessage(const nlohmann::json::exception& e, const std::string& source);
 
 // Writes `contents` to `path` through a temporary file in the same folder and
 // a rename, so readers see either the old file or the complete new one.
