@@ -88,6 +88,7 @@ void RunRun(const RunFlags& flags) {
 }
 
 struct DetectFlags {
+  std::string show;  // without --detect: what `clusters --show` prints
   bool detect = false;
   std::string out;
   int32_t cpu_devices = 1;
@@ -132,6 +133,12 @@ void AddRunCommand(CLI::App& app) {
 void AddClustersDetect(CLI::App& app) {
   CLI::App* clusters = app.get_subcommand("clusters");
   auto flags = std::make_shared<DetectFlags>();
+  // The callback below replaces AddInfoCommands', and with it the string
+  // its --show was bound to: bind --show anew, to a string this one keeps.
+  CLI::Option* old_show = clusters->get_option("--show");
+  const std::string show_help = old_show->get_description();
+  clusters->remove_option(old_show);
+  CLI::Option* show = clusters->add_option("--show", flags->show, show_help);
   clusters->add_flag("--detect", flags->detect,
                      "Measure this machine and print it as a cluster file: CPU devices owning disjoint cores, one "
                      "device per CUDA GPU, copy links measured");
@@ -140,8 +147,7 @@ void AddClustersDetect(CLI::App& app) {
                                            "With --detect: split the usable cores among this many CPU devices")
                           ->check(CLI::Range(1, kMaxDevices));
   CLI::Option* no_gpus = clusters->add_flag("--no-gpus", flags->no_gpus, "With --detect: leave CUDA GPUs out");
-  clusters->callback([clusters, flags, out, cpus, no_gpus] {
-    CLI::Option* show = clusters->get_option("--show");
+  clusters->callback([flags, show, out, cpus, no_gpus] {
     if (flags->detect) {
       if (show->count() > 0) throw Error("clusters: --detect and --show do not go together");
       RunDetect(*flags);
@@ -150,7 +156,7 @@ void AddClustersDetect(CLI::App& app) {
     for (CLI::Option* option : {out, cpus, no_gpus}) {
       if (option->count() > 0) throw Error("clusters: " + option->get_name() + " needs --detect");
     }
-    RunClusters(show->count() > 0 ? show->as<std::string>() : std::string());
+    RunClusters(flags->show);
   });
 }
 

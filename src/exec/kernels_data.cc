@@ -406,7 +406,7 @@ bool Gradient(const KernelCall& c, at::Tensor* gradient) {
     if (largest.empty() || t.numel() > largest[0].numel()) largest = {t};
     else if (t.numel() == largest[0].numel()) largest.push_back(t);
   }
-  if (largest.empty() || !c.outputs.empty()) return false;
+  if (largest.empty()) return false;
   const size_t first = largest.size() >= 2 ? 1 : 0;
   *gradient = largest[first];
   for (size_t i = first + 1; i < largest.size(); ++i) *gradient = *gradient + largest[i].reshape(gradient->sizes());
@@ -425,11 +425,18 @@ at::Tensor Slot(KernelCall& c, size_t i, const at::Tensor& like) {
 
 constexpr double kLearningRate = 1e-3;
 
+// What an update hands on, if the graph gives it outputs (the synthetic
+// graphs give it a scalar): zeros, no work to speak of.
+void ZeroOutputs(KernelCall& c) {
+  for (size_t i = 0; i < c.outputs.size(); ++i) c.Out(static_cast<int32_t>(i)).zero_();
+}
+
 }  // namespace
 
 bool ApplyAdam(KernelCall& c) {
   at::Tensor g;
   if (!Gradient(c, &g)) return false;
+  ZeroOutputs(c);
   at::Tensor var = StateTensor(c, 0, g.sizes().vec());
   at::Tensor m = Slot(c, 1, g);
   at::Tensor v = Slot(c, 2, g);
@@ -442,6 +449,7 @@ bool ApplyAdam(KernelCall& c) {
 bool ApplyRmsProp(KernelCall& c) {
   at::Tensor g;
   if (!Gradient(c, &g)) return false;
+  ZeroOutputs(c);
   at::Tensor var = StateTensor(c, 0, g.sizes().vec());
   at::Tensor ms = Slot(c, 1, g);
   at::Tensor mom = Slot(c, 2, g);
@@ -454,6 +462,7 @@ bool ApplyRmsProp(KernelCall& c) {
 bool ApplyMomentum(KernelCall& c) {
   at::Tensor g;
   if (!Gradient(c, &g)) return false;
+  ZeroOutputs(c);
   at::Tensor var = StateTensor(c, 0, g.sizes().vec());
   at::Tensor accumulator = Slot(c, 1, g);
   accumulator.mul_(0.9).add_(g);
@@ -464,6 +473,7 @@ bool ApplyMomentum(KernelCall& c) {
 bool ApplyGradientDescent(KernelCall& c) {
   at::Tensor g;
   if (!Gradient(c, &g)) return false;
+  ZeroOutputs(c);
   StateTensor(c, 0, g.sizes().vec()).add_(g, -kLearningRate);
   return true;
 }
