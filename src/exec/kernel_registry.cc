@@ -23,7 +23,9 @@ constexpr Entry kKernels[] = {
     {"Gemm", MatMul}, {"aten.mm", MatMul}, {"aten.bmm", MatMul}, {"aten.matmul", MatMul},
     // Convolutions, pooling, normalization.
     {"Conv2D", Conv2D}, {"Conv2DBackpropInput", Conv2DBackpropInput},
-    {"Conv2DBackpropFilter", Conv2DBackpropFilter}, {"DepthwiseConv2dNative", DepthwiseConv2D}, {"Conv", OnnxConv},
+    {"Conv2DBackpropFilter", Conv2DBackpropFilter}, {"DepthwiseConv2dNative", DepthwiseConv2D},
+    {"DepthwiseConv2dNativeBackpropInput", DepthwiseConv2DBackpropInput},
+    {"DepthwiseConv2dNativeBackpropFilter", DepthwiseConv2DBackpropFilter}, {"Conv", OnnxConv},
     {"MaxPool", MaxPool}, {"AvgPool", AvgPool}, {"MaxPoolGrad", MaxPoolGrad}, {"AvgPoolGrad", AvgPoolGrad},
     {"FusedBatchNorm", FusedBatchNorm}, {"FusedBatchNormV3", FusedBatchNorm},
     {"FusedBatchNormGrad", FusedBatchNormGrad}, {"FusedBatchNormGradV3", FusedBatchNormGrad},
@@ -51,7 +53,7 @@ constexpr Entry kKernels[] = {
     // Shapes and their arithmetic.
     {"Shape", ShapeOfInput}, {"ShapeN", ShapeOfInput}, {"Size", SizeOfInput},
     {"BroadcastGradientArgs", ShapeMetadata}, {"ConcatOffset", ShapeMetadata}, {"DynamicStitch", ShapeMetadata},
-    {"InvertPermutation", ShapeMetadata}, {"Prod", ShapeMetadata},
+    {"InvertPermutation", ShapeMetadata}, {"Prod", ShapeMetadata}, {"Range", Range},
     // Data movement.
     {"Reshape", Alias}, {"ExpandDims", Alias}, {"Squeeze", Alias}, {"Identity", Alias}, {"StopGradient", Alias},
     {"PreventGradient", Alias}, {"Snapshot", Alias}, {"Flatten", Alias}, {"Unsqueeze", Alias},

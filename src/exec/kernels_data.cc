@@ -110,6 +110,13 @@ bool ShapeMetadata(KernelCall& c) {
   return true;
 }
 
+bool Range(KernelCall& c) {
+  if (c.outputs.size() != 1) return false;
+  at::Tensor& o = c.Out(0);
+  o.copy_(at::arange(o.numel(), at::TensorOptions().dtype(at::kLong).device(c.device)).reshape(o.sizes()));
+  return true;
+}
+
 // ---- data movement
 
 // Reshape, ExpandDims, Squeeze, Identity, ...: the output is a view.
@@ -130,11 +137,11 @@ bool Concat(KernelCall& c) {
   if (c.outputs.size() != 1) return false;
   const Shape out = OutShape(c, 0);
   std::vector<at::Tensor> parts;
+  const at::ScalarType type = ScalarTypeOf(c.op.outputs[0].dtype);
   for (const at::Tensor& x : c.inputs) {
-    if (x.dim() == static_cast<int64_t>(out.size()) && !out.empty()) parts.push_back(x);
+    if (x.dim() == static_cast<int64_t>(out.size()) && !out.empty() && x.scalar_type() == type) parts.push_back(x);
   }
-  if (parts.empty()) return false;
-  for (size_t axis = 0; axis < out.size(); ++axis) {
+  for (size_t axis = 0; axis < out.size() && !parts.empty(); ++axis) {
     int64_t total = 0;
     bool fits = true;
     for (const at::Tensor& x : parts) {
@@ -146,7 +153,8 @@ bool Concat(KernelCall& c) {
       return true;
     }
   }
-  return false;
+  // Paddings and offsets built from shapes (a Slice's gradient): integers.
+  return !at::isFloatingType(ScalarTypeOf(c.op.outputs[0].dtype)) && ShapeMetadata(c);
 }
 
 bool Pack(KernelCall& c) {
@@ -360,13 +368,15 @@ bool ScatterAdd(KernelCall& c) {
 }
 
 // (value) -> a reference to the slot it was written into.
+// (value) -> a reference to the slot it was written into (or nothing:
+// Transformer-XL's memory update).
 bool Assign(KernelCall& c) {
-  if (c.outputs.size() != 1 || c.inputs.size() != 1) return false;
-  const Shape out = OutShape(c, 0);
-  if (c.inputs[0].numel() != Numel(out)) return false;
-  at::Tensor slot = StateTensor(c, 0, out);
-  slot.copy_(c.inputs[0].reshape(out));
-  c.outputs[0] = slot;
+  if (c.outputs.size() > 1 || c.inputs.size() != 1) return false;
+  const Shape shape = c.outputs.empty() ? c.inputs[0].sizes().vec() : OutShape(c, 0);
+  if (c.inputs[0].numel() != Numel(shape)) return false;
+  at::Tensor slot = StateTensor(c, 0, shape);
+  slot.copy_(c.inputs[0].reshape(shape));
+  if (!c.outputs.empty()) c.outputs[0] = slot;
   return true;
 }
 
@@ -385,11 +395,14 @@ bool AssignSub(KernelCall& c) {
 bool OneHot(KernelCall& c) {
   if (c.outputs.size() != 1 || c.inputs.empty() || at::isFloatingType(c.inputs[0].scalar_type())) return false;
   const Shape out = OutShape(c, 0);
-  const at::Tensor& indices = c.inputs[0];
-  if (out.empty() || Numel(out) != indices.numel() * out.back()) return false;
+  if (out.empty() || out.back() < 1) return false;
+  // WaveNet one-hot encodes its targets, fewer than its inputs: the first.
+  const int64_t rows = Numel(out) / out.back();
+  if (c.inputs[0].numel() < rows) return false;
+  const at::Tensor indices = c.inputs[0].reshape({-1}).narrow(0, 0, rows);
   at::Tensor& o = c.Out(0);
   o.zero_();
-  o.view({indices.numel(), out.back()}).scatter_(1, Rows(indices, out.back()).unsqueeze(1), 1.0);
+  o.view({rows, out.back()}).scatter_(1, Rows(indices, out.back()).unsqueeze(1), 1.0);
   return true;
 }
 

@@ -126,9 +126,15 @@ bool Binary(KernelCall& c, const std::function<void(at::Tensor&, const at::Tenso
     f(o, a, b);
     return true;
   }
-  if (Numel(*shape) != Numel(out)) return false;
-  at::Tensor view = o.view(*shape);
-  f(view, a, b);
+  if (Numel(*shape) == Numel(out)) {
+    at::Tensor view = o.view(*shape);
+    f(view, a, b);
+    return true;
+  }
+  // Operands the output broadcasts them to (a scaled position vector made
+  // a matrix, TensorFlow's broadcast by shape).
+  if (Broadcast(*shape, out) != out) return false;
+  f(o, a.expand(out), b.expand(out));
   return true;
 }
 

@@ -67,6 +67,13 @@ bool FindPair(const KernelCall& c, const std::function<bool(const at::Tensor&, c
   return false;
 }
 
+// A TensorFlow filter as torch's weight: [kh, kw, Ci, Co] -> [Co, Ci, kh, kw];
+// depthwise [kh, kw, Ci, M] -> [Ci * M, 1, kh, kw] (groups of one channel).
+at::Tensor TorchWeight(const at::Tensor& f, bool depthwise) {
+  return depthwise ? f.reshape({f.size(0), f.size(1), -1}).permute({2, 0, 1}).unsqueeze(1)
+                   : f.permute({3, 2, 0, 1});
+}
+
 // x [N, H, W, Ci] * filter [kh, kw, Ci, Co] -> [N, Ho, Wo, Co]; depthwise
 // filters are [kh, kw, Ci, M] -> [N, Ho, Wo, Ci * M].
 bool ConvNhwc(KernelCall& c, bool depthwise) {
@@ -83,8 +90,7 @@ bool ConvNhwc(KernelCall& c, bool depthwise) {
   auto h = InferAxis(x.size(1), kh, out[1]);
   auto w = InferAxis(x.size(2), kw, out[2]);
   if (!h || !w) return false;
-  const at::Tensor weight = depthwise ? f.reshape({kh, kw, -1}).permute({2, 0, 1}).unsqueeze(1).contiguous()
-                                      : f.permute({3, 2, 0, 1}).contiguous();
+  const at::Tensor weight = TorchWeight(f, depthwise).contiguous();
   const at::Tensor y = at::convolution(PadEnd(Nchw(x), *h, *w), weight, {}, {h->stride, w->stride}, {h->pad, w->pad},
                                        {h->dilation, w->dilation}, false, {0, 0}, depthwise ? ci : 1);
   c.outputs[0] = Nhwc(y);
@@ -96,15 +102,18 @@ bool ConvNhwc(KernelCall& c, bool depthwise) {
 bool Conv2D(KernelCall& c) { return ConvNhwc(c, false); }
 bool DepthwiseConv2D(KernelCall& c) { return ConvNhwc(c, true); }
 
+namespace {
+
 // (input sizes, filter [kh, kw, Ci, Co], dy [N, Ho, Wo, Co]) -> dx [N, H, W, Ci]:
 // a transposed convolution, as TensorFlow computes it.
-bool Conv2DBackpropInput(KernelCall& c) {
+bool ConvBackpropInput(KernelCall& c, bool depthwise) {
   if (c.outputs.size() != 1) return false;
   const Shape out = OutShape(c, 0);
   if (out.size() != 4) return false;
   at::Tensor f, dy;
   auto fits = [&](const at::Tensor& a, const at::Tensor& b) {
-    return a.size(3) == b.size(3) && a.size(2) == out[3] && b.size(0) == out[0];
+    const int64_t co = depthwise ? a.size(2) * a.size(3) : a.size(3);
+    return b.size(3) == co && a.size(2) == out[3] && b.size(0) == out[0];
   };
   if (!FindPair(c, fits, &f, &dy)) return false;
   const int64_t kh = f.size(0), kw = f.size(1);
@@ -117,21 +126,23 @@ bool Conv2DBackpropInput(KernelCall& c) {
   };
   const int64_t oh = output_padding(out[1], kh, dy.size(1), *h), ow = output_padding(out[2], kw, dy.size(2), *w);
   if (oh < 0 || ow < 0 || oh >= std::max(h->stride, h->dilation) || ow >= std::max(w->stride, w->dilation)) return false;
-  at::Tensor dx = at::conv_transpose2d(Nchw(dy), f.permute({3, 2, 0, 1}).contiguous(), {}, {h->stride, w->stride},
-                                       {h->pad, w->pad}, {oh, ow}, 1, {h->dilation, w->dilation});
+  at::Tensor dx = at::conv_transpose2d(Nchw(dy), TorchWeight(f, depthwise).contiguous(), {}, {h->stride, w->stride},
+                                       {h->pad, w->pad}, {oh, ow}, depthwise ? out[3] : 1, {h->dilation, w->dilation});
   if (h->extra || w->extra) dx = dx.narrow(2, 0, out[1]).narrow(3, 0, out[2]);
   c.outputs[0] = Nhwc(dx);
   return true;
 }
 
-// (x [N, H, W, Ci], filter sizes, dy [N, Ho, Wo, Co]) -> [kh, kw, Ci, Co].
-bool Conv2DBackpropFilter(KernelCall& c) {
+// (x [N, H, W, Ci], filter sizes, dy [N, Ho, Wo, Co]) -> [kh, kw, Ci, Co]
+// (depthwise: [kh, kw, Ci, M] with Co = Ci * M).
+bool ConvBackpropFilter(KernelCall& c, bool depthwise) {
   if (c.outputs.size() != 1) return false;
   const Shape out = OutShape(c, 0);
   if (out.size() != 4) return false;
+  const int64_t co = depthwise ? out[2] * out[3] : out[3];
   at::Tensor x, dy;
   auto fits = [&](const at::Tensor& a, const at::Tensor& b) {
-    return a.size(3) == out[2] && b.size(3) == out[3] && a.size(0) == b.size(0);
+    return a.size(3) == out[2] && b.size(3) == co && a.size(0) == b.size(0);
   };
   if (!FindPair(c, fits, &x, &dy)) return false;
   auto h = InferAxis(x.size(1), out[0], dy.size(1));
@@ -139,13 +150,25 @@ bool Conv2DBackpropFilter(KernelCall& c) {
   if (!h || !w) return false;
   at::Tensor& df = c.Out(0);
   // The weight is read only for its sizes when only its gradient is asked.
-  const at::Tensor weight = df.permute({3, 2, 0, 1});
+  const at::Tensor weight = TorchWeight(df, depthwise);
   auto grads = at::convolution_backward(Nchw(dy), PadEnd(Nchw(x), *h, *w), weight, c10::nullopt,
                                         {h->stride, w->stride}, {h->pad, w->pad}, {h->dilation, w->dilation}, false,
-                                        {0, 0}, 1, {false, true, false});
-  df.copy_(std::get<1>(grads).permute({2, 3, 1, 0}));
+                                        {0, 0}, depthwise ? out[2] : 1, {false, true, false});
+  const at::Tensor& grad = std::get<1>(grads);
+  if (depthwise) {
+    df.view({out[0], out[1], co}).copy_(grad.squeeze(1).permute({1, 2, 0}));
+  } else {
+    df.copy_(grad.permute({2, 3, 1, 0}));
+  }
   return true;
 }
+
+}  // namespace
+
+bool Conv2DBackpropInput(KernelCall& c) { return ConvBackpropInput(c, false); }
+bool Conv2DBackpropFilter(KernelCall& c) { return ConvBackpropFilter(c, false); }
+bool DepthwiseConv2DBackpropInput(KernelCall& c) { return ConvBackpropInput(c, true); }
+bool DepthwiseConv2DBackpropFilter(KernelCall& c) { return ConvBackpropFilter(c, true); }
 
 // ONNX's Conv: x [N, Ci, H, W], w [Co, Ci / groups, kh, kw], an optional bias.
 bool OnnxConv(KernelCall& c) {
