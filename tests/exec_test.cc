@@ -50,7 +50,7 @@ Cluster HostCluster(int32_t devices, int64_t memory_bytes = int64_t{1} << 30) {
   return cluster;
 }
 
-#define REQUIRE_CLUSTER(cluster, n)                                             \
+#define REQUIRE_CLUSTER(cluster, n) \
   if ((cluster).num_devices() < (n)) GTEST_SKIP() << "needs " << (n) << " cores"
 
 int32_t AddOp(Graph& g, const std::string& name, const std::string& type, Phase phase, double flops,
@@ -121,7 +121,8 @@ Graph MatmulChain(int32_t length, int64_t n) {
   g.name = "chain";
   int32_t previous = AddOp(g, "x", "IteratorGetNext", Phase::kForward, 0, {TensorSpec::Make({n, n})}, {});
   for (int32_t i = 0; i < length; ++i) {
-    const int32_t w = AddOp(g, "w" + std::to_string(i), "VariableV2", Phase::kForward, 0, {TensorSpec::Make({n, n})}, {});
+    const int32_t w =
+        AddOp(g, "w" + std::to_string(i), "VariableV2", Phase::kForward, 0, {TensorSpec::Make({n, n})}, {});
     g.mutable_op(w).outputs[0].aliases_persistent = true;
     g.mutable_op(w).persistent_bytes = n * n * 4;
     previous = AddOp(g, "mm" + std::to_string(i), "MatMul", Phase::kForward, 2.0 * n * n * n,
@@ -275,8 +276,14 @@ TEST(ExecutorTest, SmallBuiltInModelsRunRealKernelsOnly) {
       {"nmt", {{"layers", 1}, {"hidden", 16}, {"length", 3}, {"batch", 4}, {"vocab", 50}}},
       {"gnmt2", {{"layers", 2}, {"hidden", 16}, {"length", 3}, {"batch", 4}, {"vocab", 50}}},
       {"inception_v3", {{"batch", 1}, {"image", 107}, {"classes", 10}}},
-      {"bert_base", {{"layers", 1}, {"hidden", 32}, {"heads", 2}, {"intermediate", 64}, {"length", 8}, {"batch", 2},
-                     {"vocab", 100}}},
+      {"bert_base",
+       {{"layers", 1},
+        {"hidden", 32},
+        {"heads", 2},
+        {"intermediate", 64},
+        {"length", 8},
+        {"batch", 2},
+        {"vocab", 100}}},
       {"transformer_xl2",
        {{"layers", 1}, {"d_model", 32}, {"heads", 2}, {"d_inner", 64}, {"length", 8}, {"memory", 8}, {"batch", 2}}},
       {"wavenet2x18", {{"stacks", 1}, {"layers", 4}, {"channels", 8}, {"skip", 16}, {"batch", 1}, {"samples", 256}}},
@@ -366,7 +373,8 @@ TEST(RunCommandTest, DetectThenRun) {
   const std::string graph = dir.File("mlp.json");
   SaveGraphFile(MakeMlp().graph, graph);
   const std::string trace = dir.File("trace.json");
-  auto run = RunDevplace("run --graph " + graph + " --cluster " + host + " --placement single:cpu:0 --steps 3 --json --trace " + trace);
+  auto run = RunDevplace("run --graph " + graph + " --cluster " + host +
+                         " --placement single:cpu:0 --steps 3 --json --trace " + trace);
   ASSERT_EQ(run.exit_code, 0) << run.out;
   const nlohmann::json out = nlohmann::json::parse(run.out);
   EXPECT_TRUE(out["measured"].get<bool>());

@@ -38,8 +38,8 @@ nlohmann::json StandInsJson(const ExecStep& step) {
 std::string StandInsText(const ExecStep& step) {
   if (step.stand_ins.empty()) return "stand-ins: none (every op ran its real kernel)\n";
   char line[512];
-  std::snprintf(line, sizeof line, "stand-ins: %.1f%% of kernel time (%.6f s of %.6f s)\n",
-                100 * step.stand_in_share(), (step.stand_in_share() * step.busy_us) * 1e-6, step.busy_us * 1e-6);
+  std::snprintf(line, sizeof line, "stand-ins: %.1f%% of kernel time (%.6f s of %.6f s)\n", 100 * step.stand_in_share(),
+                (step.stand_in_share() * step.busy_us) * 1e-6, step.busy_us * 1e-6);
   std::string out = line;
   for (const StandInUse& s : step.stand_ins) {
     std::snprintf(line, sizeof line, "  %-36s %5d ops %12.6f s  %s\n", ForMessage(s.type, 36).c_str(), s.ops,
@@ -118,8 +118,7 @@ void AddRunCommand(CLI::App& app) {
   cmd->add_option("--graph", flags->graph, "Graph file (JSON) or built-in model name")->required();
   cmd->add_option("--cluster", flags->cluster, "This machine as a cluster file (devplace clusters --detect)")
       ->required();
-  cmd->add_option("--placement", flags->placement,
-                  "Placement file; single:DEVICE to put every op on DEVICE; or expert")
+  cmd->add_option("--placement", flags->placement, "Placement file; single:DEVICE to put every op on DEVICE; or expert")
       ->required();
   cmd->add_option("--steps", flags->steps,
                   "Run N steps; with N > 1 the first is dropped and the step time is the mean of the rest")
@@ -143,8 +142,9 @@ void AddClustersDetect(CLI::App& app) {
                      "Measure this machine and print it as a cluster file: CPU devices owning disjoint cores, one "
                      "device per CUDA GPU, copy links measured");
   CLI::Option* out = clusters->add_option("-o,--out", flags->out, "With --detect: write the cluster file here");
-  CLI::Option* cpus = clusters->add_option("--cpu-devices", flags->cpu_devices,
-                                           "With --detect: split the usable cores among this many CPU devices")
+  CLI::Option* cpus = clusters
+                          ->add_option("--cpu-devices", flags->cpu_devices,
+                                       "With --detect: split the usable cores among this many CPU devices")
                           ->check(CLI::Range(1, kMaxDevices));
   CLI::Option* no_gpus = clusters->add_flag("--no-gpus", flags->no_gpus, "With --detect: leave CUDA GPUs out");
   clusters->callback([flags, show, out, cpus, no_gpus] {

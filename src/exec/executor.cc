@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <bit>
 #include <chrono>
-#include <cstdio>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <latch>
@@ -49,7 +49,9 @@ void CheckClusterIsThisMachine(const Cluster& cluster, const std::string& source
     } else {
       const int64_t visible = torch::cuda::is_available() ? static_cast<int64_t>(torch::cuda::device_count()) : 0;
       if (d.cuda_index < 0) {
-        throw Error(what + " is a GPU without a cuda_index; devplace run needs a cluster of this machine (devplace clusters --detect)");
+        throw Error(what +
+                    " is a GPU without a cuda_index; devplace run needs a cluster of this machine (devplace clusters "
+                    "--detect)");
       }
       if (d.cuda_index >= visible) {
         throw Error(what + " is CUDA device " + std::to_string(d.cuda_index) + ", but torch sees " +
@@ -109,7 +111,8 @@ std::string DescribeShapes(const KernelCall& call) {
   };
   std::string text;
   for (const at::Tensor& t : call.inputs) {
-    text += (text.empty() ? "" : " ") + shape(t.sizes(), t.scalar_type() == at::kFloat ? "float32" : c10::toString(t.scalar_type()));
+    text += (text.empty() ? "" : " ") +
+            shape(t.sizes(), t.scalar_type() == at::kFloat ? "float32" : c10::toString(t.scalar_type()));
   }
   text += " ->";
   for (const TensorSpec& spec : call.op.outputs) text += " " + shape(spec.shape, spec.dtype);
@@ -186,10 +189,10 @@ class Step {
   std::vector<std::deque<int32_t>> ready_;
   std::vector<std::unique_ptr<std::condition_variable>> device_cv_;
   std::map<std::pair<int32_t, int32_t>, Channel> channels_;
-  std::vector<at::Tensor> values_;       // [tensor * devices + device]
-  std::vector<int32_t> reads_left_;      // [tensor * devices + device]
-  std::vector<int32_t> sends_left_;      // tensor -> copies not yet arrived
-  std::vector<int32_t> pending_;         // op -> inputs not yet arrived
+  std::vector<at::Tensor> values_;   // [tensor * devices + device]
+  std::vector<int32_t> reads_left_;  // [tensor * devices + device]
+  std::vector<int32_t> sends_left_;  // tensor -> copies not yet arrived
+  std::vector<int32_t> pending_;     // op -> inputs not yet arrived
   int32_t ops_done_ = 0;
   bool stop_ = false;
   MemoryLedger ledger_;
@@ -208,7 +211,7 @@ bool Step::RunKernel(KernelCall& call, int32_t op) {
         for (size_t i = 0; i < call.outputs.size() && fits; ++i) {
           const at::Tensor& out = call.outputs[i];
           const TensorSpec& spec = call.op.outputs[i];
-          fits = out.defined() && out.numel() == Elements(spec) && out.scalar_type() == ScalarTypeOf(spec.dtype) &&
+          fits = out.defined() && out.numel() == ElementsOf(spec) && out.scalar_type() == ScalarTypeOf(spec.dtype) &&
                  out.device() == call.device;
         }
         if (fits) return false;
@@ -371,8 +374,8 @@ void Step::Copier(int32_t from, int32_t to) {
     if (!ledger_.Allocate(to, plan_.tensor_bytes[t], NowUs())) {
       Abort("out of memory on " + ForMessage(d.name) + ": a copy of '" +
                 ForMessage(graph_.op(plan_.tensor_producer[t]).name) + "' needs " + FormatBytes(plan_.tensor_bytes[t]) +
-                " more with " + FormatBytes(ledger_.in_use(to)) + " in use of " +
-                FormatBytes(d.usable_memory_bytes()) + " usable",
+                " more with " + FormatBytes(ledger_.in_use(to)) + " in use of " + FormatBytes(d.usable_memory_bytes()) +
+                " usable",
             /*oom=*/true);
       return;
     }
@@ -425,7 +428,8 @@ void Step::Arrived(int32_t tensor, int32_t from, int32_t to, double start_us, do
   std::vector<int32_t> released;
   for (int32_t e : graph_.out_data_edges(producer)) {
     const DataEdge& edge = graph_.data_edges()[e];
-    if (edge.src_output == output && placement_[edge.dst] == to && --pending_[edge.dst] == 0) released.push_back(edge.dst);
+    if (edge.src_output == output && placement_[edge.dst] == to && --pending_[edge.dst] == 0)
+      released.push_back(edge.dst);
   }
   Enqueue(released);
 }
@@ -484,9 +488,9 @@ ExecStep Step::Run() {
   for (int32_t d = 0; d < devices_; ++d) {
     if (!ledger_.Allocate(d, plan_.persistent_bytes[d], 0)) {
       result_.oom = true;
-      result_.reason = "out of memory on " + ForMessage(cluster_.devices[d].name) + ": the persistent memory of its ops (" +
-                       FormatBytes(plan_.persistent_bytes[d]) + ") exceeds its usable " +
-                       FormatBytes(cluster_.devices[d].usable_memory_bytes());
+      result_.reason = "out of memory on " + ForMessage(cluster_.devices[d].name) +
+                       ": the persistent memory of its ops (" + FormatBytes(plan_.persistent_bytes[d]) +
+                       ") exceeds its usable " + FormatBytes(cluster_.devices[d].usable_memory_bytes());
       return finish();
     }
   }
@@ -524,8 +528,8 @@ ExecStep Step::Run() {
   for (auto& [pair, channel] : channels_) {
     const auto [from, to] = pair;
     // The receiver's cores: the copy is memory it owns, touched first there.
-    const std::vector<int32_t>& cores = cluster_.devices[to].kind == DeviceKind::kCpu ? cluster_.devices[to].cores
-                                                                                      : cluster_.devices[from].cores;
+    const std::vector<int32_t>& cores =
+        cluster_.devices[to].kind == DeviceKind::kCpu ? cluster_.devices[to].cores : cluster_.devices[from].cores;
     start_thread(cores, [this, from = from, to = to] { Copier(from, to); });
   }
   ready.arrive_and_wait();

@@ -28,8 +28,8 @@
 namespace devplace {
 
 struct ExecOptions {
-  uint64_t seed = 0;            // the values of the step's inputs and variables
-  bool record_events = false;   // op, copy and memory events (for --trace)
+  uint64_t seed = 0;           // the values of the step's inputs and variables
+  bool record_events = false;  // op, copy and memory events (for --trace)
   // Ops whose outputs (then their kernel state: a variable's value, an
   // optimizer's slots) the step hands back as raw bytes, for tests.
   std::vector<int32_t> keep_outputs_of;
@@ -47,10 +47,10 @@ struct ExecStep {
   // Step time, per device busy time by phase, copy time and bytes, peak
   // memory by the executor's accounting, out of memory, events.
   SimResult result;
-  std::vector<double> op_time_us;     // per op: its kernel's time (0 where it did not run)
-  std::vector<bool> op_stand_in;      // per op: ran the stand-in
-  std::vector<StandInUse> stand_ins;  // by type, most time first
-  double busy_us = 0;                 // every op's kernel time, summed
+  std::vector<double> op_time_us;          // per op: its kernel's time (0 where it did not run)
+  std::vector<bool> op_stand_in;           // per op: ran the stand-in
+  std::vector<StandInUse> stand_ins;       // by type, most time first
+  double busy_us = 0;                      // every op's kernel time, summed
   std::vector<std::vector<uint8_t>> kept;  // per ExecOptions::keep_outputs_of entry
 
   // The stand-ins' share of the summed kernel time (0 when nothing ran).

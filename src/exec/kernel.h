@@ -64,7 +64,7 @@ at::ScalarType ScalarTypeOf(std::string_view dtype, bool* known = nullptr);
 at::Tensor SeededTensor(const TensorSpec& spec, uint64_t seed, std::string_view name, at::Device device);
 
 // The elements of `spec` (1 for a scalar), and its shape as torch takes it.
-int64_t Elements(const TensorSpec& spec);
-std::vector<int64_t> ShapeOf(const TensorSpec& spec);
+int64_t ElementsOf(const TensorSpec& spec);
+std::vector<int64_t> TorchShapeOf(const TensorSpec& spec);
 
 }  // namespace devplace

@@ -16,7 +16,8 @@ struct Entry {
   KernelFn kernel;
 };
 
-// Sorted by type at first use, for binary search.
+// Sorted by type at first use, for binary search. One family a few lines.
+// clang-format off
 constexpr Entry kKernels[] = {
     // Products.
     {"MatMul", MatMul}, {"BatchMatMul", MatMul}, {"BatchMatMulV2", MatMul}, {"BatchMatMulV3", MatMul},
@@ -68,6 +69,7 @@ constexpr Entry kKernels[] = {
     {"Assign", Assign}, {"AssignSub", AssignSub}, {"ApplyAdam", ApplyAdam}, {"ApplyRMSProp", ApplyRmsProp},
     {"ApplyMomentum", ApplyMomentum}, {"ApplyGradientDescent", ApplyGradientDescent},
 };
+// clang-format on
 
 }  // namespace
 

@@ -14,7 +14,7 @@ namespace devplace::kernels {
 
 using Shape = std::vector<int64_t>;
 
-inline Shape OutShape(const KernelCall& c, int32_t i) { return ShapeOf(c.op.outputs[i]); }
+inline Shape OutShape(const KernelCall& c, int32_t i) { return TorchShapeOf(c.op.outputs[i]); }
 inline bool Is(const at::Tensor& t, const Shape& shape) { return t.sizes().vec() == shape; }
 inline int64_t Numel(const Shape& shape) {
   int64_t n = 1;

@@ -8,10 +8,10 @@
 // those: the same reads and writes as TensorFlow's in-place update, and
 // the variable the forward pass reads stays the same from step to step,
 // which keeps every step's results equal whatever the placement.
+#include <ATen/CPUGeneratorImpl.h>
+
 #include <algorithm>
 #include <bit>
-
-#include <ATen/CPUGeneratorImpl.h>
 
 #include "exec/kernel_families.h"
 #include "exec/kernel_shapes.h"
@@ -208,7 +208,8 @@ bool Unpack(KernelCall& c) {
     Shape rest = x.sizes().vec();
     rest.erase(rest.begin() + axis);
     if (x.size(axis) != static_cast<int64_t>(c.outputs.size()) || rest != piece) continue;
-    for (size_t i = 0; i < c.outputs.size(); ++i) c.Out(static_cast<int32_t>(i)).copy_(x.select(axis, static_cast<int64_t>(i)));
+    for (size_t i = 0; i < c.outputs.size(); ++i)
+      c.Out(static_cast<int32_t>(i)).copy_(x.select(axis, static_cast<int64_t>(i)));
     return true;
   }
   return false;
@@ -224,7 +225,7 @@ bool Slice(KernelCall& c) {
   const int64_t rank = x.dim(), kept = static_cast<int64_t>(out.size());
   if (kept > rank || rank > 16) return false;
   // Kept axes as a bit mask, most significant first: leading axes win.
-  for (uint32_t mask = (1u << rank) - 1; ; --mask) {
+  for (uint32_t mask = (1u << rank) - 1;; --mask) {
     if (std::popcount(mask) == kept) {
       bool fits = true;
       for (int64_t i = 0, j = 0; i < rank && fits; ++i) {
@@ -314,9 +315,7 @@ bool Transpose(KernelCall& c) {
 namespace {
 
 // Row numbers from a seeded source may exceed the rows: folded in.
-at::Tensor Rows(const at::Tensor& indices, int64_t rows) {
-  return indices.reshape({-1}).to(at::kLong).remainder(rows);
-}
+at::Tensor Rows(const at::Tensor& indices, int64_t rows) { return indices.reshape({-1}).to(at::kLong).remainder(rows); }
 
 }  // namespace
 
@@ -416,8 +415,10 @@ namespace {
 bool Gradient(const KernelCall& c, at::Tensor* gradient) {
   std::vector<at::Tensor> largest;
   for (const at::Tensor& t : FloatInputs(c)) {
-    if (largest.empty() || t.numel() > largest[0].numel()) largest = {t};
-    else if (t.numel() == largest[0].numel()) largest.push_back(t);
+    if (largest.empty() || t.numel() > largest[0].numel())
+      largest = {t};
+    else if (t.numel() == largest[0].numel())
+      largest.push_back(t);
   }
   if (largest.empty()) return false;
   const size_t first = largest.size() >= 2 ? 1 : 0;

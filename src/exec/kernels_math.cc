@@ -140,22 +140,54 @@ bool Binary(KernelCall& c, const std::function<void(at::Tensor&, const at::Tenso
 
 }  // namespace
 
-bool Sigmoid(KernelCall& c) { return Unary(c, [](at::Tensor& o, const at::Tensor& x) { at::sigmoid_out(o, x); }); }
-bool Tanh(KernelCall& c) { return Unary(c, [](at::Tensor& o, const at::Tensor& x) { at::tanh_out(o, x); }); }
-bool Relu(KernelCall& c) { return Unary(c, [](at::Tensor& o, const at::Tensor& x) { at::clamp_min_out(o, x, 0); }); }
-bool Exp(KernelCall& c) { return Unary(c, [](at::Tensor& o, const at::Tensor& x) { at::exp_out(o, x); }); }
-bool Log(KernelCall& c) { return Unary(c, [](at::Tensor& o, const at::Tensor& x) { at::log_out(o, x); }); }
-bool Neg(KernelCall& c) { return Unary(c, [](at::Tensor& o, const at::Tensor& x) { at::neg_out(o, x); }); }
-bool Sqrt(KernelCall& c) { return Unary(c, [](at::Tensor& o, const at::Tensor& x) { at::sqrt_out(o, x); }); }
-bool Rsqrt(KernelCall& c) { return Unary(c, [](at::Tensor& o, const at::Tensor& x) { at::rsqrt_out(o, x); }); }
-bool Floor(KernelCall& c) { return Unary(c, [](at::Tensor& o, const at::Tensor& x) { at::floor_out(o, x); }); }
-bool Abs(KernelCall& c) { return Unary(c, [](at::Tensor& o, const at::Tensor& x) { at::abs_out(o, x); }); }
-bool Sin(KernelCall& c) { return Unary(c, [](at::Tensor& o, const at::Tensor& x) { at::sin_out(o, x); }); }
-bool Cos(KernelCall& c) { return Unary(c, [](at::Tensor& o, const at::Tensor& x) { at::cos_out(o, x); }); }
-bool Erf(KernelCall& c) { return Unary(c, [](at::Tensor& o, const at::Tensor& x) { at::erf_out(o, x); }); }
-bool Square(KernelCall& c) { return Unary(c, [](at::Tensor& o, const at::Tensor& x) { at::mul_out(o, x, x); }); }
-bool PowConstant(KernelCall& c) { return Unary(c, [](at::Tensor& o, const at::Tensor& x) { at::pow_out(o, x, 3.0); }); }
-bool Cast(KernelCall& c) { return Unary(c, [](at::Tensor& o, const at::Tensor& x) { o.copy_(x); }); }
+bool Sigmoid(KernelCall& c) {
+  return Unary(c, [](at::Tensor& o, const at::Tensor& x) { at::sigmoid_out(o, x); });
+}
+bool Tanh(KernelCall& c) {
+  return Unary(c, [](at::Tensor& o, const at::Tensor& x) { at::tanh_out(o, x); });
+}
+bool Relu(KernelCall& c) {
+  return Unary(c, [](at::Tensor& o, const at::Tensor& x) { at::clamp_min_out(o, x, 0); });
+}
+bool Exp(KernelCall& c) {
+  return Unary(c, [](at::Tensor& o, const at::Tensor& x) { at::exp_out(o, x); });
+}
+bool Log(KernelCall& c) {
+  return Unary(c, [](at::Tensor& o, const at::Tensor& x) { at::log_out(o, x); });
+}
+bool Neg(KernelCall& c) {
+  return Unary(c, [](at::Tensor& o, const at::Tensor& x) { at::neg_out(o, x); });
+}
+bool Sqrt(KernelCall& c) {
+  return Unary(c, [](at::Tensor& o, const at::Tensor& x) { at::sqrt_out(o, x); });
+}
+bool Rsqrt(KernelCall& c) {
+  return Unary(c, [](at::Tensor& o, const at::Tensor& x) { at::rsqrt_out(o, x); });
+}
+bool Floor(KernelCall& c) {
+  return Unary(c, [](at::Tensor& o, const at::Tensor& x) { at::floor_out(o, x); });
+}
+bool Abs(KernelCall& c) {
+  return Unary(c, [](at::Tensor& o, const at::Tensor& x) { at::abs_out(o, x); });
+}
+bool Sin(KernelCall& c) {
+  return Unary(c, [](at::Tensor& o, const at::Tensor& x) { at::sin_out(o, x); });
+}
+bool Cos(KernelCall& c) {
+  return Unary(c, [](at::Tensor& o, const at::Tensor& x) { at::cos_out(o, x); });
+}
+bool Erf(KernelCall& c) {
+  return Unary(c, [](at::Tensor& o, const at::Tensor& x) { at::erf_out(o, x); });
+}
+bool Square(KernelCall& c) {
+  return Unary(c, [](at::Tensor& o, const at::Tensor& x) { at::mul_out(o, x, x); });
+}
+bool PowConstant(KernelCall& c) {
+  return Unary(c, [](at::Tensor& o, const at::Tensor& x) { at::pow_out(o, x, 3.0); });
+}
+bool Cast(KernelCall& c) {
+  return Unary(c, [](at::Tensor& o, const at::Tensor& x) { o.copy_(x); });
+}
 
 bool Add(KernelCall& c) {
   return Binary(c, [](at::Tensor& o, const at::Tensor& a, const at::Tensor& b) { at::add_out(o, a, b); });
@@ -164,16 +196,20 @@ bool Sub(KernelCall& c) {
   return Binary(c, [](at::Tensor& o, const at::Tensor& a, const at::Tensor& b) { at::sub_out(o, a, b); });
 }
 bool Mul(KernelCall& c) {
-  return Binary(c, [](at::Tensor& o, const at::Tensor& a, const at::Tensor& b) { at::mul_out(o, a, b); }, 0.9);
+  return Binary(
+      c, [](at::Tensor& o, const at::Tensor& a, const at::Tensor& b) { at::mul_out(o, a, b); }, 0.9);
 }
 bool Div(KernelCall& c) {
-  return Binary(c, [](at::Tensor& o, const at::Tensor& a, const at::Tensor& b) { at::div_out(o, a, b); }, 2.0);
+  return Binary(
+      c, [](at::Tensor& o, const at::Tensor& a, const at::Tensor& b) { at::div_out(o, a, b); }, 2.0);
 }
 bool Maximum(KernelCall& c) {
-  return Binary(c, [](at::Tensor& o, const at::Tensor& a, const at::Tensor& b) { at::maximum_out(o, a, b); }, 1.0);
+  return Binary(
+      c, [](at::Tensor& o, const at::Tensor& a, const at::Tensor& b) { at::maximum_out(o, a, b); }, 1.0);
 }
 bool Minimum(KernelCall& c) {
-  return Binary(c, [](at::Tensor& o, const at::Tensor& a, const at::Tensor& b) { at::minimum_out(o, a, b); }, 1.0);
+  return Binary(
+      c, [](at::Tensor& o, const at::Tensor& a, const at::Tensor& b) { at::minimum_out(o, a, b); }, 1.0);
 }
 bool SquaredDifference(KernelCall& c) {
   return Binary(c, [](at::Tensor& o, const at::Tensor& a, const at::Tensor& b) {
@@ -184,9 +220,12 @@ bool SquaredDifference(KernelCall& c) {
 bool FloorDiv(KernelCall& c) {
   // On shapes, whose values here may be zeros (ShapeMetadata): integer
   // division by zero would throw, so integer divisors are at least 1.
-  return Binary(c, [](at::Tensor& o, const at::Tensor& a, const at::Tensor& b) {
-    at::floor_divide_out(o, a, at::isFloatingType(b.scalar_type()) ? b : b.clamp_min(1));
-  }, 2.0);
+  return Binary(
+      c,
+      [](at::Tensor& o, const at::Tensor& a, const at::Tensor& b) {
+        at::floor_divide_out(o, a, at::isFloatingType(b.scalar_type()) ? b : b.clamp_min(1));
+      },
+      2.0);
 }
 bool GreaterEqual(KernelCall& c) {
   return Binary(c, [](at::Tensor& o, const at::Tensor& a, const at::Tensor& b) { at::ge_out(o, a, b); });
@@ -195,7 +234,8 @@ bool GreaterEqual(KernelCall& c) {
 // TensorFlow's gradient ops: SigmoidGrad(y, dy), TanhGrad(y, dy),
 // ReluGrad(dy, y), RsqrtGrad(y, dy), SqrtGrad(y, dy).
 bool SigmoidGrad(KernelCall& c) {
-  return Binary(c, [](at::Tensor& o, const at::Tensor& y, const at::Tensor& dy) { at::sigmoid_backward_out(o, dy, y); });
+  return Binary(c,
+                [](at::Tensor& o, const at::Tensor& y, const at::Tensor& dy) { at::sigmoid_backward_out(o, dy, y); });
 }
 bool TanhGrad(KernelCall& c) {
   return Binary(c, [](at::Tensor& o, const at::Tensor& y, const at::Tensor& dy) { at::tanh_backward_out(o, dy, y); });
@@ -294,13 +334,16 @@ bool Reduce(KernelCall& c, const ReduceFn& f) {
 }  // namespace
 
 bool Sum(KernelCall& c) {
-  return Reduce(c, [](at::Tensor& o, const at::Tensor& x, at::IntArrayRef d, bool keep) { at::sum_out(o, x, d, keep); });
+  return Reduce(c,
+                [](at::Tensor& o, const at::Tensor& x, at::IntArrayRef d, bool keep) { at::sum_out(o, x, d, keep); });
 }
 bool Mean(KernelCall& c) {
-  return Reduce(c, [](at::Tensor& o, const at::Tensor& x, at::IntArrayRef d, bool keep) { at::mean_out(o, x, d, keep); });
+  return Reduce(c,
+                [](at::Tensor& o, const at::Tensor& x, at::IntArrayRef d, bool keep) { at::mean_out(o, x, d, keep); });
 }
 bool Max(KernelCall& c) {
-  return Reduce(c, [](at::Tensor& o, const at::Tensor& x, at::IntArrayRef d, bool keep) { at::amax_out(o, x, d, keep); });
+  return Reduce(c,
+                [](at::Tensor& o, const at::Tensor& x, at::IntArrayRef d, bool keep) { at::amax_out(o, x, d, keep); });
 }
 
 // sum(x^2) / 2 as one dot product: no temporary the size of x.

@@ -49,8 +49,8 @@ at::Tensor PadEnd(const at::Tensor& nchw, const Axis& h, const Axis& w, double v
 
 // The first two rank-4 float inputs a, b (in input order) for which
 // `fits(a, b)` holds.
-bool FindPair(const KernelCall& c, const std::function<bool(const at::Tensor&, const at::Tensor&)>& fits,
-              at::Tensor* a, at::Tensor* b) {
+bool FindPair(const KernelCall& c, const std::function<bool(const at::Tensor&, const at::Tensor&)>& fits, at::Tensor* a,
+              at::Tensor* b) {
   for (size_t i = 0; i < c.inputs.size(); ++i) {
     for (size_t j = 0; j < c.inputs.size(); ++j) {
       const at::Tensor& x = c.inputs[i];
@@ -70,8 +70,7 @@ bool FindPair(const KernelCall& c, const std::function<bool(const at::Tensor&, c
 // A TensorFlow filter as torch's weight: [kh, kw, Ci, Co] -> [Co, Ci, kh, kw];
 // depthwise [kh, kw, Ci, M] -> [Ci * M, 1, kh, kw] (groups of one channel).
 at::Tensor TorchWeight(const at::Tensor& f, bool depthwise) {
-  return depthwise ? f.reshape({f.size(0), f.size(1), -1}).permute({2, 0, 1}).unsqueeze(1)
-                   : f.permute({3, 2, 0, 1});
+  return depthwise ? f.reshape({f.size(0), f.size(1), -1}).permute({2, 0, 1}).unsqueeze(1) : f.permute({3, 2, 0, 1});
 }
 
 // x [N, H, W, Ci] * filter [kh, kw, Ci, Co] -> [N, Ho, Wo, Co]; depthwise
@@ -125,7 +124,8 @@ bool ConvBackpropInput(KernelCall& c, bool depthwise) {
     return in + a.extra - ((o - 1) * a.stride - 2 * a.pad + a.dilation * (k - 1) + 1);
   };
   const int64_t oh = output_padding(out[1], kh, dy.size(1), *h), ow = output_padding(out[2], kw, dy.size(2), *w);
-  if (oh < 0 || ow < 0 || oh >= std::max(h->stride, h->dilation) || ow >= std::max(w->stride, w->dilation)) return false;
+  if (oh < 0 || ow < 0 || oh >= std::max(h->stride, h->dilation) || ow >= std::max(w->stride, w->dilation))
+    return false;
   at::Tensor dx = at::conv_transpose2d(Nchw(dy), TorchWeight(f, depthwise).contiguous(), {}, {h->stride, w->stride},
                                        {h->pad, w->pad}, {oh, ow}, depthwise ? out[3] : 1, {h->dilation, w->dilation});
   if (h->extra || w->extra) dx = dx.narrow(2, 0, out[1]).narrow(3, 0, out[2]);
@@ -151,9 +151,9 @@ bool ConvBackpropFilter(KernelCall& c, bool depthwise) {
   at::Tensor& df = c.Out(0);
   // The weight is read only for its sizes when only its gradient is asked.
   const at::Tensor weight = TorchWeight(df, depthwise);
-  auto grads = at::convolution_backward(Nchw(dy), PadEnd(Nchw(x), *h, *w), weight, c10::nullopt,
-                                        {h->stride, w->stride}, {h->pad, w->pad}, {h->dilation, w->dilation}, false,
-                                        {0, 0}, depthwise ? out[2] : 1, {false, true, false});
+  auto grads = at::convolution_backward(Nchw(dy), PadEnd(Nchw(x), *h, *w), weight, c10::nullopt, {h->stride, w->stride},
+                                        {h->pad, w->pad}, {h->dilation, w->dilation}, false, {0, 0},
+                                        depthwise ? out[2] : 1, {false, true, false});
   const at::Tensor& grad = std::get<1>(grads);
   if (depthwise) {
     df.view({out[0], out[1], co}).copy_(grad.squeeze(1).permute({1, 2, 0}));
@@ -183,9 +183,8 @@ bool OnnxConv(KernelCall& c) {
   auto h = InferAxis(x.size(2), f.size(2), out[2]);
   auto w = InferAxis(x.size(3), f.size(3), out[3]);
   if (!h || !w) return false;
-  const at::Tensor bias = c.inputs.size() >= 3 && c.inputs[2].dim() == 1 && c.inputs[2].size(0) == out[1]
-                              ? c.inputs[2]
-                              : at::Tensor();
+  const at::Tensor bias =
+      c.inputs.size() >= 3 && c.inputs[2].dim() == 1 && c.inputs[2].size(0) == out[1] ? c.inputs[2] : at::Tensor();
   c.outputs[0] = at::convolution(PadEnd(x, *h, *w), f, bias, {h->stride, w->stride}, {h->pad, w->pad},
                                  {h->dilation, w->dilation}, false, {0, 0}, x.size(1) / f.size(1))
                      .contiguous();
@@ -233,8 +232,8 @@ bool MaxPool(KernelCall& c) {
   const at::Tensor& x = c.inputs[0];
   auto g = InferPool(c.op, x.sizes().vec(), OutShape(c, 0));
   if (!g) return false;
-  c.outputs[0] = Nhwc(at::max_pool2d(Nchw(x), {g->k, g->k}, {g->h.stride, g->w.stride}, {g->h.pad, g->w.pad}, {1, 1},
-                                     g->ceil));
+  c.outputs[0] =
+      Nhwc(at::max_pool2d(Nchw(x), {g->k, g->k}, {g->h.stride, g->w.stride}, {g->h.pad, g->w.pad}, {1, 1}, g->ceil));
   return true;
 }
 
@@ -294,7 +293,8 @@ bool FusedBatchNorm(KernelCall& c) {
   for (int i = 1; i < 5; ++i) {
     if (OutShape(c, i) != channels) return false;
   }
-  auto [y, mean, invstd] = at::native_batch_norm(Nchw(x), c.inputs[1], c.inputs[2], {}, {}, true, 0.1, kBatchNormEpsilon);
+  auto [y, mean, invstd] =
+      at::native_batch_norm(Nchw(x), c.inputs[1], c.inputs[2], {}, {}, true, 0.1, kBatchNormEpsilon);
   c.outputs[0] = Nhwc(y);
   c.Out(1).copy_(mean);
   at::pow_out(c.Out(2), invstd, -2);

@@ -26,9 +26,9 @@ at::ScalarType ScalarTypeOf(std::string_view dtype, bool* known) {
     at::ScalarType type;
   };
   static constexpr Entry kTypes[] = {
-      {"float32", at::kFloat}, {"float", at::kFloat},     {"float64", at::kDouble}, {"double", at::kDouble},
-      {"float16", at::kHalf},  {"half", at::kHalf},       {"bfloat16", at::kBFloat16}, {"int32", at::kInt},
-      {"int64", at::kLong},    {"int16", at::kShort},     {"int8", at::kChar},      {"uint8", at::kByte},
+      {"float32", at::kFloat}, {"float", at::kFloat}, {"float64", at::kDouble},    {"double", at::kDouble},
+      {"float16", at::kHalf},  {"half", at::kHalf},   {"bfloat16", at::kBFloat16}, {"int32", at::kInt},
+      {"int64", at::kLong},    {"int16", at::kShort}, {"int8", at::kChar},         {"uint8", at::kByte},
       {"bool", at::kBool},
   };
   for (const Entry& e : kTypes) {
@@ -41,13 +41,13 @@ at::ScalarType ScalarTypeOf(std::string_view dtype, bool* known) {
   return at::kByte;
 }
 
-int64_t Elements(const TensorSpec& spec) {
+int64_t ElementsOf(const TensorSpec& spec) {
   int64_t n = 1;
   for (int64_t d : spec.shape) n *= d;
   return n;
 }
 
-std::vector<int64_t> ShapeOf(const TensorSpec& spec) {
+std::vector<int64_t> TorchShapeOf(const TensorSpec& spec) {
   bool known = false;
   ScalarTypeOf(spec.dtype, &known);
   // A dtype torch lacks: the tensor as the bytes the graph says it has.
@@ -59,7 +59,7 @@ at::Tensor& KernelCall::Out(int32_t i) {
   at::Tensor& out = outputs[i];
   if (!out.defined()) {
     const TensorSpec& spec = op.outputs[i];
-    out = at::empty(ShapeOf(spec), at::TensorOptions().dtype(ScalarTypeOf(spec.dtype)).device(device));
+    out = at::empty(TorchShapeOf(spec), at::TensorOptions().dtype(ScalarTypeOf(spec.dtype)).device(device));
   }
   return out;
 }
@@ -67,7 +67,7 @@ at::Tensor& KernelCall::Out(int32_t i) {
 at::Tensor SeededTensor(const TensorSpec& spec, uint64_t seed, std::string_view name, at::Device device) {
   Random random(seed ^ HashName(name));
   const at::ScalarType type = ScalarTypeOf(spec.dtype);
-  const std::vector<int64_t> shape = ShapeOf(spec);
+  const std::vector<int64_t> shape = TorchShapeOf(spec);
   at::Tensor cpu;
   if (at::isFloatingType(type)) {
     cpu = at::empty(shape, at::kFloat);
@@ -99,8 +99,7 @@ void RunStandIn(KernelCall& call) {
   }
   double flops = call.op.flops;
   while (flops >= 2.0) {
-    const int64_t side =
-        std::clamp<int64_t>(static_cast<int64_t>(std::cbrt(flops / 2.0)), 1, kStandInSide);
+    const int64_t side = std::clamp<int64_t>(static_cast<int64_t>(std::cbrt(flops / 2.0)), 1, kStandInSide);
     at::Tensor product = c.narrow(0, 0, side).narrow(1, 0, side);
     at::mm_out(product, a.narrow(0, 0, side).narrow(1, 0, side), b.narrow(0, 0, side).narrow(1, 0, side));
     flops -= 2.0 * static_cast<double>(side * side * side);
