@@ -135,7 +135,7 @@ Graph MatmulChain(int32_t length, int64_t n) {
 TEST(ExecutorTest, OneDeviceTakesAboutTheSumOfItsKernels) {
   const Cluster cluster = HostCluster(1);
   REQUIRE_CLUSTER(cluster, 1);
-  const Graph graph = MatmulChain(8, 192);
+  const Graph graph = MatmulChain(8, 256);
   Executor executor(graph, cluster);
   const ExecMeasurement m = MeasureRealStepTime(executor, Placement(graph.num_ops(), 0), 3);
   ASSERT_TRUE(m.protocol.ok) << m.last.result.reason;
@@ -145,11 +145,12 @@ TEST(ExecutorTest, OneDeviceTakesAboutTheSumOfItsKernels) {
   ASSERT_GT(kernels_us, 0);
   // One worker runs the ops one after another: the step is at least their
   // sum. What it adds is the executor's own work between ops (a lock, a
-  // queue, a wake-up): the stated bound is twice the sum plus 10 ms, loose
-  // enough for a loaded 2-core machine, tight enough to catch an executor
+  // queue, a wake-up): the stated bound is twice the sum plus 20 ms, loose
+  // enough for a loaded 2-core machine (the other builds' time slices land
+  // in kernels as much as between them), tight enough to catch an executor
   // that serialises badly or sleeps.
   EXPECT_GE(step.result.step_time_us, kernels_us * 0.999);
-  EXPECT_LE(step.result.step_time_us, 2 * kernels_us + 10'000) << "kernels " << kernels_us << " us";
+  EXPECT_LE(step.result.step_time_us, 2 * kernels_us + 20'000) << "kernels " << kernels_us << " us";
   EXPECT_EQ(step.result.devices[0].num_ops, graph.num_ops());
   EXPECT_NEAR(step.result.devices[0].compute_total_us(), kernels_us, 1e-6 * kernels_us);
 }
