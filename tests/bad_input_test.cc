@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -142,6 +143,27 @@ std::string Generate(const std::string& what, const fs::path& work) {
     return path + "/graph.json";
   }
   if (what == "existing_file") return WriteFile(work / what, "a file where a folder is wanted\n");
+  if (what == "host_cluster.json" || what == "host_cluster_gpu63.json") {
+    // This machine as `clusters --detect` writes it, without measuring: one
+    // CPU device owning the first core this process may use (and for the
+    // second, a GPU at a CUDA index no machine has).
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    int core = 0;
+    if (::sched_getaffinity(0, sizeof set, &set) == 0) {
+      while (core < CPU_SETSIZE - 1 && !CPU_ISSET(core, &set)) ++core;
+    }
+    std::string devices = R"({"name": "cpu:0", "kind": "cpu", "peak_tflops": 0.1, "memory_bandwidth_gb_per_s": 10,
+        "memory_gib": 4, "cores": [)" + std::to_string(core) + "]}";
+    std::string links;
+    if (what == "host_cluster_gpu63.json") {
+      devices += R"(, {"name": "gpu:0", "kind": "gpu", "peak_tflops": 10, "memory_bandwidth_gb_per_s": 500,
+          "memory_gib": 16, "cuda_index": 63})";
+      links = R"({"between": ["cpu:0", "gpu:0"], "bandwidth_gb_per_s": 12, "latency_us": 10})";
+    }
+    return WriteFile(work / what, R"({"format": "devplace-cluster", "version": 1, "name": "host", "devices": [)" +
+                                      devices + R"(], "links": [)" + links + "]}");
+  }
   ADD_FAILURE() << "cases.txt names an unknown generated input {gen:" << what << "}";
   return what;
 }

@@ -160,6 +160,36 @@ void ExpectOneLineError(const std::string& message) {
   EXPECT_EQ(message.find("internal"), std::string::npos) << message;
 }
 
+// Where a device is on this machine (clusters --detect, devplace run):
+// optional, kept through a round trip, checked.
+TEST(ClusterJsonTest, CoresAndCudaIndexAreOptionalRoundTripAndChecked) {
+  const std::string cpu = R"({"name": "cpu:0", "kind": "cpu", "peak_tflops": 1, "memory_bandwidth_gb_per_s": 50,
+                              "memory_gib": 8, "cores": [2, 3], "parallel_ops": 2})";
+  const std::string gpu = R"({"name": "gpu:0", "kind": "gpu", "peak_tflops": 10, "memory_bandwidth_gb_per_s": 700,
+                              "memory_gib": 16, "cuda_index": 1})";
+  const std::string link = R"({"between": ["cpu:0", "gpu:0"], "bandwidth_gb_per_s": 12})";
+  const Cluster c = ClusterFromJson(nlohmann::json::parse(R"({"version": 1, "devices": [)" + cpu + ", " + gpu +
+                                                          R"(], "links": [)" + link + "]}"),
+                                    "host.json");
+  EXPECT_EQ(c.devices[0].cores, (std::vector<int32_t>{2, 3}));
+  EXPECT_EQ(c.devices[0].cuda_index, -1);
+  EXPECT_TRUE(c.devices[1].cores.empty());
+  EXPECT_EQ(c.devices[1].cuda_index, 1);
+  const Cluster again = ClusterFromJson(ClusterToJson(c), "again.json");
+  EXPECT_EQ(again.devices[0].cores, c.devices[0].cores);
+  EXPECT_EQ(again.devices[1].cuda_index, 1);
+  // A preset has neither, and writes neither.
+  const nlohmann::json preset = ClusterToJson(*MakeClusterPreset("k80x2"));
+  for (const auto& device : preset["devices"]) {
+    EXPECT_FALSE(device.contains("cores"));
+    EXPECT_FALSE(device.contains("cuda_index"));
+  }
+  EXPECT_NE(ClusterError(OneDevice(R"("cores": [1])")).find("only a CPU device owns cores"), std::string::npos);
+  EXPECT_NE(ClusterError(OneDevice(R"("cores": [-1])")).find("cores"), std::string::npos);
+  EXPECT_NE(ClusterError(OneDevice(R"("cores": [1024])")).find("cores"), std::string::npos);
+  EXPECT_NE(ClusterError(OneDevice(R"("cuda_index": 64)")).find("cuda_index"), std::string::npos);
+}
+
 TEST(ClusterJsonHostileTest, OneDeviceHelperLoads) { EXPECT_EQ(ClusterError(OneDevice("")), ""); }
 
 TEST(ClusterJsonHostileTest, DeepNestingAndHugeNumbersAreNamedErrors) {

@@ -16,5 +16,12 @@ void AddImportCommand(CLI::App& app);  // ONNX models
 void AddInfoCommands(CLI::App& app);  // clusters, models, info
 void AddExportCommand(CLI::App& app);  // placement files in other formats
 void AddReportCommand(CLI::App& app);  // the HTML report
+void AddRunCommand(CLI::App& app);     // a step on this machine's devices (the executor)
+// `clusters --detect`: measures this machine with the executor, which the
+// torch-free commands do not link; call after AddInfoCommands.
+void AddClustersDetect(CLI::App& app);
+
+// What `clusters` does without --detect: list the presets, or print one.
+void RunClusters(const std::string& show);
 
 }  // namespace devplace

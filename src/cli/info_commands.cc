@@ -11,7 +11,6 @@
 #include "util/error.h"
 
 namespace devplace {
-namespace {
 
 void RunClusters(const std::string& show) {
   if (!show.empty()) {
@@ -23,6 +22,8 @@ void RunClusters(const std::string& show) {
     std::printf("%-8s %2d devices  %s\n", preset.name.c_str(), c.num_devices(), preset.description.c_str());
   }
 }
+
+namespace {
 
 void RunModels() {
   for (const auto& model : ListModels()) {

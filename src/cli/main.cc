@@ -46,6 +46,8 @@ int main(int argc, char** argv) {
   devplace::AddGenerateCommand(app);
   devplace::AddImportCommand(app);
   devplace::AddInfoCommands(app);
+  devplace::AddClustersDetect(app);
+  devplace::AddRunCommand(app);
   devplace::AddExportCommand(app);
   devplace::AddReportCommand(app);
   devplace::AddFlagValueChecks(app);

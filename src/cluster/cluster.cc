@@ -60,6 +60,24 @@ void Cluster::CheckDevices(const std::string& where) const {
     if (d.parallel_ops < 1 || d.parallel_ops > kMaxParallelOps) {
       throw Error(what + "parallel_ops must be 1.." + std::to_string(kMaxParallelOps));
     }
+    if (!d.cores.empty() && d.kind != DeviceKind::kCpu) throw Error(what + "only a CPU device owns cores");
+    if (d.cuda_index >= 0 && d.kind != DeviceKind::kGpu) throw Error(what + "only a GPU has a CUDA index");
+    if (d.cuda_index < -1 || d.cuda_index >= kMaxDevices) {
+      throw Error(what + "cuda_index must be 0.." + std::to_string(kMaxDevices - 1));
+    }
+  }
+  // A core or a GPU belongs to one device: the executor pins each device's
+  // threads to its own cores.
+  std::set<int32_t> cores, cuda_indices;
+  for (const Device& d : devices) {
+    std::string what = where + "device '" + ForMessage(d.name) + "': ";
+    for (int32_t core : d.cores) {
+      if (core < 0 || core >= kMaxCores) throw Error(what + "core numbers must be 0.." + std::to_string(kMaxCores - 1));
+      if (!cores.insert(core).second) throw Error(what + "core " + std::to_string(core) + " belongs to two devices");
+    }
+    if (d.cuda_index >= 0 && !cuda_indices.insert(d.cuda_index).second) {
+      throw Error(what + "CUDA device " + std::to_string(d.cuda_index) + " belongs to two devices");
+    }
   }
 }
 

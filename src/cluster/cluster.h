@@ -18,6 +18,8 @@ inline constexpr int32_t kMaxDevices = 64;
 // Far more than any device runs at once, and small enough that the sum over
 // kMaxDevices devices stays an easy int32.
 inline constexpr int32_t kMaxParallelOps = 1024;
+// CPU core numbers a device may own: those a cpu_set_t holds (CPU_SETSIZE).
+inline constexpr int32_t kMaxCores = 1024;
 
 struct Device {
   std::string name;  // "cpu:0", "gpu:1", ...
@@ -30,6 +32,12 @@ struct Device {
   int64_t reserved_bytes = 0;
   double launch_overhead_us = 0;  // fixed cost added to every op
   int32_t parallel_ops = 1;       // ops it runs at once, each at full speed
+  // Where the device is on this machine, for the real executor (devplace
+  // run): the CPU cores a CPU device owns, or a GPU's CUDA index. Empty / -1
+  // in a cluster that describes another machine (every preset); only
+  // `devplace clusters --detect` writes them.
+  std::vector<int32_t> cores;
+  int32_t cuda_index = -1;
 
   // What the graph's tensors may use: the capacity every OOM check is against.
   int64_t usable_memory_bytes() const { return memory_bytes - reserved_bytes; }

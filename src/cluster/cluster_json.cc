@@ -52,6 +52,15 @@ Device ReadDevice(const json& node, const std::string& source, size_t index) {
   d.reserved_bytes = ReadBytes(r, "reserved_bytes", "reserved_gib", /*required=*/false);
   d.launch_overhead_us = r.Number("launch_overhead_us", 0, Sign::kNonNegative);
   d.parallel_ops = static_cast<int32_t>(r.Integer("parallel_ops", 1, IntRange{1, kMaxParallelOps}));
+  // Optional: where the device is on this machine (clusters --detect).
+  const json& cores = r.Array("cores");
+  if (cores.size() > static_cast<size_t>(kMaxCores)) r.Fail("field 'cores' lists more than " + std::to_string(kMaxCores));
+  for (const json& core : cores) {
+    auto value = IntegerIn(core, IntRange{0, kMaxCores - 1});
+    if (!value) r.Fail("field 'cores' must hold core numbers 0.." + std::to_string(kMaxCores - 1) + ", not " + DescribeJsonValue(core));
+    d.cores.push_back(static_cast<int32_t>(*value));
+  }
+  d.cuda_index = static_cast<int32_t>(r.Integer("cuda_index", -1, IntRange{0, kMaxDevices - 1}));
   return d;
 }
 
@@ -137,6 +146,8 @@ json ClusterToJson(const Cluster& cluster) {
                        {"reserved_bytes", d.reserved_bytes},
                        {"launch_overhead_us", d.launch_overhead_us},
                        {"parallel_ops", d.parallel_ops}});
+    if (!d.cores.empty()) devices.back()["cores"] = d.cores;
+    if (d.cuda_index >= 0) devices.back()["cuda_index"] = d.cuda_index;
   }
   json links = json::array();
   for (const Link& l : cluster.links) {

@@ -1,0 +1,397 @@
+// The real executor (src/exec): steps run on this machine's CPU devices
+// with libtorch kernels. Graphs here are tiny so that the suite stays fast;
+// no assertion depends on how fast this machine is, only on relations that
+// hold on a loaded one (a run is at least its kernels' time, a copy moves
+// the tensor's bytes, results do not depend on the placement).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "cluster/cluster_json.h"
+#include "exec/copy_probe.h"
+#include "exec/detect_cluster.h"
+#include "exec/executor.h"
+#include "exec/host_cpus.h"
+#include "graph/graph_json.h"
+#include "models/registry.h"
+#include "run_devplace.h"
+#include "test_files.h"
+#include "util/error.h"
+
+namespace devplace {
+namespace {
+
+using testing::RunDevplace;
+using testing::TempDir;
+
+// CPU devices of this machine, each owning its own cores (one each when
+// there are enough). Empty when the machine has fewer cores than devices.
+Cluster HostCluster(int32_t devices, int64_t memory_bytes = int64_t{1} << 30) {
+  const std::vector<int32_t> cores = UsableCores();
+  Cluster cluster;
+  cluster.name = "test_host";
+  if (static_cast<int32_t>(cores.size()) < devices) return cluster;
+  const auto sets = SplitCores(cores, devices);
+  for (int32_t i = 0; i < devices; ++i) {
+    Device d;
+    d.name = "cpu:" + std::to_string(i);
+    d.kind = DeviceKind::kCpu;
+    d.peak_flops_per_s = 1e11;
+    d.memory_bandwidth_bytes_per_s = 1e10;
+    d.memory_bytes = memory_bytes;
+    d.cores = {sets[i].front()};  // one worker each, so that a device runs one op at a time
+    cluster.devices.push_back(d);
+  }
+  for (int32_t i = 0; i < devices; ++i) {
+    for (int32_t j = i + 1; j < devices; ++j) cluster.links.push_back({i, j, 5e9, 10, -1});
+  }
+  cluster.Finalize("test cluster");
+  return cluster;
+}
+
+#define REQUIRE_CLUSTER(cluster, n) \
+  if ((cluster).num_devices() < (n)) GTEST_SKIP() << "needs " << (n) << " cores"
+
+int32_t AddOp(Graph& g, const std::string& name, const std::string& type, Phase phase, double flops,
+              std::vector<TensorSpec> outputs, std::vector<int32_t> inputs) {
+  Op op;
+  op.id = g.num_ops();
+  op.name = name;
+  op.type = type;
+  op.phase = phase;
+  op.flops = flops;
+  op.outputs = std::move(outputs);
+  const int32_t index = g.AddOp(std::move(op));
+  for (int32_t input : inputs) g.AddDataEdge(input, 0, index);
+  return index;
+}
+
+// A two-layer perceptron's training step with real TensorFlow op types:
+// forward, softmax cross-entropy, backward and Adam updates.
+struct Mlp {
+  Graph graph;
+  int32_t x, w1, mm1, relu, w2, logits, labels, xent, grad_w2, grad_relu, grad_mm1, grad_w1, adam1, adam2;
+};
+
+Mlp MakeMlp(int64_t batch = 16, int64_t in = 32, int64_t hidden = 32, int64_t classes = 8) {
+  Mlp m;
+  Graph& g = m.graph;
+  g.name = "mlp";
+  auto f32 = [](std::vector<int64_t> s) { return TensorSpec::Make(std::move(s)); };
+  auto variable = [&](const std::string& name, std::vector<int64_t> shape) {
+    const int32_t v = AddOp(g, name, "VariableV2", Phase::kForward, 0, {f32(shape)}, {});
+    g.mutable_op(v).outputs[0].aliases_persistent = true;
+    g.mutable_op(v).persistent_bytes = 3 * g.op(v).outputs[0].bytes;
+    return v;
+  };
+  const Phase F = Phase::kForward, B = Phase::kBackward, U = Phase::kUpdate;
+  m.x = AddOp(g, "x", "IteratorGetNext", F, 0, {f32({batch, in})}, {});
+  m.labels = AddOp(g, "labels", "IteratorGetNext", F, 0, {TensorSpec::Make({batch}, "int32")}, {});
+  m.w1 = variable("w1", {in, hidden});
+  m.w2 = variable("w2", {hidden, classes});
+  m.mm1 = AddOp(g, "mm1", "MatMul", F, 2.0 * batch * in * hidden, {f32({batch, hidden})}, {m.x, m.w1});
+  m.relu = AddOp(g, "relu", "Relu", F, batch * hidden, {f32({batch, hidden})}, {m.mm1});
+  m.logits = AddOp(g, "logits", "MatMul", F, 2.0 * batch * hidden * classes, {f32({batch, classes})}, {m.relu, m.w2});
+  m.xent = AddOp(g, "xent", "SparseSoftmaxCrossEntropyWithLogits", F, 6.0 * batch * classes,
+                 {f32({batch}), f32({batch, classes})}, {m.logits, m.labels});
+  // The backward products read the cross-entropy's second output, the
+  // gradient of the logits.
+  auto backprop = [&](const std::string& name, std::vector<int64_t> shape, int32_t other, bool other_first,
+                      double flops) {
+    const int32_t op = AddOp(g, name, "MatMul", B, flops, {f32(shape)}, {});
+    if (other_first) g.AddDataEdge(other, 0, op);
+    g.AddDataEdge(m.xent, 1, op);
+    if (!other_first) g.AddDataEdge(other, 0, op);
+    return op;
+  };
+  m.grad_w2 = backprop("grad_w2", {hidden, classes}, m.relu, true, 2.0 * batch * hidden * classes);
+  m.grad_relu = backprop("grad_relu", {batch, hidden}, m.w2, false, 2.0 * batch * hidden * classes);
+  m.grad_mm1 = AddOp(g, "grad_mm1", "ReluGrad", B, batch * hidden, {f32({batch, hidden})}, {m.grad_relu, m.relu});
+  m.grad_w1 = AddOp(g, "grad_w1", "MatMul", B, 2.0 * batch * in * hidden, {f32({in, hidden})}, {m.x, m.grad_mm1});
+  m.adam1 = AddOp(g, "adam1", "ApplyAdam", U, 11.0 * in * hidden, {}, {m.grad_w1});
+  m.adam2 = AddOp(g, "adam2", "ApplyAdam", U, 11.0 * hidden * classes, {}, {m.grad_w2});
+  g.Finalize("mlp");
+  return m;
+}
+
+// A chain of square matmuls: x -> mm0 -> mm1 -> ..., each reading a weight.
+Graph MatmulChain(int32_t length, int64_t n) {
+  Graph g;
+  g.name = "chain";
+  int32_t previous = AddOp(g, "x", "IteratorGetNext", Phase::kForward, 0, {TensorSpec::Make({n, n})}, {});
+  for (int32_t i = 0; i < length; ++i) {
+    const int32_t w =
+        AddOp(g, "w" + std::to_string(i), "VariableV2", Phase::kForward, 0, {TensorSpec::Make({n, n})}, {});
+    g.mutable_op(w).outputs[0].aliases_persistent = true;
+    g.mutable_op(w).persistent_bytes = n * n * 4;
+    previous = AddOp(g, "mm" + std::to_string(i), "MatMul", Phase::kForward, 2.0 * n * n * n,
+                     {TensorSpec::Make({n, n})}, {previous, w});
+  }
+  g.Finalize("chain");
+  return g;
+}
+
+TEST(ExecutorTest, OneDeviceTakesAboutTheSumOfItsKernels) {
+  const Cluster cluster = HostCluster(1);
+  REQUIRE_CLUSTER(cluster, 1);
+  const Graph graph = MatmulChain(8, 256);
+  Executor executor(graph, cluster);
+  const ExecMeasurement m = MeasureRealStepTime(executor, Placement(graph.num_ops(), 0), 3);
+  ASSERT_TRUE(m.protocol.ok) << m.last.result.reason;
+  const ExecStep& step = m.last;
+  EXPECT_TRUE(step.stand_ins.empty());
+  const double kernels_us = std::accumulate(step.op_time_us.begin(), step.op_time_us.end(), 0.0);
+  ASSERT_GT(kernels_us, 0);
+  // One worker runs the ops one after another: the step is at least their
+  // sum. What it adds is the executor's own work between ops (a lock, a
+  // queue, a wake-up): the stated bound is twice the sum plus 20 ms, loose
+  // enough for a loaded 2-core machine (the other builds' time slices land
+  // in kernels as much as between them), tight enough to catch an executor
+  // that serialises badly or sleeps.
+  EXPECT_GE(step.result.step_time_us, kernels_us * 0.999);
+  EXPECT_LE(step.result.step_time_us, 2 * kernels_us + 20'000) << "kernels " << kernels_us << " us";
+  EXPECT_EQ(step.result.devices[0].num_ops, graph.num_ops());
+  EXPECT_NEAR(step.result.devices[0].compute_total_us(), kernels_us, 1e-6 * kernels_us);
+}
+
+TEST(ExecutorTest, ChainSplitAcrossTwoDevicesCopiesTheTensor) {
+  const Cluster cluster = HostCluster(2);
+  REQUIRE_CLUSTER(cluster, 2);
+  const Graph graph = MatmulChain(2, 64);
+  // x, w0, mm0 on cpu:0; w1, mm1 on cpu:1: mm0's output crosses.
+  Placement placement(graph.num_ops(), 0);
+  placement[graph.FindOp("w1")] = 1;
+  placement[graph.FindOp("mm1")] = 1;
+  ExecOptions options;
+  options.record_events = true;
+  Executor executor(graph, cluster, options);
+  const ExecStep step = executor.RunStep(placement);
+  ASSERT_TRUE(step.result.ok()) << step.result.reason;
+  const int64_t bytes = graph.op(graph.FindOp("mm0")).outputs[0].bytes;
+  ASSERT_EQ(step.result.transfer_events.size(), 1u);
+  const TransferEvent& copy = step.result.transfer_events[0];
+  EXPECT_EQ(copy.src_op, graph.FindOp("mm0"));
+  EXPECT_EQ(copy.from_device, 0);
+  EXPECT_EQ(copy.to_device, 1);
+  EXPECT_EQ(copy.bytes, bytes);
+  EXPECT_EQ(step.result.devices[0].bytes_out, bytes);
+  EXPECT_EQ(step.result.devices[1].bytes_in, bytes);
+  EXPECT_GT(step.result.devices[1].copy_in_us, 0);
+  // The consumer starts after the copy has arrived.
+  double mm1_start = -1;
+  for (const OpEvent& e : step.result.op_events) {
+    if (e.op == graph.FindOp("mm1")) mm1_start = e.start_us;
+  }
+  EXPECT_GE(mm1_start, copy.end_us);
+  // Memory: the receiver held the copy (and its own weight and output).
+  EXPECT_GE(step.result.devices[1].peak_memory_bytes, bytes);
+}
+
+TEST(ExecutorTest, ResultsDoNotDependOnThePlacement) {
+  const Cluster cluster = HostCluster(2);
+  REQUIRE_CLUSTER(cluster, 2);
+  const Mlp m = MakeMlp();
+  const Graph& g = m.graph;
+  ExecOptions options;
+  options.seed = 7;
+  options.keep_outputs_of = {m.xent, m.grad_w1, m.grad_w2, m.adam1, m.adam2};
+  auto run = [&](const Placement& placement) {
+    Executor executor(g, cluster, options);
+    ExecStep step;
+    for (int s = 0; s < 2; ++s) step = executor.RunStep(placement);  // state carried over a step
+    EXPECT_TRUE(step.result.ok()) << step.result.reason;
+    EXPECT_TRUE(step.stand_ins.empty()) << step.stand_ins.front().type << ": " << step.stand_ins.front().why;
+    return step.kept;
+  };
+  const auto one = run(Placement(g.num_ops(), 0));
+  const auto other = run(Placement(g.num_ops(), 1));
+  Placement split(g.num_ops(), 0);
+  for (int32_t op : {m.w2, m.logits, m.xent, m.grad_w2, m.grad_relu, m.adam2}) split[op] = 1;
+  const auto across = run(split);
+  ASSERT_EQ(one.size(), 5u);
+  for (size_t i = 0; i < one.size(); ++i) {
+    EXPECT_FALSE(one[i].empty());
+    EXPECT_EQ(one[i], other[i]) << "output " << i;
+    EXPECT_EQ(one[i], across[i]) << "output " << i;
+  }
+  // The bytes compared are the computation's: another seed changes them.
+  options.seed = 8;
+  EXPECT_NE(run(Placement(g.num_ops(), 0))[0], one[0]);
+}
+
+TEST(ExecutorTest, OutOfMemoryIsReportedCleanly) {
+  // 1 MiB per device; the chain's 256 x 256 floats are 256 KiB each.
+  const Cluster cluster = HostCluster(1, int64_t{1} << 20);
+  REQUIRE_CLUSTER(cluster, 1);
+  const Graph graph = MatmulChain(6, 256);
+  Executor executor(graph, cluster);
+  const ExecStep step = executor.RunStep(Placement(graph.num_ops(), 0));
+  EXPECT_TRUE(step.result.oom);
+  EXPECT_FALSE(step.result.ok());
+  EXPECT_TRUE(step.result.devices[0].oom);
+  EXPECT_NE(step.result.reason.find("out of memory on cpu:0"), std::string::npos) << step.result.reason;
+  EXPECT_GT(step.result.devices[0].peak_memory_bytes, cluster.devices[0].usable_memory_bytes());
+  // The executor is still usable: a placement that fits runs.
+  const Graph small = MatmulChain(1, 64);
+  Executor again(small, cluster);
+  EXPECT_TRUE(again.RunStep(Placement(small.num_ops(), 0)).result.ok());
+}
+
+TEST(ExecutorTest, InvalidPlacementIsRefusedWithAReason) {
+  const Cluster cluster = HostCluster(1);
+  REQUIRE_CLUSTER(cluster, 1);
+  const Graph graph = MatmulChain(1, 8);
+  Executor executor(graph, cluster);
+  const ExecStep step = executor.RunStep(Placement(graph.num_ops() - 1, 0));
+  EXPECT_TRUE(step.result.invalid);
+  EXPECT_FALSE(step.result.reason.empty());
+}
+
+TEST(ExecutorTest, RefusesAClusterOfAnotherMachine) {
+  Cluster cluster = HostCluster(1);
+  REQUIRE_CLUSTER(cluster, 1);
+  cluster.devices[0].cores.clear();
+  EXPECT_THROW(CheckClusterIsThisMachine(cluster, "c.json"), Error);
+  Cluster gpu = HostCluster(1);
+  gpu.devices[0].kind = DeviceKind::kGpu;
+  gpu.devices[0].cores.clear();
+  gpu.devices[0].cuda_index = 7;
+  try {
+    CheckClusterIsThisMachine(gpu, "c.json");
+    ADD_FAILURE() << "a GPU torch does not see was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("CUDA device 7"), std::string::npos) << e.what();
+  }
+}
+
+// The kernels understand the built-in models' shapes: each model, made
+// small, runs with a real kernel for every op (LSTMs, embeddings and sparse
+// Adam, attention, convolutions with their gradients, depthwise and
+// dilated ones, pooling, batch norm, RMSProp).
+TEST(ExecutorTest, SmallBuiltInModelsRunRealKernelsOnly) {
+  const Cluster cluster = HostCluster(1);
+  REQUIRE_CLUSTER(cluster, 1);
+  const std::vector<std::pair<std::string, ModelParams>> models = {
+      {"rnnlm", {{"layers", 1}, {"hidden", 16}, {"steps", 3}, {"batch", 4}, {"vocab", 50}}},
+      {"nmt", {{"layers", 1}, {"hidden", 16}, {"length", 3}, {"batch", 4}, {"vocab", 50}}},
+      {"gnmt2", {{"layers", 2}, {"hidden", 16}, {"length", 3}, {"batch", 4}, {"vocab", 50}}},
+      {"inception_v3", {{"batch", 1}, {"image", 107}, {"classes", 10}}},
+      {"bert_base",
+       {{"layers", 1},
+        {"hidden", 32},
+        {"heads", 2},
+        {"intermediate", 64},
+        {"length", 8},
+        {"batch", 2},
+        {"vocab", 100}}},
+      {"transformer_xl2",
+       {{"layers", 1}, {"d_model", 32}, {"heads", 2}, {"d_inner", 64}, {"length", 8}, {"memory", 8}, {"batch", 2}}},
+      {"wavenet2x18", {{"stacks", 1}, {"layers", 4}, {"channels", 8}, {"skip", 16}, {"batch", 1}, {"samples", 256}}},
+      {"amoebanet", {{"cells", 1}, {"filters", 8}, {"batch", 1}, {"image", 32}, {"classes", 10}}},
+  };
+  for (const auto& [name, params] : models) {
+    const Graph graph = MakeModel(name, params);
+    Executor executor(graph, cluster);
+    const ExecStep step = executor.RunStep(Placement(graph.num_ops(), 0));
+    ASSERT_TRUE(step.result.ok()) << name << ": " << step.result.reason;
+    for (const StandInUse& s : step.stand_ins) ADD_FAILURE() << name << ": " << s.type << " ran a stand-in: " << s.why;
+  }
+}
+
+// Types without a kernel run the stand-in, and the step says so.
+TEST(ExecutorTest, StandInsAreReportedByType) {
+  const Cluster cluster = HostCluster(1);
+  REQUIRE_CLUSTER(cluster, 1);
+  Graph g;
+  g.name = "odd";
+  const int32_t x = AddOp(g, "x", "IteratorGetNext", Phase::kForward, 0, {TensorSpec::Make({8, 8})}, {});
+  AddOp(g, "odd", "NoSuchOp", Phase::kForward, 1e6, {TensorSpec::Make({8, 8}), TensorSpec::Make({3}, "int64")}, {x});
+  g.Finalize("odd");
+  Executor executor(g, cluster);
+  const ExecStep step = executor.RunStep(Placement(g.num_ops(), 0));
+  ASSERT_TRUE(step.result.ok()) << step.result.reason;
+  ASSERT_EQ(step.stand_ins.size(), 1u);
+  EXPECT_EQ(step.stand_ins[0].type, "NoSuchOp");
+  EXPECT_EQ(step.stand_ins[0].ops, 1);
+  EXPECT_EQ(step.stand_ins[0].why, "no kernel");
+  EXPECT_GT(step.stand_in_share(), 0);
+  EXPECT_LE(step.stand_in_share(), 1);
+}
+
+TEST(CopyProbeTest, FitRecoversLatencyAndBandwidth) {
+  std::vector<CopySample> samples;
+  for (int64_t bytes : {4096, 65536, 1 << 20, 16 << 20}) samples.push_back({bytes, 3.0 + bytes / 2e9 * 1e6});
+  const LinkFit fit = FitLink(samples);
+  EXPECT_NEAR(fit.latency_us, 3.0, 1e-6);
+  EXPECT_NEAR(fit.bandwidth_bytes_per_s, 2e9, 1e3);
+}
+
+TEST(HostCpusTest, SplitCoresIsDisjointAndRefusesTooMany) {
+  const auto sets = SplitCores({0, 1, 2, 3, 4}, 2);
+  ASSERT_EQ(sets.size(), 2u);
+  EXPECT_EQ(sets[0], (std::vector<int32_t>{0, 1, 2}));
+  EXPECT_EQ(sets[1], (std::vector<int32_t>{3, 4}));
+  EXPECT_THROW(SplitCores({0, 1}, 3), Error);
+}
+
+// clusters --detect's cluster goes through the file format and back, and
+// every CPU device owns cores this process may use.
+TEST(DetectClusterTest, DetectedClusterLoadsAsAValidCluster) {
+  DetectOptions options;
+  options.cpu_devices = std::min<int32_t>(2, static_cast<int32_t>(UsableCores().size()));
+  options.gpus = false;
+  options.copy_repeats = 2;
+  const Cluster detected = DetectCluster(options);
+  const Cluster loaded = ClusterFromJson(ClusterToJson(detected), "detected.json");
+  ASSERT_EQ(loaded.num_devices(), options.cpu_devices);
+  std::vector<int32_t> all;
+  for (int32_t d = 0; d < loaded.num_devices(); ++d) {
+    const Device& device = loaded.devices[d];
+    EXPECT_EQ(device.cores, detected.devices[d].cores);
+    EXPECT_FALSE(device.cores.empty());
+    EXPECT_EQ(device.parallel_ops, static_cast<int32_t>(device.cores.size()));
+    EXPECT_GT(device.peak_flops_per_s, 0);
+    all.insert(all.end(), device.cores.begin(), device.cores.end());
+  }
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(std::adjacent_find(all.begin(), all.end()), all.end()) << "a core owned twice";
+  EXPECT_EQ(loaded.links.size(), static_cast<size_t>(options.cpu_devices * (options.cpu_devices - 1) / 2));
+  for (const Link& link : loaded.links) {
+    EXPECT_GT(link.bandwidth_bytes_per_s, 0);
+    EXPECT_GE(link.latency_us, 0);
+  }
+  EXPECT_NO_THROW(CheckClusterIsThisMachine(loaded, "detected.json"));
+}
+
+// End to end: clusters --detect, then run with --json and --trace.
+TEST(RunCommandTest, DetectThenRun) {
+  TempDir dir;
+  const std::string host = dir.File("host.json");
+  auto detect = RunDevplace("clusters --detect --no-gpus -o " + host);
+  ASSERT_EQ(detect.exit_code, 0) << detect.out;
+  const Cluster cluster = LoadClusterFile(host);
+  const std::string graph = dir.File("mlp.json");
+  SaveGraphFile(MakeMlp().graph, graph);
+  const std::string trace = dir.File("trace.json");
+  auto run = RunDevplace("run --graph " + graph + " --cluster " + host +
+                         " --placement single:cpu:0 --steps 3 --json --trace " + trace);
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  const nlohmann::json out = nlohmann::json::parse(run.out);
+  EXPECT_TRUE(out["measured"].get<bool>());
+  EXPECT_GT(out["step_time_s"].get<double>(), 0);
+  EXPECT_EQ(out["steps_averaged"].get<int>(), 2);
+  EXPECT_EQ(out["devices"].size(), static_cast<size_t>(cluster.num_devices()));
+  EXPECT_TRUE(out["stand_ins"].empty()) << out["stand_ins"].dump();
+  EXPECT_FALSE(out["oom"].get<bool>());
+  const nlohmann::json events = nlohmann::json::parse(testing::ReadFile(trace));
+  EXPECT_FALSE(events["traceEvents"].empty());
+
+  auto text = RunDevplace("run --graph " + graph + " --cluster " + host + " --placement single:cpu:0 --steps 1");
+  ASSERT_EQ(text.exit_code, 0) << text.out;
+  EXPECT_NE(text.out.find("step time:"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("stand-ins: none"), std::string::npos) << text.out;
+}
+
+}  // namespace
+}  // namespace devplace
