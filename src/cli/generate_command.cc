@@ -10,8 +10,8 @@
 #include "graph/graph_json.h"
 #include "graph/grouping.h"
 #include "models/registry.h"
-#include "report/sim_report.h"
 #include "util/error.h"
+#include "util/format_bytes.h"
 
 namespace devplace {
 namespace {

@@ -11,6 +11,7 @@
 #include "import/onnx_import.h"
 #include "report/sim_report.h"
 #include "util/error.h"
+#include "util/format_bytes.h"
 
 namespace devplace {
 namespace {

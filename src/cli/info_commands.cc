@@ -7,8 +7,8 @@
 #include "cluster/presets.h"
 #include "graph/grouping.h"
 #include "models/registry.h"
-#include "report/sim_report.h"
 #include "util/error.h"
+#include "util/format_bytes.h"
 
 namespace devplace {
 

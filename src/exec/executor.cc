@@ -22,6 +22,7 @@
 #include "exec/memory_ledger.h"
 #include "exec/step_plan.h"
 #include "util/error.h"
+#include "util/format_bytes.h"
 
 namespace devplace {
 
@@ -79,20 +80,6 @@ void SetUpThread(const std::vector<int32_t>& cores) {
   PinThisThread(cores);
   at::set_num_threads(1);
   at::globalContext().setFlushDenormal(true);
-}
-
-// "1.50 GiB": sizes in messages (report/ is a layer above this one).
-std::string FormatBytes(int64_t bytes) {
-  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
-  int unit = 0;
-  while (value >= 1024 && unit < 4) {
-    value /= 1024;
-    ++unit;
-  }
-  char text[32];
-  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.2f %s", value, kUnits[unit]);
-  return text;
 }
 
 // A message's first line, cut to a readable length: torch appends a stack.

@@ -33,8 +33,10 @@ bool Variable(KernelCall& c) {
   return true;
 }
 
-// A fresh batch each step: a copy out of the pipeline's buffer.
-bool InputBatch(KernelCall& c) {
+namespace {
+
+// The op's seeded values, one per output, made on its first run.
+std::vector<at::Tensor>& SeededOutputs(KernelCall& c) {
   std::vector<at::Tensor>& state = c.state.tensors;
   if (state.size() != c.outputs.size()) {
     state.clear();
@@ -42,20 +44,22 @@ bool InputBatch(KernelCall& c) {
       state.push_back(SeededTensor(c.op.outputs[i], c.seed, c.op.name + ":" + std::to_string(i), c.device));
     }
   }
-  for (size_t i = 0; i < c.outputs.size(); ++i) c.Out(static_cast<int32_t>(i)).copy_(state[i]);
+  return state;
+}
+
+}  // namespace
+
+// A fresh batch each step: a copy out of the pipeline's buffer.
+bool InputBatch(KernelCall& c) {
+  const std::vector<at::Tensor>& values = SeededOutputs(c);
+  for (size_t i = 0; i < c.outputs.size(); ++i) c.Out(static_cast<int32_t>(i)).copy_(values[i]);
   return true;
 }
 
 // A constant lives in the graph: its output is a view.
 bool Constant(KernelCall& c) {
-  std::vector<at::Tensor>& state = c.state.tensors;
-  if (state.size() != c.outputs.size()) {
-    state.clear();
-    for (size_t i = 0; i < c.outputs.size(); ++i) {
-      state.push_back(SeededTensor(c.op.outputs[i], c.seed, c.op.name + ":" + std::to_string(i), c.device));
-    }
-  }
-  for (size_t i = 0; i < c.outputs.size(); ++i) c.outputs[i] = state[i];
+  const std::vector<at::Tensor>& values = SeededOutputs(c);
+  for (size_t i = 0; i < c.outputs.size(); ++i) c.outputs[i] = values[i];
   return true;
 }
 

@@ -13,11 +13,8 @@
 
 namespace devplace {
 
-// Each op's rank: its position when ops are sorted by height (the most ops
-// on any path from it to the end of the step), highest first, then by name
-// with digit runs compared as numbers. The simulator's tie rule
-// (docs/simulator.md, "Ties"); a copy of sim/simulator.cc's CanonicalOrder,
-// which is private there.
+// Each op's rank: its position in the graph's canonical order
+// (graph/canonical_order.h), the simulator's tie rule.
 std::vector<int32_t> RankOps(const Graph& graph);
 
 struct StepPlan {

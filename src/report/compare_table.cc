@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "report/sim_report.h"
+#include "util/format_bytes.h"
 
 namespace devplace {
 

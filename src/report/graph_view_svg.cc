@@ -7,6 +7,7 @@
 
 #include "report/sim_report.h"
 #include "report/svg.h"
+#include "util/format_bytes.h"
 
 namespace devplace {
 namespace {

@@ -11,6 +11,7 @@
 #include "report/sim_report.h"
 #include "report/svg.h"
 #include "report/timeline_svg.h"
+#include "util/format_bytes.h"
 
 namespace devplace {
 namespace {

@@ -2,20 +2,9 @@
 
 #include <cstdio>
 
-namespace devplace {
+#include "util/format_bytes.h"
 
-std::string FormatBytes(int64_t bytes) {
-  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
-  int unit = 0;
-  while (value >= 1024 && unit < 4) {
-    value /= 1024;
-    ++unit;
-  }
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, unit == 0 ? "%.0f %s" : "%.2f %s", value, kUnits[unit]);
-  return buffer;
-}
+namespace devplace {
 
 namespace {
 

@@ -23,7 +23,4 @@ std::string FormatSimulateText(const Cluster& cluster, const SimResult& step, co
 nlohmann::json SimulateToJson(const Cluster& cluster, const SimResult& step, const Measurement* protocol,
                               int32_t steps);
 
-// "1.23 GiB", "512 MiB", ...
-std::string FormatBytes(int64_t bytes);
-
 }  // namespace devplace

@@ -6,6 +6,7 @@
 #include "report/device_colors.h"
 #include "report/sim_report.h"
 #include "report/svg.h"
+#include "util/format_bytes.h"
 
 namespace devplace {
 namespace {
