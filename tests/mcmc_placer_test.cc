@@ -2,6 +2,8 @@
 // budget, never worse than where it starts, valid on real models.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "cluster/presets.h"
 #include "models/registry.h"
 #include "placement_problem.h"
@@ -87,6 +89,49 @@ TEST(McmcTest, ReportsProgressAndStopsAtTheBudget) {
   EXPECT_EQ(out.evaluations, 300);
   EXPECT_GE(calls, 3);
   EXPECT_EQ(last, 300);
+}
+
+// An environment that judges placements its own way, unlike the simulator:
+// the fewer ops off device 0, the faster, but all on device 0 fails.
+class OffDeviceZeroEnvironment : public Environment {
+ public:
+  std::vector<Outcome> Measure(const std::vector<Placement>& placements, int64_t, int32_t) override {
+    std::vector<Outcome> outcomes;
+    for (const Placement& p : placements) outcomes.push_back(MeasureOne(p));
+    return outcomes;
+  }
+  Outcome MeasureOne(const Placement& placement) override {
+    ++calls;
+    const int64_t off = OffDeviceZero(placement);
+    Outcome outcome;
+    outcome.ok = off > 0;
+    outcome.step_time_s = outcome.ok ? 1.0 + static_cast<double>(off) : 0;
+    return outcome;
+  }
+  static int64_t OffDeviceZero(const Placement& placement) {
+    return std::count_if(placement.begin(), placement.end(), [](int32_t d) { return d != 0; });
+  }
+  int64_t calls = 0;
+};
+
+TEST(McmcTest, JudgesByTheEnvironmentWhenGiven) {
+  OwnedProblem owned(MakeModel("tiny"), *MakeClusterPreset("k80x2"));
+  PlacementProblem problem = owned.get(5);
+  problem.budget.max_evaluations = 400;
+  OffDeviceZeroEnvironment environment;
+  problem.environment = &environment;
+  const PlacerOutput out = PlaceMcmc(problem);
+  ASSERT_EQ(CheckPlacement(owned.graph, owned.cluster, out.placement), std::nullopt);
+  EXPECT_GT(environment.calls, 100);  // every move, not the simulator
+  // The failing placement (all on device 0) is never the answer, however
+  // cheap it would be; the answer is the environment's near-best.
+  const int64_t off = OffDeviceZeroEnvironment::OffDeviceZero(out.placement);
+  EXPECT_GT(off, 0);
+  int64_t smallest_unit = owned.graph.num_ops();
+  for (const Group& group : ConstraintGroups(owned.graph).groups) {
+    smallest_unit = std::min<int64_t>(smallest_unit, static_cast<int64_t>(group.ops.size()));
+  }
+  EXPECT_LE(off, 4 * smallest_unit) << "mcmc did not follow the environment";
 }
 
 }  // namespace

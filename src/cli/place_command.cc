@@ -4,15 +4,19 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
 #include "cli/rl_flags.h"
 #include "cli/run_methods.h"
 #include "cluster/cluster_json.h"
+#include "exec/executor.h"
+#include "exec/measured_environment.h"
 #include "placers/placer.h"
 #include "rl/rl_placer.h"
 #include "util/error.h"
+#include "util/files.h"
 
 namespace devplace {
 namespace {
@@ -23,6 +27,12 @@ struct PlaceFlags {
   std::string method = "rl";
   std::string out_dir;
   OpTimesFlags op_times;
+  // What judges a placement: "simulated", "measured" (the real executor) or
+  // "calibrated" (the simulator with profiled op times, the best few run
+  // for real now and then).
+  std::string reward = "simulated";
+  MeasuredEnvironmentOptions run;
+  bool measure_steps_given = false;
   bool json = false;
   bool max_steps_given = false;
   bool algorithm_given = false;
@@ -94,6 +104,36 @@ class SearchProgressPrinter {
   SearchProgress pending_;
 };
 
+// An environment owned elsewhere (by RunPlace, so that what it measured
+// outlives the trainer that asked it).
+class BorrowedEnvironment : public Environment {
+ public:
+  explicit BorrowedEnvironment(Environment& environment) : environment_(environment) {}
+  std::vector<Outcome> Measure(const std::vector<Placement>& placements, int64_t batch, int32_t stream) override {
+    return environment_.Measure(placements, batch, stream);
+  }
+  Outcome MeasureOne(const Placement& placement) override { return environment_.MeasureOne(placement); }
+
+ private:
+  Environment& environment_;
+};
+
+// --reward's checks on the other flags, before anything is read.
+void CheckRewardFlags(const PlaceFlags& flags, bool learned) {
+  if (flags.reward == "simulated") return;
+  const std::string reward = "--reward " + flags.reward;
+  if (!learned && flags.method != "mcmc") {
+    throw Error(reward + " applies to the learned methods and mcmc; " + ForMessage(flags.method) +
+                " places in one shot (check its placement for real with devplace run)");
+  }
+  if (flags.rl.controllers > 1) {
+    throw Error(reward + " runs one placement at a time on this machine's devices: --controllers must be 1");
+  }
+  if (flags.reward == "calibrated" && flags.op_times.path.empty()) {
+    throw Error(reward + " needs --op-times: the table `devplace profile` writes for this graph and cluster");
+  }
+}
+
 // --out must be a folder, or not exist yet.
 void RequireOutFolder(const std::string& out_dir) {
   std::error_code error;
@@ -112,6 +152,7 @@ void RunPlace(PlaceFlags flags) {
   if (learned && !flags.learning_rate_given) flags.rl.learning_rate = DefaultLearningRate(flags.method);
   if (!learned) FindPlacer(flags.method);  // fail early on a bad name
   if (learned) ValidateRlOptions(flags.rl);
+  CheckRewardFlags(flags, learned);
   Graph graph = ResolveGraph(flags.graph);
   Cluster cluster = ResolveCluster(flags.cluster);
   CostModel cost = MakeCostModel(cluster, graph, flags.op_times);
@@ -121,8 +162,35 @@ void RunPlace(PlaceFlags flags) {
   if (flags.out_dir.empty()) flags.out_dir = "runs/" + graph.name + "-" + cluster.name + "-" + flags.method;
   RequireOutFolder(flags.out_dir);
 
+  // Real runs: every placement (measured), or the best few now and then
+  // and the final one (calibrated).
+  std::unique_ptr<MeasuredEnvironment> real;
+  std::unique_ptr<CalibratedEnvironment> calibrated;
+  if (flags.reward != "simulated") {
+    CheckClusterIsThisMachine(cluster, "--cluster " + ForMessage(flags.cluster));
+    MeasuredEnvironmentOptions run = flags.run;
+    run.seed = flags.rl.seed;
+    if (flags.measure_steps_given) run.steps = std::max(2, flags.rl.measure_steps);
+    real = std::make_unique<MeasuredEnvironment>(graph, cluster, run);
+  }
+  if (flags.reward == "measured") {
+    problem.environment = real.get();
+    flags.rl.make_environment = [&](const Graph&, const Cluster&, const CostModel&, const SimulatedEnvironmentOptions&) {
+      return std::make_unique<BorrowedEnvironment>(*real);
+    };
+  } else if (flags.reward == "calibrated" && learned) {
+    flags.rl.make_environment = [&](const Graph& g, const Cluster& c, const CostModel& m,
+                                    const SimulatedEnvironmentOptions& simulated) -> std::unique_ptr<Environment> {
+      CalibratedEnvironmentOptions options;
+      options.simulated = simulated;
+      calibrated = std::make_unique<CalibratedEnvironment>(g, c, m, options, *real);
+      return std::make_unique<BorrowedEnvironment>(*calibrated);
+    };
+  }
+
   Placement placement;
   double search_seconds = 0;
+  double search_best_s = 0;  // a learned search's best, as its environment measured it
   int64_t samples = 0;
   std::string placement_file = (std::filesystem::path(flags.out_dir) / "best_placement.json").string();
   if (learned) {
@@ -147,6 +215,7 @@ void RunPlace(PlaceFlags flags) {
     }
     placement = result.best_placement;
     search_seconds = result.seconds;
+    search_best_s = result.best_step_time_s;
     samples = result.samples;
   } else {
     // A search (mcmc, exact) spends the budget flags: --max-samples counts
@@ -168,24 +237,74 @@ void RunPlace(PlaceFlags flags) {
 
   SimResult final_result;
   if (!placement.empty()) final_result = simulator.Run(placement);
-  const bool ran = !placement.empty() && final_result.ok();
+  // With real runs, the found placement runs once more by the protocol:
+  // what the user gets is measured, next to what the simulator says.
+  std::optional<RealRun> final_real;
+  if (real && !placement.empty()) final_real = real->Run(placement);
+  const bool measured = flags.reward == "measured";
+  const bool ran = !placement.empty() && (measured ? final_real->outcome.ok : final_result.ok());
+  const double step_time_s = !ran ? 0 : measured ? final_real->outcome.step_time_s : final_result.step_time_s();
+  auto real_time = [&]() -> nlohmann::json {
+    if (!final_real || !final_real->outcome.ok) return nullptr;
+    return final_real->outcome.step_time_s;
+  };
+  nlohmann::json remeasured = nlohmann::json::array();
+  if (calibrated) {
+    for (const Remeasurement& r : calibrated->remeasured()) {
+      remeasured.push_back({{"batches", r.batches},
+                            {"simulated_s", r.simulated_s},
+                            {"measured_s", r.real.outcome.ok ? nlohmann::json(r.real.outcome.step_time_s) : nlohmann::json(nullptr)},
+                            {"failure", r.real.failure}});
+    }
+    WriteFileAtomically((std::filesystem::path(flags.out_dir) / "remeasured.json").string(), remeasured.dump(2) + "\n");
+  }
   if (flags.json) {
     nlohmann::json out = {{"method", flags.method},
                           {"graph", graph.name},
                           {"cluster", cluster.name},
-                          {"step_time_s", ran ? nlohmann::json(final_result.step_time_s()) : nlohmann::json(nullptr)},
-                          {"oom", placement.empty() || final_result.oom},
+                          {"reward", flags.reward},
+                          {"step_time_s", ran ? nlohmann::json(step_time_s) : nlohmann::json(nullptr)},
+                          {"oom", placement.empty() || (measured ? final_real->outcome.oom() : final_result.oom)},
                           {"search_seconds", search_seconds},
                           {"samples", samples},
                           {"zero_shot", flags.rl.zero_shot},
                           {"placement_file", placement.empty() ? nlohmann::json(nullptr) : nlohmann::json(placement_file)}};
+    if (real) {
+      out["simulated_step_time_s"] = final_result.ok() ? nlohmann::json(final_result.step_time_s()) : nlohmann::json(nullptr);
+      out["measured_step_time_s"] = real_time();
+      out["real_runs"] = real->runs();
+      if (learned) out["search_best_step_time_s"] = search_best_s;
+      if (final_real && !final_real->outcome.ok) out["measured_failure"] = final_real->failure;
+    }
+    if (calibrated) out["remeasured"] = remeasured;
     std::cout << out.dump(2) << "\n";
-  } else if (!ran) {
+    return;
+  }
+  if (!ran) {
     std::printf("%s found no placement that runs in %.1f s (%lld samples)\n", flags.method.c_str(), search_seconds,
                 static_cast<long long>(samples));
-  } else {
-    std::printf("%s: step time %.6f s after %.1f s of search (%lld samples); placement in %s\n", flags.method.c_str(),
-                final_result.step_time_s(), search_seconds, static_cast<long long>(samples), placement_file.c_str());
+    if (final_real && !final_real->outcome.ok) std::printf("its best placement, run for real: %s\n", final_real->failure.c_str());
+    return;
+  }
+  std::printf("%s: step time %.6f s%s after %.1f s of search (%lld samples); placement in %s\n", flags.method.c_str(),
+              step_time_s, measured ? " measured" : "", search_seconds, static_cast<long long>(samples),
+              placement_file.c_str());
+  if (measured && final_result.ok()) {
+    // A noisy search keeps its luckiest measurement: the final run is the
+    // honest number, the search's best is shown beside it.
+    std::printf("the simulator says %.6f s for it; the search measured it at %.6f s (%lld real runs in all)\n",
+                final_result.step_time_s(), search_best_s, static_cast<long long>(real->runs()));
+  } else if (final_real) {
+    if (final_real->outcome.ok) {
+      std::printf("run for real: %.6f s (the simulator with %s says %.6f s)\n", final_real->outcome.step_time_s,
+                  flags.op_times.path.c_str(), final_result.step_time_s());
+    } else {
+      std::printf("run for real, it failed: %s\n", final_real->failure.c_str());
+    }
+    if (calibrated && !calibrated->remeasured().empty()) {
+      std::printf("%zu of the best placements run for real during the search (simulated / measured in %s)\n",
+                  calibrated->remeasured().size(), (std::filesystem::path(flags.out_dir) / "remeasured.json").c_str());
+    }
   }
 }
 
@@ -292,6 +411,19 @@ void AddPlaceCommand(CLI::App& app) {
       ->group(g)->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--measure-steps", rl.measure_steps, "Steps per measurement; the first is dropped (the paper uses 10)")
       ->group(g)->check(CLI::Range(1, 1000));
+  const std::string r = "Reward";
+  cmd->add_option("--reward", flags->reward,
+                  "What judges a placement: simulated (default), measured (each run on this machine by the executor; "
+                  "--cluster from clusters --detect) or calibrated (the simulator with --op-times from devplace "
+                  "profile, the best few run for real now and then); learned methods and mcmc")
+      ->group(r)
+      ->check(CLI::IsMember({"simulated", "measured", "calibrated"}));
+  cmd->add_option("--run-steps", flags->run.steps,
+                  "Real runs: steps per measurement, the first dropped (default 3; --measure-steps too)")
+      ->group(r)->check(CLI::Range(2, 1000));
+  cmd->add_option("--run-time-limit", flags->run.step_time_limit_s,
+                  "Real runs: seconds a step may run before it counts as failed (default 30)")
+      ->group(r)->check(CLI::Range(0.001, 1e6));
   cmd->add_option("--checkpoint-every", rl.checkpoint_every, "Steps between checkpoints (0 = none by steps)")
       ->group(g)->check(CLI::NonNegativeNumber);
   cmd->add_option("--checkpoint-seconds", rl.checkpoint_seconds,
@@ -306,6 +438,7 @@ void AddPlaceCommand(CLI::App& app) {
       flags->max_steps_given = cmd->count("--max-steps") > 0;
       flags->algorithm_given = cmd->count("--algorithm") > 0;
       flags->learning_rate_given = cmd->count("--learning-rate") > 0;
+      flags->measure_steps_given = cmd->count("--measure-steps") > 0 && cmd->count("--run-steps") == 0;
       RunPlace(*flags);
     } catch (const Error&) {
       throw;

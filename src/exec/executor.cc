@@ -225,6 +225,12 @@ void Step::Worker(int32_t device) {
   while (true) {
     device_cv_[device]->wait(lock, [&] { return stop_ || !ready_[device].empty(); });
     if (stop_) return;
+    if (impl_.options.step_time_limit_s > 0 && NowUs() > 1e6 * impl_.options.step_time_limit_s) {
+      char limit[64];
+      std::snprintf(limit, sizeof limit, "%g s", impl_.options.step_time_limit_s);
+      Abort(std::string("time limit: the step ran past ") + limit, /*oom=*/false);
+      return;
+    }
     const int32_t op = ready_[device].front();
     ready_[device].pop_front();
     const Op& o = graph_.op(op);

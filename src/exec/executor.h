@@ -33,6 +33,10 @@ struct ExecOptions {
   // Ops whose outputs (then their kernel state: a variable's value, an
   // optimizer's slots) the step hands back as raw bytes, for tests.
   std::vector<int32_t> keep_outputs_of;
+  // A step still running after this many seconds stops and fails ("time
+  // limit"), checked whenever a device takes its next op (a kernel already
+  // running is not interrupted); 0: no limit.
+  double step_time_limit_s = 0;
 };
 
 // An op type that ran the stand-in instead of a real kernel.

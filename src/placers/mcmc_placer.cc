@@ -10,6 +10,10 @@
 // Placements that run out of memory are not solutions, but the chain may
 // pass through them: their cost is the step time scaled up by how far they
 // overflow, so the search can walk out of an all-OOM start.
+//
+// Given an environment (PlacementProblem::environment; `place --reward
+// measured`: real runs), every candidate is measured in full by it instead,
+// and any failure costs infinity.
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -39,7 +43,7 @@ constexpr double kDefaultSeconds = 60;
 // placement that fits is cheaper than one that does not, while the
 // overflow still points the way out).
 double CostOf(const SimResult& result, const Cluster& cluster) {
-  if (result.invalid) return std::numeric_limits<double>::infinity();
+  if (result.invalid || result.failed) return std::numeric_limits<double>::infinity();
   if (!result.oom) return result.step_time_us;
   double over = 0, total = 0;
   for (size_t d = 0; d < result.devices.size(); ++d) {
@@ -103,7 +107,20 @@ PlacerOutput PlaceMcmc(const PlacementProblem& problem) {
   int64_t evaluations = 0;
   const Start start = BestOneShot(problem, evaluations);
   Placement current = start.placement;
-  SimResult current_result = sim.Remember(current);
+  // With an environment (real runs), each candidate is measured in full
+  // and its outcome stands in for the simulator's result; the simulator
+  // still picks the start, as measuring every baseline would cost more
+  // than it tells.
+  auto measure = [&](const Placement& placement) {
+    const Outcome outcome = problem.environment->MeasureOne(placement);
+    SimResult result;
+    result.step_time_us = outcome.ok ? outcome.step_time_s * 1e6 : 0;
+    // How far a real run overflowed is not known (the executor stops at
+    // the first device out of memory), so every failure costs infinity.
+    result.failed = !outcome.ok;
+    return result;
+  };
+  SimResult current_result = problem.environment ? measure(current) : sim.Remember(current);
   ++evaluations;
   double current_cost = CostOf(current_result, cluster);
   Placement best = current;
@@ -138,10 +155,10 @@ PlacerOutput PlaceMcmc(const PlacementProblem& problem) {
     if (to == from) to = devices.back();  // uniform over the other devices
     Placement next = current;
     for (int32_t op : units[u]->ops) next[op] = to;
-    const SimResult result = sim.RunChanged(next, units[u]->ops);
+    const SimResult result = problem.environment ? measure(next) : sim.RunChanged(next, units[u]->ops);
     ++evaluations;
     ++moves;
-    resumed += sim.last_skipped_fraction() > 0;
+    resumed += !problem.environment && sim.last_skipped_fraction() > 0;
     const double cost = CostOf(result, cluster);
     // Once a placement ran, only placements that run can be the best.
     const bool new_best = result.ok() ? (!best_ran || cost < best_cost) : (!best_ran && cost < best_cost);
@@ -152,7 +169,7 @@ PlacerOutput PlaceMcmc(const PlacementProblem& problem) {
     }
     const bool accept = cost <= current_cost || random.Uniform() < std::exp(-kAlpha * (cost - current_cost) / current_cost);
     if (accept) {
-      sim.KeepChanged();
+      if (!problem.environment) sim.KeepChanged();
       current.swap(next);
       current_cost = cost;
       current_result = result;
@@ -161,7 +178,7 @@ PlacerOutput PlaceMcmc(const PlacementProblem& problem) {
       since_best = 0;
     } else if (++since_best >= restart_after) {
       current = best;
-      current_result = sim.Remember(current);
+      current_result = problem.environment ? measure(current) : sim.Remember(current);
       ++evaluations;
       current_cost = best_cost;
       since_best = 0;

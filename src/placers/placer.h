@@ -12,6 +12,7 @@
 #include "cost/cost_model.h"
 #include "graph/graph.h"
 #include "graph/grouping.h"
+#include "sim/environment.h"
 #include "sim/placement.h"
 #include "sim/simulator.h"
 
@@ -43,6 +44,10 @@ struct PlacementProblem {
   SearchBudget budget = {};
   // Called now and then by search placers; may be empty.
   std::function<void(const SearchProgress&)> progress = {};
+  // When set, a search (mcmc) judges its candidates by this environment,
+  // each in full, rather than by the simulator: `--reward measured` runs
+  // them on the real machine. One-shot placers ignore it.
+  Environment* environment = nullptr;
 };
 
 struct PlacerOutput {

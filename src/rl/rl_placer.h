@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "placers/placer.h"
+#include "sim/environment.h"
 
 namespace devplace {
 
@@ -166,6 +167,11 @@ struct RlOptions {
   double jitter = 0;
   double failure_probability = 0;
   int32_t measure_steps = 1;
+  // Makes the environment instead of the simulated one (sim/environment.h):
+  // `--reward measured` runs placements on the real executor. With one, a
+  // failing runtime of 0 is picked from the environment's own measurement
+  // of the all-on-one-CPU placement, not the simulator's.
+  EnvironmentFactory make_environment;
 
   uint64_t seed = 1;
 

@@ -90,8 +90,23 @@ class Trainer {
       environment.seed = options.seed;
       environment.measure_overflow = grade_failures_;
       controller->environment =
-          std::make_unique<SimulatedEnvironment>(problem.graph, problem.cluster, problem.cost, environment);
+          options.make_environment
+              ? options.make_environment(problem.graph, problem.cluster, problem.cost, environment)
+              : std::make_unique<SimulatedEnvironment>(problem.graph, problem.cluster, problem.cost, environment);
       controllers_.push_back(std::move(controller));
+    }
+    if (options.make_environment && options.failing_runtime_s <= 0) {
+      // The simulator's all-on-CPU time may be far from what this
+      // environment measures (uncalibrated, 3-6x optimistic on a real
+      // machine): a failing signal below the times that run would reward
+      // failing. So the environment measures it.
+      std::vector<int32_t> cpus = DevicesOfKind(problem.cluster, DeviceKind::kCpu);
+      if (!cpus.empty()) {
+        const Outcome cpu = controllers_[0]->environment->MeasureOne(
+            SingleDevicePlacement(problem.graph, problem.cluster, cpus.front()));
+        if (cpu.ok) failing_reward_ = std::sqrt(2 * cpu.step_time_s);
+      }
+      for (auto& controller : controllers_) controller->baseline = failing_reward_;
     }
   }
 

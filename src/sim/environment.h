@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -77,5 +78,12 @@ class SimulatedEnvironment : public Environment {
   std::unordered_map<std::string, Outcome> cache_;
   int64_t cache_bytes_used_ = 0;
 };
+
+// Makes the environment a learned placer measures in, given what the
+// simulated one would be made with; a caller that wants placements judged
+// otherwise (`devplace place --reward measured`: by running them) passes
+// one. An empty factory means the SimulatedEnvironment.
+using EnvironmentFactory = std::function<std::unique_ptr<Environment>(
+    const Graph& graph, const Cluster& cluster, const CostModel& cost, const SimulatedEnvironmentOptions& options)>;
 
 }  // namespace devplace
