@@ -299,10 +299,8 @@ class GdpBatchTrainer {
     torch::serialize::OutputArchive net_archive;
     net_->module().save(net_archive);
     archive.write("net", net_archive);
-    torch::serialize::OutputArchive optimizer_archive;
-    optimizer_->save(optimizer_archive);
-    archive.write("optimizer", optimizer_archive);
-    archive.write("generator", generator_.get_state());
+    WriteOptimizerState(archive, *optimizer_);
+    WriteGeneratorState(archive, "generator", generator_);
     nlohmann::json graphs = nlohmann::json::array();
     for (size_t i = 0; i < graphs_.size(); ++i) {
       const TrainingGraph& g = graphs_[i];
@@ -367,12 +365,8 @@ class GdpBatchTrainer {
       torch::serialize::InputArchive net_archive;
       archive.read("net", net_archive);
       net_->module().load(net_archive);
-      torch::serialize::InputArchive optimizer_archive;
-      archive.read("optimizer", optimizer_archive);
-      optimizer_->load(optimizer_archive);
-      torch::Tensor state;
-      archive.read("generator", state);
-      generator_.set_state(state);
+      ReadOptimizerState(archive, *optimizer_);
+      ReadGeneratorState(archive, "generator", generator_);
       for (size_t i = 0; i < graphs_.size(); ++i) {
         torch::Tensor start;
         archive.read("start_" + std::to_string(i), start);

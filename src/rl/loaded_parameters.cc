@@ -50,4 +50,26 @@ void CopyParameters(const torch::nn::Module& from, torch::nn::Module& to) {
   for (size_t i = 0; i < target.size(); ++i) target[i].copy_(source[i]);
 }
 
+void WriteOptimizerState(torch::serialize::OutputArchive& archive, torch::optim::Optimizer& optimizer) {
+  torch::serialize::OutputArchive optimizer_archive;
+  optimizer.save(optimizer_archive);
+  archive.write("optimizer", optimizer_archive);
+}
+
+void ReadOptimizerState(torch::serialize::InputArchive& archive, torch::optim::Optimizer& optimizer) {
+  torch::serialize::InputArchive optimizer_archive;
+  archive.read("optimizer", optimizer_archive);
+  optimizer.load(optimizer_archive);
+}
+
+void WriteGeneratorState(torch::serialize::OutputArchive& archive, const std::string& key, torch::Generator& generator) {
+  archive.write(key, generator.get_state());
+}
+
+void ReadGeneratorState(torch::serialize::InputArchive& archive, const std::string& key, torch::Generator& generator) {
+  torch::Tensor state;
+  archive.read(key, state);
+  generator.set_state(state);
+}
+
 }  // namespace devplace

@@ -36,6 +36,14 @@ std::string LoadedParametersProblem(const torch::nn::Module& module, const Param
 std::string ModuleBytes(torch::nn::Module& module);
 std::string LoadModuleBytes(torch::nn::Module& module, const std::string& bytes);
 
+// A trainer's optimizer state (under "optimizer") and random generator
+// (under `key`) in a checkpoint's archive, and back; the readers throw
+// c10::Error, as torch does, when the archive lacks them or they do not fit.
+void WriteOptimizerState(torch::serialize::OutputArchive& archive, torch::optim::Optimizer& optimizer);
+void ReadOptimizerState(torch::serialize::InputArchive& archive, torch::optim::Optimizer& optimizer);
+void WriteGeneratorState(torch::serialize::OutputArchive& archive, const std::string& key, torch::Generator& generator);
+void ReadGeneratorState(torch::serialize::InputArchive& archive, const std::string& key, torch::Generator& generator);
+
 // Copies `from`'s parameter values into `to`, a module of the same shape
 // (another controller's policy, the best encoder so far).
 void CopyParameters(const torch::nn::Module& from, torch::nn::Module& to);

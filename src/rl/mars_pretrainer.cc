@@ -153,10 +153,8 @@ class MarsPretrainer {
       module->save(part);
       archive.write(name, part);
     }
-    torch::serialize::OutputArchive optimizer_archive;
-    optimizer_->save(optimizer_archive);
-    archive.write("optimizer", optimizer_archive);
-    archive.write("generator", generator_.get_state());
+    WriteOptimizerState(archive, *optimizer_);
+    WriteGeneratorState(archive, "generator", generator_);
     std::ostringstream tensors;
     archive.save_to(tensors);
     CheckpointParts parts;
@@ -197,12 +195,8 @@ class MarsPretrainer {
         archive.read(name, part);
         module->load(part);
       }
-      torch::serialize::InputArchive optimizer_archive;
-      archive.read("optimizer", optimizer_archive);
-      optimizer_->load(optimizer_archive);
-      torch::Tensor state;
-      archive.read("generator", state);
-      generator_.set_state(state);
+      ReadOptimizerState(archive, *optimizer_);
+      ReadGeneratorState(archive, "generator", generator_);
     } catch (const c10::Error&) {
       facts.Fail("checkpoint's tensors do not load, or are of other sizes (--mars-hidden, --mars-layers)");
     }

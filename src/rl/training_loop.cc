@@ -463,13 +463,11 @@ class Trainer {
     torch::serialize::OutputArchive policy_archive;
     shared_->module().save(policy_archive);
     archive.write("policy", policy_archive);
-    torch::serialize::OutputArchive optimizer_archive;
-    optimizer_->save(optimizer_archive);
-    archive.write("optimizer", optimizer_archive);
+    WriteOptimizerState(archive, *optimizer_);
     nlohmann::json baselines = nlohmann::json::array();
     for (auto& c : controllers_) {
       baselines.push_back(c->baseline);
-      archive.write("generator_" + std::to_string(c->id), c->generator.get_state());
+      WriteGeneratorState(archive, "generator_" + std::to_string(c->id), c->generator);
     }
     std::ostringstream tensors;
     archive.save_to(tensors);
@@ -550,9 +548,7 @@ class Trainer {
       torch::serialize::InputArchive policy_archive;
       archive.read("policy", policy_archive);
       shared_->module().load(policy_archive);
-      torch::serialize::InputArchive optimizer_archive;
-      archive.read("optimizer", optimizer_archive);
-      optimizer_->load(optimizer_archive);
+      ReadOptimizerState(archive, *optimizer_);
     } catch (const c10::Error&) {
       facts.Fail("checkpoint's policy is of another architecture (other network sizes, or an older devplace)");
     }
