@@ -3,7 +3,8 @@
 // its own simulator, applies the noise model and the measuring protocol
 // (sim/measure.h), and remembers what the deterministic simulator said about
 // placements it has seen, since converging policies resample the same ones.
-// The real executor will be a second implementation of Environment.
+// The real executor's environments (exec/measured_environment.h) are the
+// others.
 #pragma once
 
 #include <cstdint>
