@@ -14,7 +14,7 @@
 
 #include "rl/gdp_net.h"
 #include "rl/gdp_policy.h"
-#include "rl/gdp_trainer.h"
+#include "rl/batch_trainer.h"
 #include "rl/graph_sage.h"
 #include "rl/op_features.h"
 #include "rl/methods.h"
@@ -365,7 +365,7 @@ TEST(GdpTrainerTest, BatchTrainingReachesTheBestPlacementOfTwoDifferentGraphs) {
   Simulator chain_simulator(chain.graph, wide.cluster, chain_cost);
   std::vector<PlacementProblem> problems = {wide.get(), {chain.graph, wide.cluster, chain_cost, chain_simulator, 0}};
   testing::TempDir dir;
-  GdpTrainOptions options;
+  BatchTrainOptions options;
   options.rl.method = "gdp";
   options.rl.algorithm = "ppo";
   options.rl.gdp_start_bias = 0;
@@ -376,7 +376,7 @@ TEST(GdpTrainerTest, BatchTrainingReachesTheBestPlacementOfTwoDifferentGraphs) {
   options.rl.worker_threads = 1;
   options.rl.checkpoint_seconds = 0;
   options.policy_out = dir.File("policy.pt");
-  GdpTrainResult result = TrainGdpPolicy(problems, options);
+  BatchTrainResult result = TrainAcrossGraphs(problems, options);
   EXPECT_EQ(result.updates, 150);
   EXPECT_NEAR(GreedyStepTime(wide, options.policy_out, options.rl), BestOnGpus(wide), 1e-9);
   EXPECT_NEAR(GreedyStepTime(chain, options.policy_out, options.rl), BestOnGpus(chain), 1e-9);
@@ -390,7 +390,7 @@ TEST(GdpNetTest, PolicyFileRoundTripsAndRefusesAnotherClusterOrDamage) {
   a.hidden = 16;
   a.heads = 2;
   a.devices = p.cluster.num_devices();
-  a.vocabulary = GdpVocabulary({&p.graph});
+  a.vocabulary = UnitVocabulary({&p.graph});
   torch::manual_seed(5);
   GdpNet net(a, 1.5);
   testing::TempDir dir;
@@ -403,7 +403,7 @@ TEST(GdpNetTest, PolicyFileRoundTripsAndRefusesAnotherClusterOrDamage) {
 
   GdpNet loaded = LoadGdpPolicyFile(path, p.cluster);
   const OpFeatures features = BuildOpFeatures(p.graph, p.cluster);
-  const GdpInputs inputs = BuildGdpInputs(features, p.graph, p.cluster, a.vocabulary);
+  const UnitInputs inputs = BuildUnitInputs(features, p.graph, p.cluster, a.vocabulary);
   const torch::Tensor start = torch::zeros({features.num_units, a.devices});
   EXPECT_TRUE(torch::equal(net->LogProbs(inputs, start, 5, 1), loaded->LogProbs(inputs, start, 5, 1)));
   EXPECT_EQ(loaded->start_bias().item<double>(), 1.5);

@@ -1,5 +1,5 @@
 // `devplace train`: batch training of one GDP or Mars policy over several
-// graphs for one cluster (rl/gdp_trainer.h), written as a policy file that
+// graphs for one cluster (rl/batch_trainer.h), written as a policy file that
 // `place --method gdp|mars --policy` uses.
 #include <chrono>
 #include <cstdio>
@@ -14,7 +14,7 @@
 #include "cli/inputs.h"
 #include "cli/rl_flags.h"
 #include "cluster/cluster_json.h"
-#include "rl/gdp_trainer.h"
+#include "rl/batch_trainer.h"
 #include "sim/simulator.h"
 #include "util/error.h"
 
@@ -25,7 +25,7 @@ struct TrainFlags {
   std::string method = "gdp";
   std::vector<std::string> graphs;
   std::string cluster;
-  GdpTrainOptions train;
+  BatchTrainOptions train;
   bool quiet = false;
   bool learning_rate_given = false;
 };
@@ -34,7 +34,7 @@ struct TrainFlags {
 // best and mean step time.
 class TrainProgressPrinter {
  public:
-  void operator()(const GdpTrainProgress& p, bool last) {
+  void operator()(const BatchTrainProgress& p, bool last) {
     auto now = std::chrono::steady_clock::now();
     if (p.update == printed_update_ || (!last && printed_ && now - last_ < std::chrono::seconds(1))) return;
     last_ = now;
@@ -45,7 +45,7 @@ class TrainProgressPrinter {
     std::snprintf(head, sizeof head, "update %5lld  %7lld samples  (%.0f s)", static_cast<long long>(p.update),
                   static_cast<long long>(p.samples), p.seconds);
     line << head;
-    for (const GdpGraphProgress& g : p.graphs) {
+    for (const BatchGraphProgress& g : p.graphs) {
       char part[160];
       std::snprintf(part, sizeof part, "  %s best %.4f mean %.4f", ForMessage(g.graph, 40).c_str(), g.best_step_time_s, g.mean_step_time_s);
       line << part;
@@ -83,15 +83,15 @@ void RunTrain(TrainFlags flags) {
     problems.push_back(PlacementProblem{*graphs.back(), cluster, *costs.back(), *simulators.back(), rl.seed});
   }
   TrainProgressPrinter printer;
-  GdpTrainProgress last;
-  GdpTrainResult result = TrainGdpPolicy(problems, flags.train, [&](const GdpTrainProgress& p) {
+  BatchTrainProgress last;
+  BatchTrainResult result = TrainAcrossGraphs(problems, flags.train, [&](const BatchTrainProgress& p) {
     last = p;
     if (!flags.quiet) printer(p, false);
   });
   if (!flags.quiet && last.update > 0) printer(last, true);
   std::printf("trained %lld updates (%lld samples) in %.1f s on %zu graphs; policy in %s\n", static_cast<long long>(result.updates),
               static_cast<long long>(result.samples), result.seconds, result.graphs.size(), flags.train.policy_out.c_str());
-  for (const GdpGraphProgress& g : result.graphs) {
+  for (const BatchGraphProgress& g : result.graphs) {
     std::printf("  %s: best %.6f s while training\n", ForMessage(g.graph).c_str(), g.best_step_time_s);
   }
 }

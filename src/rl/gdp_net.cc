@@ -26,8 +26,8 @@ GdpNetImpl::GdpNetImpl(const GdpArchitecture& architecture, double start_bias) :
     encoder_projection_ = register_module("encoder_projection", torch::nn::Linear(architecture.encoder->hidden, architecture.hidden));
   } else {
     const int64_t types = std::max<int64_t>(1, static_cast<int64_t>(architecture.vocabulary.size()));
-    type_embedding_ = register_module("type_embedding", torch::nn::Embedding(types, kGdpTypeEmbedding));
-    sage_ = register_module("sage", GraphSage(kGdpTypeEmbedding + kGdpNumericFeatures, architecture.hidden, architecture.sage_layers));
+    type_embedding_ = register_module("type_embedding", torch::nn::Embedding(types, kUnitTypeEmbedding));
+    sage_ = register_module("sage", GraphSage(kUnitTypeEmbedding + kUnitNumericFeatures, architecture.hidden, architecture.sage_layers));
   }
   SegmentPlacerOptions placer;
   placer.hidden = architecture.hidden;
@@ -41,7 +41,7 @@ GdpNetImpl::GdpNetImpl(const GdpArchitecture& architecture, double start_bias) :
   start_bias_ = register_parameter("start_bias", torch::full({1}, start_bias));
 }
 
-torch::Tensor GdpNetImpl::LogProbs(const GdpInputs& in, const torch::Tensor& start, double tanh_constant, double temperature) {
+torch::Tensor GdpNetImpl::LogProbs(const UnitInputs& in, const torch::Tensor& start, double tanh_constant, double temperature) {
   torch::Tensor embeddings;
   if (encoder_) {
     embeddings = encoder_projection_(encoder_(in));

@@ -50,7 +50,7 @@ class GdpNetImpl : public torch::nn::Module {
   // [U, D] log-probabilities; devices a unit cannot use at about -1e4 below
   // the rest. `start`: [U, D] one-hot of each unit's start device (all
   // zeros: no start). Logits are C tanh(x / T) as in every learned placer.
-  torch::Tensor LogProbs(const GdpInputs& inputs, const torch::Tensor& start, double tanh_constant, double temperature);
+  torch::Tensor LogProbs(const UnitInputs& inputs, const torch::Tensor& start, double tanh_constant, double temperature);
 
   const GdpArchitecture& architecture() const { return architecture_; }
   torch::Tensor start_bias() const { return start_bias_; }

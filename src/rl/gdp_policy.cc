@@ -105,7 +105,7 @@ class GdpPass : public PolicyPass {
 
 class GdpPolicy : public UnitPolicy {
  public:
-  GdpPolicy(std::shared_ptr<const UnitDecisions> units, std::shared_ptr<const GdpInputs> inputs, GdpNet net, const RlOptions& options)
+  GdpPolicy(std::shared_ptr<const UnitDecisions> units, std::shared_ptr<const UnitInputs> inputs, GdpNet net, const RlOptions& options)
       : UnitPolicy(std::move(units), options, "GDP"),
         inputs_(std::move(inputs)),
         module_(std::move(net), units_->num_units(), units_->num_devices()) {
@@ -141,7 +141,7 @@ class GdpPolicy : public UnitPolicy {
   torch::Tensor start_placement() override { return module_->start; }
 
  private:
-  std::shared_ptr<const GdpInputs> inputs_;
+  std::shared_ptr<const UnitInputs> inputs_;
   GdpGraphModule module_;
   StretchNoise noise_;
 };
@@ -168,13 +168,13 @@ std::unique_ptr<Policy> MakeGdpPolicyWithNet(const PlacementProblem& problem, Gd
                 ForMessage(problem.cluster.name) + "' of " + std::to_string(problem.cluster.num_devices()));
   }
   auto units = std::make_shared<const UnitDecisions>(problem, options.gdp_start_bias != 0 && options.gdp_baseline_probes);
-  auto inputs = std::make_shared<const GdpInputs>(
-      BuildGdpInputs(units->features(), problem.graph, problem.cluster, net->architecture().vocabulary));
+  auto inputs = std::make_shared<const UnitInputs>(
+      BuildUnitInputs(units->features(), problem.graph, problem.cluster, net->architecture().vocabulary));
   return std::make_unique<GdpPolicy>(std::move(units), std::move(inputs), std::move(net), options);
 }
 
 GdpNet MakeGdpNet(const RlOptions& options, int64_t devices, const std::vector<const Graph*>& graphs) {
-  if (options.encoder_file.empty()) return GdpNet(GdpArchitectureOf(options, devices, GdpVocabulary(graphs)), options.gdp_start_bias);
+  if (options.encoder_file.empty()) return GdpNet(GdpArchitectureOf(options, devices, UnitVocabulary(graphs)), options.gdp_start_bias);
   MarsEncoder pretrained = LoadMarsEncoderFile(options.encoder_file);
   GdpArchitecture architecture = GdpArchitectureOf(options, devices, pretrained->architecture().vocabulary);
   architecture.encoder = pretrained->architecture();

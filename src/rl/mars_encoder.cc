@@ -16,11 +16,11 @@ constexpr std::string_view kEncoderHeader = "DEVPLACE-MARS-ENCODER 1\n";
 
 MarsEncoderImpl::MarsEncoderImpl(const MarsEncoderArchitecture& architecture) : architecture_(architecture) {
   const int64_t types = std::max<int64_t>(1, static_cast<int64_t>(architecture.vocabulary.size()));
-  type_embedding_ = register_module("type_embedding", torch::nn::Embedding(types, kGdpTypeEmbedding));
-  gcn_ = register_module("gcn", GcnEncoder(kGdpTypeEmbedding + kGdpNumericFeatures, architecture.hidden, architecture.layers));
+  type_embedding_ = register_module("type_embedding", torch::nn::Embedding(types, kUnitTypeEmbedding));
+  gcn_ = register_module("gcn", GcnEncoder(kUnitTypeEmbedding + kUnitNumericFeatures, architecture.hidden, architecture.layers));
 }
 
-torch::Tensor MarsEncoderImpl::forward(const GdpInputs& inputs, const torch::Tensor& corrupt) {
+torch::Tensor MarsEncoderImpl::forward(const UnitInputs& inputs, const torch::Tensor& corrupt) {
   torch::Tensor x = torch::cat({type_embedding_(inputs.type), inputs.numeric}, 1);
   if (corrupt.defined()) x = x.index_select(0, corrupt);
   return gcn_(x, inputs.src, inputs.dst);
@@ -57,8 +57,8 @@ MarsEncoder LoadMarsEncoderFile(const std::string& path, MarsEncoderFileFacts* f
 nlohmann::json MarsEncoderArchitectureJson(const MarsEncoderArchitecture& a) {
   return {{"hidden", a.hidden},
           {"layers", a.layers},
-          {"numeric_features", kGdpNumericFeatures},
-          {"type_embedding", kGdpTypeEmbedding},
+          {"numeric_features", kUnitNumericFeatures},
+          {"type_embedding", kUnitTypeEmbedding},
           {"vocabulary", a.vocabulary}};
 }
 
@@ -69,9 +69,9 @@ MarsEncoderArchitecture ReadMarsEncoderArchitecture(const CheckpointFacts& arch)
   a.layers = arch.Integer("layers", 1, 64);
   // The features an encoder reads are this build's (rl/gdp_net.h): a file
   // written for another set would read them as something else.
-  if (arch.Integer("numeric_features", 0, 1 << 20) != kGdpNumericFeatures || arch.Integer("type_embedding", 0, 1 << 20) != kGdpTypeEmbedding) {
-    facts.Fail("the encoder reads another set of op features (" + std::to_string(kGdpNumericFeatures) + " numeric features and a type embedding of " +
-               std::to_string(kGdpTypeEmbedding) + " here)");
+  if (arch.Integer("numeric_features", 0, 1 << 20) != kUnitNumericFeatures || arch.Integer("type_embedding", 0, 1 << 20) != kUnitTypeEmbedding) {
+    facts.Fail("the encoder reads another set of op features (" + std::to_string(kUnitNumericFeatures) + " numeric features and a type embedding of " +
+               std::to_string(kUnitTypeEmbedding) + " here)");
   }
   for (const nlohmann::json& type : arch.Array("vocabulary")) {
     if (!type.is_string()) facts.Fail("'vocabulary' holds something other than op type names");

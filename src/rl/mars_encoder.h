@@ -20,7 +20,7 @@ namespace devplace {
 struct MarsEncoderArchitecture {
   int64_t hidden = 64;
   int64_t layers = 2;
-  // The op types embedded, "other" last (GdpVocabulary's rule).
+  // The op types embedded, "other" last (UnitVocabulary's rule).
   std::vector<std::string> vocabulary;
 };
 
@@ -31,7 +31,7 @@ class MarsEncoderImpl : public torch::nn::Module {
   // The units' embeddings, [U, hidden]. `corrupt`: a permutation of the
   // units ([U] int64) whose features to read instead, DGI's negatives; an
   // undefined tensor reads the graph as it is.
-  torch::Tensor forward(const GdpInputs& inputs, const torch::Tensor& corrupt = {});
+  torch::Tensor forward(const UnitInputs& inputs, const torch::Tensor& corrupt = {});
 
   const MarsEncoderArchitecture& architecture() const { return architecture_; }
 

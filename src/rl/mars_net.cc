@@ -47,7 +47,7 @@ std::vector<torch::Tensor> MarsNetImpl::placer_parameters() const {
   return out;
 }
 
-MarsNetImpl::Encoded MarsNetImpl::Encode(const GdpInputs& inputs, bool encoder_frozen) {
+MarsNetImpl::Encoded MarsNetImpl::Encode(const UnitInputs& inputs, bool encoder_frozen) {
   torch::Tensor embeddings;
   if (encoder_frozen) {
     torch::NoGradGuard no_grad;

@@ -48,7 +48,7 @@ class MarsNetImpl : public torch::nn::Module {
     torch::Tensor h0, c0;  // [1, hidden]: the decoder's first state
     Encoded detach() const { return {values.detach(), keys.detach(), h0.detach(), c0.detach()}; }
   };
-  Encoded Encode(const GdpInputs& inputs, bool encoder_frozen);
+  Encoded Encode(const UnitInputs& inputs, bool encoder_frozen);
 
   struct Scored {
     torch::Tensor log_prob;  // [K]

@@ -39,7 +39,7 @@ torch::Tensor DecisionsTensor(const std::vector<Decision>& decisions, int64_t un
 
 class MarsPass : public PolicyPass {
  public:
-  MarsPass(MarsGraphModule module, const torch::Tensor& allowed, const GdpInputs& inputs, const RlOptions& options)
+  MarsPass(MarsGraphModule module, const torch::Tensor& allowed, const UnitInputs& inputs, const RlOptions& options)
       : module_(std::move(module)), allowed_(allowed), options_(options) {
     encoded_ = module_->net->Encode(inputs, options.mars_encoder_learning_rate == 0);
   }
@@ -77,7 +77,7 @@ class MarsPass : public PolicyPass {
 
 class MarsPolicy : public UnitPolicy {
  public:
-  MarsPolicy(std::shared_ptr<const UnitDecisions> units, std::shared_ptr<const GdpInputs> inputs, MarsNet net, const RlOptions& options)
+  MarsPolicy(std::shared_ptr<const UnitDecisions> units, std::shared_ptr<const UnitInputs> inputs, MarsNet net, const RlOptions& options)
       : UnitPolicy(std::move(units), options, "Mars"),
         inputs_(std::move(inputs)),
         module_(std::move(net), units_->num_units(), units_->num_devices()) {
@@ -103,7 +103,7 @@ class MarsPolicy : public UnitPolicy {
   torch::Tensor start_placement() override { return module_->start; }
 
  private:
-  std::shared_ptr<const GdpInputs> inputs_;
+  std::shared_ptr<const UnitInputs> inputs_;
   MarsGraphModule module_;
 };
 
@@ -114,7 +114,7 @@ MarsEncoder MarsStartEncoder(const RlOptions& options, const std::vector<const G
   MarsEncoderArchitecture a;
   a.hidden = options.mars_encoder_hidden;
   a.layers = options.mars_encoder_layers;
-  a.vocabulary = GdpVocabulary(graphs);
+  a.vocabulary = UnitVocabulary(graphs);
   return MarsEncoder(a);
 }
 
@@ -132,8 +132,8 @@ std::unique_ptr<Policy> MakeMarsPolicyWithNet(const PlacementProblem& problem, M
                 ForMessage(problem.cluster.name) + "' of " + std::to_string(problem.cluster.num_devices()));
   }
   auto units = std::make_shared<const UnitDecisions>(problem, options.gdp_start_bias != 0 && options.gdp_baseline_probes);
-  auto inputs = std::make_shared<const GdpInputs>(
-      BuildGdpInputs(units->features(), problem.graph, problem.cluster, net->encoder()->architecture().vocabulary));
+  auto inputs = std::make_shared<const UnitInputs>(
+      BuildUnitInputs(units->features(), problem.graph, problem.cluster, net->encoder()->architecture().vocabulary));
   return std::make_unique<MarsPolicy>(std::move(units), std::move(inputs), std::move(net), options);
 }
 

@@ -51,10 +51,10 @@ class MarsPretrainer {
     MarsEncoderArchitecture architecture;
     architecture.hidden = options.hidden;
     architecture.layers = options.layers;
-    architecture.vocabulary = GdpVocabulary(graphs);
+    architecture.vocabulary = UnitVocabulary(graphs);
     for (const Graph* graph : graphs) {
       const OpFeatures features = BuildOpFeatures(*graph, reference);
-      inputs_.push_back(BuildGdpInputs(features, *graph, reference, architecture.vocabulary));
+      inputs_.push_back(BuildUnitInputs(features, *graph, reference, architecture.vocabulary));
       names_.push_back(graph->name);
       ops_.push_back(graph->num_ops());
     }
@@ -101,7 +101,7 @@ class MarsPretrainer {
     optimizer_->zero_grad();
     torch::Tensor loss = torch::zeros({});
     double accuracy = 0;
-    for (const GdpInputs& in : inputs_) {
+    for (const UnitInputs& in : inputs_) {
       const torch::Tensor shuffle = torch::randperm(in.type.size(0), generator_, torch::kInt64);
       const torch::Tensor real = encoder_(in);
       const torch::Tensor corrupted = encoder_(in, shuffle);
@@ -209,7 +209,7 @@ class MarsPretrainer {
   }
 
   const MarsPretrainOptions& options_;
-  std::vector<GdpInputs> inputs_;
+  std::vector<UnitInputs> inputs_;
   std::vector<std::string> names_;
   std::vector<int64_t> ops_;
   MarsEncoder encoder_{nullptr}, best_{nullptr};

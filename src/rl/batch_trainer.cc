@@ -1,4 +1,4 @@
-#include "rl/gdp_trainer.h"
+#include "rl/batch_trainer.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
@@ -94,7 +94,7 @@ struct TrainingGraph {
 
 class GdpBatchTrainer {
  public:
-  GdpBatchTrainer(const std::vector<PlacementProblem>& problems, const GdpTrainOptions& options)
+  GdpBatchTrainer(const std::vector<PlacementProblem>& problems, const BatchTrainOptions& options)
       : options_(options), rl_(options.rl) {
     if (problems.empty()) throw Error("train: no graphs to train on (--graphs)");
     if (options.policy_out.empty()) throw Error("train: no policy file to write (-o)");
@@ -138,7 +138,7 @@ class GdpBatchTrainer {
     generator_ = at::make_generator<at::CPUGeneratorImpl>(rl_.seed * 1000003ull);
   }
 
-  GdpTrainResult Run(const std::function<void(const GdpTrainProgress&)>& on_update) {
+  BatchTrainResult Run(const std::function<void(const BatchTrainProgress&)>& on_update) {
     start_ = Clock::now();
     if (options_.resume) {
       LoadCheckpoint();
@@ -150,18 +150,18 @@ class GdpBatchTrainer {
     RemoveTemporariesBeside(options_.policy_out, /*only_this_process=*/false);
     last_save_ = Clock::now();
     while (!Done()) {
-      GdpTrainProgress progress = Update();
+      BatchTrainProgress progress = Update();
       if (on_update) on_update(progress);
       if (SaveDue()) Save();
     }
     Save();
     RemoveTemporariesBeside(options_.policy_out, /*only_this_process=*/true);
-    GdpTrainResult result;
+    BatchTrainResult result;
     result.updates = update_;
     result.samples = samples_;
     result.seconds = Seconds();
     for (const TrainingGraph& g : graphs_) {
-      GdpGraphProgress p;
+      BatchGraphProgress p;
       p.graph = g.problem->graph.name;
       p.best_step_time_s = g.best_time_s;
       result.graphs.push_back(p);
@@ -198,7 +198,7 @@ class GdpBatchTrainer {
   }
 
   // One PPO update over every graph's K placements.
-  GdpTrainProgress Update() {
+  BatchTrainProgress Update() {
     struct Batch {
       std::unique_ptr<PolicyPass> pass;
       std::vector<Decision> decisions;
@@ -206,7 +206,7 @@ class GdpBatchTrainer {
       torch::Tensor advantage;
     };
     std::vector<Batch> batches(graphs_.size());
-    GdpTrainProgress progress;
+    BatchTrainProgress progress;
     const bool after_cutover = update_ >= rl_.cutover_step;
     for (size_t i = 0; i < graphs_.size(); ++i) {
       TrainingGraph& g = graphs_[i];
@@ -233,7 +233,7 @@ class GdpBatchTrainer {
         rewards.push_back(RewardOf(outcomes[k], g.failing_reward, grade_failures_));
       }
       samples_ += static_cast<int64_t>(outcomes.size());
-      GdpGraphProgress p;
+      BatchGraphProgress p;
       p.graph = g.problem->graph.name;
       p.best_step_time_s = g.best_time_s;
       p.mean_step_time_s = ran > 0 ? sum_time / ran : 0;
@@ -383,7 +383,7 @@ class GdpBatchTrainer {
     }
   }
 
-  const GdpTrainOptions& options_;
+  const BatchTrainOptions& options_;
   const RlOptions& rl_;
   std::unique_ptr<SharedNetwork> net_;
   std::vector<TrainingGraph> graphs_;
@@ -398,8 +398,8 @@ class GdpBatchTrainer {
 
 }  // namespace
 
-GdpTrainResult TrainGdpPolicy(const std::vector<PlacementProblem>& problems, const GdpTrainOptions& options,
-                              const std::function<void(const GdpTrainProgress&)>& on_update) {
+BatchTrainResult TrainAcrossGraphs(const std::vector<PlacementProblem>& problems, const BatchTrainOptions& options,
+                              const std::function<void(const BatchTrainProgress&)>& on_update) {
   // As TrainRlPlacer: the environment's workers are the parallelism, and
   // autograd's large buffers stay on the heap.
   torch::set_num_threads(1);

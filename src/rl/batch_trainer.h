@@ -1,4 +1,5 @@
-// GDP's batch training (Zhou et al. §3.4): one network trained on several
+// Training across graphs (`devplace train`): GDP's batch training (Zhou et
+// al. §3.4), which Mars's placer uses too: one network trained on several
 // graphs at once, for one cluster, with PPO. Each update samples K
 // placements of every graph, measures them on that graph's environment,
 // and takes the clipped surrogate of all of them together; a placement's
@@ -19,10 +20,10 @@
 
 namespace devplace {
 
-struct GdpTrainOptions {
+struct BatchTrainOptions {
   // Network sizes, learning rates, K, PPO's epochs and clip, the failing
   // signal, the environment's noise, the seed and the budgets
-  // (max_steps = updates, max_seconds, max_samples). method must be "gdp".
+  // (max_steps = updates, max_seconds, max_samples). method is "gdp" or "mars".
   RlOptions rl;
   std::string policy_out;  // the policy file written (atomically) at checkpoints and at the end
   // Continue from the training checkpoint next to policy_out
@@ -30,31 +31,31 @@ struct GdpTrainOptions {
   bool resume = false;
 };
 
-struct GdpGraphProgress {
+struct BatchGraphProgress {
   std::string graph;
   double best_step_time_s = 0;  // 0 until a placement ran
   double mean_step_time_s = 0;  // of this update's placements that ran (0 if none)
   double failed_fraction = 0;
 };
 
-struct GdpTrainProgress {
+struct BatchTrainProgress {
   int64_t update = 0;
   int64_t samples = 0;
   double seconds = 0;
-  std::vector<GdpGraphProgress> graphs;
+  std::vector<BatchGraphProgress> graphs;
 };
 
-struct GdpTrainResult {
+struct BatchTrainResult {
   int64_t updates = 0;
   int64_t samples = 0;
   double seconds = 0;
-  std::vector<GdpGraphProgress> graphs;  // best step times found while training
+  std::vector<BatchGraphProgress> graphs;  // best step times found while training
 };
 
 // Trains and writes options.policy_out. All problems share one cluster.
 // Throws Error (one line) for bad options, a graph the cluster cannot run, or
 // a checkpoint that does not match, before anything is written.
-GdpTrainResult TrainGdpPolicy(const std::vector<PlacementProblem>& problems, const GdpTrainOptions& options,
-                              const std::function<void(const GdpTrainProgress&)>& on_update = nullptr);
+BatchTrainResult TrainAcrossGraphs(const std::vector<PlacementProblem>& problems, const BatchTrainOptions& options,
+                              const std::function<void(const BatchTrainProgress&)>& on_update = nullptr);
 
 }  // namespace devplace
