@@ -14,19 +14,7 @@
 namespace devplace {
 namespace {
 
-// What a policy holds per graph: the shared network and the graph's start
-// placement ([U, D] one-hot, all zeros until the start probes choose one).
-// The start is a parameter without gradient so that checkpoints and copies
-// between controllers carry it with the network.
-class GdpGraphModuleImpl : public torch::nn::Module {
- public:
-  GdpGraphModuleImpl(GdpNet net, int64_t units, int64_t devices) : net(register_module("net", std::move(net))) {
-    start = register_parameter("start", torch::zeros({units, devices}), /*requires_grad=*/false);
-  }
-  GdpNet net;
-  torch::Tensor start;
-};
-TORCH_MODULE(GdpGraphModule);
+using GdpGraphModule = NetWithStart<GdpNet>;
 
 // Exploration that moves stretches of the network, not single units: one
 // Gaussian draw per (stretch of the locality order, device), added to the

@@ -11,18 +11,7 @@
 namespace devplace {
 namespace {
 
-// The shared network and the graph's start placement ([U, D] one-hot, all
-// zeros until the start probes choose one), a parameter without gradient so
-// that checkpoints and copies between controllers carry it.
-class MarsGraphModuleImpl : public torch::nn::Module {
- public:
-  MarsGraphModuleImpl(MarsNet net, int64_t units, int64_t devices) : net(register_module("net", std::move(net))) {
-    start = register_parameter("start", torch::zeros({units, devices}), /*requires_grad=*/false);
-  }
-  MarsNet net;
-  torch::Tensor start;
-};
-TORCH_MODULE(MarsGraphModule);
+using MarsGraphModule = NetWithStart<MarsNet>;
 
 torch::Tensor DecisionsTensor(const std::vector<Decision>& decisions, int64_t units, int64_t devices) {
   std::vector<int64_t> flat;

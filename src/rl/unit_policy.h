@@ -14,6 +14,22 @@
 
 namespace devplace {
 
+// What a unit policy holds per graph: the shared network (GdpNet, MarsNet)
+// and the graph's start placement ([U, D] one-hot, all zeros until the
+// start probes choose one), a parameter without gradient so that
+// checkpoints and copies between controllers carry it with the network.
+template <typename Net>
+class NetWithStartImpl : public torch::nn::Module {
+ public:
+  NetWithStartImpl(Net network, int64_t units, int64_t devices) : net(register_module("net", std::move(network))) {
+    start = register_parameter("start", torch::zeros({units, devices}), /*requires_grad=*/false);
+  }
+  Net net;
+  torch::Tensor start;
+};
+template <typename Net>
+using NetWithStart = torch::nn::ModuleHolder<NetWithStartImpl<Net>>;
+
 class UnitPolicy : public Policy {
  public:
   // `method`: the name errors give ("GDP", "Mars").
