@@ -64,17 +64,7 @@ else
   trap 'rm -rf "$runs" "$section"' EXIT
 fi
 
-# Runs one devplace command with its JSON to $1 and its log to $1.log; a
-# failure is reported and recorded (an empty JSON file) instead of ending
-# the whole table.
-run_json() {
-  local json=$1
-  shift
-  if ! "$devplace" "$@" > "$json" 2> "$json.log"; then
-    echo "   failed: devplace $* ($(tail -n 1 "$json.log"))" >&2
-    : > "$json"
-  fi
-}
+source bench/lib/run_json.sh
 
 for row in $rows; do
   model=${row%%:*}
@@ -92,19 +82,12 @@ done
 
 python3 - "$runs" "$command" "$budget_words" "$(nproc)" "$(date -u +%Y-%m-%d)" \
   "$paper2017" "$gdp" "$methods" "$section_name" $rows > "$section" <<'EOF'
-import csv, json, os, sys
+import sys
+sys.path.insert(0, "bench/lib")
+from bench_results import load, search_cost
 runs, command, budget, cores, day, paper2017, gdp, methods, section_name = sys.argv[1:10]
 rows = sys.argv[10:]
 methods = methods.split()
-
-def load(path):
-    """The JSON a devplace run printed, or None when it failed."""
-    try:
-        with open(path) as f:
-            text = f.read()
-        return json.loads(text) if text.strip() else None
-    except (OSError, ValueError):
-        return None
 
 def baseline_time(row):
     return None if row["oom"] or row["invalid"] else row["step_time_s"]
@@ -114,24 +97,6 @@ def fmt(t):
 
 def learned_time(out):
     return None if out is None or out["oom"] or out["step_time_s"] is None else out["step_time_s"]
-
-def search_cost(curve_path):
-    """Seconds and samples until the best so far came within 1 % of the run's
-    final best, or None when no sampled placement ran."""
-    try:
-        with open(curve_path) as f:
-            curve = [r for r in csv.DictReader(f)]
-    except OSError:
-        return None
-    bests = [float(r["best_step_time_s"]) for r in curve]
-    ran = [b for b in bests if b > 0]
-    if not ran:
-        return None
-    final = ran[-1]
-    for r, b in zip(curve, bests):
-        if 0 < b <= 1.01 * final:
-            return float(r["seconds"]), int(r["samples"])
-    return None
 
 # rl and hdp always have columns (a table of one shows "-" for the other);
 # a later method (gdp) gets its own when it runs.

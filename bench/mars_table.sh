@@ -40,14 +40,7 @@ else
 fi
 cat "$runs/pretrain.log" >&2
 
-run_json() {
-  local json=$1
-  shift
-  if ! "$devplace" "$@" > "$json" 2> "$json.log"; then
-    echo "   failed: devplace $* ($(tail -n 1 "$json.log"))" >&2
-    : > "$json"
-  fi
-}
+source bench/lib/run_json.sh
 
 for row in $rows; do
   model=${row%%:*}
@@ -72,29 +65,11 @@ for row in $rows; do
 done
 
 python3 - "$runs" "$samples" "$pretrain_graphs" "$pretrain_wall" "$(nproc)" "$(date -u +%Y-%m-%d)" "$methods" $rows > "$section" <<'PY'
-import csv, json, re, sys
+import re, sys
+sys.path.insert(0, "bench/lib")
+from bench_results import load, search_cost as to_one_percent
 runs, samples, pretrain_graphs, pretrain_wall, cores, day, methods = sys.argv[1:8]
 rows, methods = sys.argv[8:], methods.split()
-
-def load(path):
-    try:
-        text = open(path).read()
-        return json.loads(text) if text.strip() else None
-    except (OSError, ValueError):
-        return None
-
-def to_one_percent(path):
-    try:
-        curve = list(csv.DictReader(open(path)))
-    except OSError:
-        return None
-    bests = [float(r["best_step_time_s"]) for r in curve]
-    ran = [b for b in bests if b > 0]
-    if not ran:
-        return None
-    for r, b in zip(curve, bests):
-        if 0 < b <= 1.01 * ran[-1]:
-            return float(r["seconds"]), int(r["samples"])
 
 log = open(f"{runs}/pretrain.log").read()
 m = re.search(r"pre-trained (\d+) steps in ([0-9.]+) s on (\d+) graphs(.*?); best DGI loss ([0-9.]+)", log)
