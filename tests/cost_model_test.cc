@@ -129,6 +129,9 @@ TEST(OpTimeTableTest, RejectsEntriesThatCannotBeMeasurements) {
       {R"({"op_type": "MatMul", "device_kind": 1, "time_us": 1})", "device_kind"},
       {R"({"op_type": "MatMul", "device_kind": "tpu", "time_us": 1})", "tpu"},
       {"{" + ok + R"(, "time_us": 1, "shap": [7]})", "unknown field 'shap'"},
+      {"{" + ok + R"(, "time_us": 1, "flops": -2})", "flops"},
+      {"{" + ok + R"(, "time_us": 1, "flops": "2"})", "flops"},
+      {"{" + ok + R"(, "time_us": 1, "flops": null})", "flops"},
       {"[]", "must be an object"},
   };
   for (const Case& c : cases) {
@@ -148,6 +151,46 @@ TEST(OpTimeTableTest, RejectsDuplicateEntriesNamingBoth) {
   EXPECT_NE(message.find("repeats times[0]"), std::string::npos) << message;
   // The same type and shape on another device kind is another entry.
   EXPECT_EQ(LoadError(dir, entry + R"(, {"op_type": "MatMul", "shape": [7], "device_kind": "cpu", "time_us": 1})"), "");
+}
+
+// Ops of one type and output shape may differ in their inputs (a 1x1 and a
+// 3x3 convolution); an entry with "flops" applies only to ops with exactly
+// those FLOPs and comes before the entry without.
+TEST(OpTimeTableTest, AnEntryWithFlopsAppliesOnlyToOpsWithThoseFlops) {
+  testing::TempDir dir;
+  const OpTimeTable table = OpTimeTable::Load(dir.Write("t.json", R"({"times": [
+      {"op_type": "MatMul", "shape": [7], "device_kind": "gpu", "time_us": 10},
+      {"op_type": "MatMul", "shape": [7], "device_kind": "gpu", "time_us": 20, "flops": 1000},
+      {"op_type": "MatMul", "shape": [7], "device_kind": "gpu", "time_us": 30, "flops": 0.1}]})"));
+  EXPECT_EQ(table.size(), 3u);
+  EXPECT_EQ(*table.Find(MakeOp(0, "a", 1000, 28), DeviceKind::kGpu), 20.0);
+  EXPECT_EQ(*table.Find(MakeOp(1, "b", 0.1, 28), DeviceKind::kGpu), 30.0);
+  EXPECT_EQ(*table.Find(MakeOp(2, "c", 999, 28), DeviceKind::kGpu), 10.0);  // no exact entry: the general one
+  EXPECT_FALSE(table.Find(MakeOp(3, "d", 1000, 28), DeviceKind::kCpu).has_value());
+
+  // Without a general entry an op of other FLOPs keeps the formula.
+  OpTimeTable exact_only;
+  exact_only.Add("MatMul", {7}, DeviceKind::kGpu, 20, 1000.0);
+  EXPECT_FALSE(exact_only.Find(MakeOp(0, "a", 999, 28), DeviceKind::kGpu).has_value());
+
+  // Written and read back, entries keep their order, FLOPs and times.
+  const std::string path = dir.Write("round.json", OpTimeTableToJson(table).dump(1));
+  const std::vector<OpTimeEntry> before = table.Entries(), after = OpTimeTable::Load(path).Entries();
+  ASSERT_EQ(after.size(), before.size());
+  for (size_t i = 0; i < before.size(); ++i) {
+    EXPECT_EQ(after[i].op_type, before[i].op_type);
+    EXPECT_EQ(after[i].shape, before[i].shape);
+    EXPECT_EQ(after[i].kind, before[i].kind);
+    EXPECT_EQ(after[i].time_us, before[i].time_us);
+    EXPECT_EQ(after[i].flops, before[i].flops);
+  }
+
+  // The same FLOPs twice is a repeat; other FLOPs are another entry.
+  const std::string entry = R"({"op_type": "MatMul", "shape": [7], "device_kind": "gpu", "time_us": 1, "flops": 5})";
+  const std::string message = LoadError(dir, entry + ", " + entry);
+  EXPECT_NE(message.find("repeats times[0]"), std::string::npos) << message;
+  EXPECT_NE(message.find("flops 5"), std::string::npos) << message;
+  EXPECT_EQ(LoadError(dir, entry + R"(, {"op_type": "MatMul", "shape": [7], "device_kind": "gpu", "time_us": 1, "flops": 6})"), "");
 }
 
 TEST(OpTimeTableTest, RejectsUnknownTopLevelFieldsAndNonObjects) {
@@ -190,6 +233,23 @@ Graph GraphOfMatMulAndAdd() {
 
 OpTimeTable TableOf(testing::TempDir& dir, const std::string& entries) {
   return OpTimeTable::Load(dir.Write("times.json", R"({"times": [)" + entries + "]}"));
+}
+
+TEST(OpTimeTableTest, AnEntryWhoseFlopsNoOpHasMatchesNothing) {
+  testing::TempDir dir;
+  Graph g;
+  Op op = MakeOp(0, "mm", 1000, 28);
+  op.type = "MatMul";
+  g.AddOp(op);
+  g.Finalize("t");
+  const OpTimeTable table = TableOf(dir, R"({"op_type": "MatMul", "shape": [7], "device_kind": "gpu", "time_us": 3, "flops": 999})");
+  try {
+    CheckOpTimesApply(table, g, false);
+    FAIL() << "an entry of other FLOPs was taken as matching";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("other FLOPs"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(CheckOpTimesApply(TableOf(dir, R"({"op_type": "MatMul", "shape": [7], "device_kind": "gpu", "time_us": 3, "flops": 1000})"), g, false), "");
 }
 
 TEST(OpTimeTableTest, AnEntryThatMatchesNoOpIsAnErrorNamingItAndTheFile) {

@@ -73,5 +73,53 @@ inline Graph MatmulChain(int32_t length, int64_t n) {
   return g;
 }
 
+// A two-layer perceptron's training step with real TensorFlow op types:
+// forward, softmax cross-entropy, backward and Adam updates.
+struct Mlp {
+  Graph graph;
+  int32_t x, w1, mm1, relu, w2, logits, labels, xent, grad_w2, grad_relu, grad_mm1, grad_w1, adam1, adam2;
+};
+
+inline Mlp MakeMlp(int64_t batch = 16, int64_t in = 32, int64_t hidden = 32, int64_t classes = 8) {
+  Mlp m;
+  Graph& g = m.graph;
+  g.name = "mlp";
+  auto f32 = [](std::vector<int64_t> s) { return TensorSpec::Make(std::move(s)); };
+  auto variable = [&](const std::string& name, std::vector<int64_t> shape) {
+    const int32_t v = AddOp(g, name, "VariableV2", Phase::kForward, 0, {f32(shape)}, {});
+    g.mutable_op(v).outputs[0].aliases_persistent = true;
+    g.mutable_op(v).persistent_bytes = 3 * g.op(v).outputs[0].bytes;
+    return v;
+  };
+  const Phase F = Phase::kForward, B = Phase::kBackward, U = Phase::kUpdate;
+  m.x = AddOp(g, "x", "IteratorGetNext", F, 0, {f32({batch, in})}, {});
+  m.labels = AddOp(g, "labels", "IteratorGetNext", F, 0, {TensorSpec::Make({batch}, "int32")}, {});
+  m.w1 = variable("w1", {in, hidden});
+  m.w2 = variable("w2", {hidden, classes});
+  m.mm1 = AddOp(g, "mm1", "MatMul", F, 2.0 * batch * in * hidden, {f32({batch, hidden})}, {m.x, m.w1});
+  m.relu = AddOp(g, "relu", "Relu", F, batch * hidden, {f32({batch, hidden})}, {m.mm1});
+  m.logits = AddOp(g, "logits", "MatMul", F, 2.0 * batch * hidden * classes, {f32({batch, classes})}, {m.relu, m.w2});
+  m.xent = AddOp(g, "xent", "SparseSoftmaxCrossEntropyWithLogits", F, 6.0 * batch * classes,
+                 {f32({batch}), f32({batch, classes})}, {m.logits, m.labels});
+  // The backward products read the cross-entropy's second output, the
+  // gradient of the logits.
+  auto backprop = [&](const std::string& name, std::vector<int64_t> shape, int32_t other, bool other_first,
+                      double flops) {
+    const int32_t op = AddOp(g, name, "MatMul", B, flops, {f32(shape)}, {});
+    if (other_first) g.AddDataEdge(other, 0, op);
+    g.AddDataEdge(m.xent, 1, op);
+    if (!other_first) g.AddDataEdge(other, 0, op);
+    return op;
+  };
+  m.grad_w2 = backprop("grad_w2", {hidden, classes}, m.relu, true, 2.0 * batch * hidden * classes);
+  m.grad_relu = backprop("grad_relu", {batch, hidden}, m.w2, false, 2.0 * batch * hidden * classes);
+  m.grad_mm1 = AddOp(g, "grad_mm1", "ReluGrad", B, batch * hidden, {f32({batch, hidden})}, {m.grad_relu, m.relu});
+  m.grad_w1 = AddOp(g, "grad_w1", "MatMul", B, 2.0 * batch * in * hidden, {f32({in, hidden})}, {m.x, m.grad_mm1});
+  m.adam1 = AddOp(g, "adam1", "ApplyAdam", U, 11.0 * in * hidden, {}, {m.grad_w1});
+  m.adam2 = AddOp(g, "adam2", "ApplyAdam", U, 11.0 * hidden * classes, {}, {m.grad_w2});
+  g.Finalize("mlp");
+  return m;
+}
+
 }  // namespace testing
 }  // namespace devplace

@@ -17,6 +17,7 @@ void AddInfoCommands(CLI::App& app);  // clusters, models, info
 void AddExportCommand(CLI::App& app);  // placement files in other formats
 void AddReportCommand(CLI::App& app);  // the HTML report
 void AddRunCommand(CLI::App& app);     // a step on this machine's devices (the executor)
+void AddProfileCommand(CLI::App& app);  // op times measured on this machine (the executor)
 // `clusters --detect`: measures this machine with the executor, which the
 // torch-free commands do not link; call after AddInfoCommands.
 void AddClustersDetect(CLI::App& app);

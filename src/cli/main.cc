@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
   devplace::AddInfoCommands(app);
   devplace::AddClustersDetect(app);
   devplace::AddRunCommand(app);
+  devplace::AddProfileCommand(app);
   devplace::AddExportCommand(app);
   devplace::AddReportCommand(app);
   devplace::AddFlagValueChecks(app);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <set>
 
 #include "util/error.h"
@@ -66,7 +67,7 @@ std::string JoinQuoted(const std::vector<std::string>& names) {
 // Keys an entry may have; anything else is a typo that would otherwise be
 // ignored (a misspelt "shape" would make the entry match scalars only).
 bool IsEntryKey(const std::string& key) {
-  return key == "op_type" || key == "shape" || key == "device_kind" || key == "time_us";
+  return key == "op_type" || key == "shape" || key == "device_kind" || key == "time_us" || key == "flops";
 }
 
 OpTimeEntry ReadEntry(const nlohmann::json& node, size_t index, const std::string& where) {
@@ -74,7 +75,8 @@ OpTimeEntry ReadEntry(const nlohmann::json& node, size_t index, const std::strin
   if (!node.is_object()) fields.Fail("must be an object, not " + DescribeJsonValue(node));
   for (const auto& [key, value] : node.items()) {
     if (!IsEntryKey(key)) {
-      fields.Fail("unknown field '" + ForMessage(key, 60) + "' (an entry has op_type, shape, device_kind, time_us)");
+      fields.Fail("unknown field '" + ForMessage(key, 60) +
+                  "' (an entry has op_type, shape, device_kind, time_us, and may have flops)");
     }
   }
   OpTimeEntry entry;
@@ -98,47 +100,83 @@ OpTimeEntry ReadEntry(const nlohmann::json& node, size_t index, const std::strin
     }
     entry.shape.push_back(*dim);
   }
+  if (node.contains("flops")) entry.flops = fields.Number("flops", Sign::kNonNegative);
   return entry;
 }
 
 }  // namespace
 
-void OpTimeTable::Add(const std::string& op_type, const std::vector<int64_t>& shape, DeviceKind kind, double time_us) {
-  Insert({op_type, shape, kind, time_us, times_us_.size()});
+void OpTimeTable::Add(const std::string& op_type, const std::vector<int64_t>& shape, DeviceKind kind, double time_us,
+                      std::optional<double> flops) {
+  Insert({op_type, shape, kind, time_us, flops, size()});
 }
 
 void OpTimeTable::Insert(OpTimeEntry entry) {
-  Key key{entry.op_type, entry.shape, entry.kind};
-  auto [it, inserted] = times_us_.try_emplace(std::move(key), entry);
-  if (!inserted) {
-    throw Error((source_.empty() ? std::string("op times") : ForMessage(source_)) + ": " + DescribeOpTimeEntry(entry) +
-                " repeats times[" + std::to_string(it->second.index) + "]; give each op type, shape and device kind once");
+  const OpTimeEntry* earlier = nullptr;
+  if (entry.flops) {
+    auto [it, inserted] =
+        times_by_flops_us_.try_emplace({entry.op_type, entry.shape, entry.kind, *entry.flops}, entry);
+    if (!inserted) earlier = &it->second;
+  } else {
+    auto [it, inserted] = times_us_.try_emplace({entry.op_type, entry.shape, entry.kind}, entry);
+    if (!inserted) earlier = &it->second;
   }
+  if (earlier) {
+    throw Error((source_.empty() ? std::string("op times") : ForMessage(source_)) + ": " + DescribeOpTimeEntry(entry) +
+                " repeats times[" + std::to_string(earlier->index) +
+                "]; give each op type, shape, device kind (and FLOPs) once");
+  }
+}
+
+const OpTimeEntry* OpTimeTable::FindEntry(const Op& op, DeviceKind kind) const {
+  if (!times_by_flops_us_.empty()) {
+    auto it = times_by_flops_us_.find({op.type, FirstOutputShape(op), kind, op.flops});
+    if (it != times_by_flops_us_.end()) return &it->second;
+  }
+  if (!times_us_.empty()) {
+    auto it = times_us_.find({op.type, FirstOutputShape(op), kind});
+    if (it != times_us_.end()) return &it->second;
+  }
+  return nullptr;
 }
 
 std::optional<double> OpTimeTable::Find(const Op& op, DeviceKind kind) const {
-  if (times_us_.empty()) return std::nullopt;
-  auto it = times_us_.find({op.type, FirstOutputShape(op), kind});
-  if (it == times_us_.end()) return std::nullopt;
-  return it->second.time_us;
+  const OpTimeEntry* entry = FindEntry(op, kind);
+  if (!entry) return std::nullopt;
+  return entry->time_us;
+}
+
+std::vector<OpTimeEntry> OpTimeTable::Entries() const {
+  std::vector<OpTimeEntry> out;
+  out.reserve(size());
+  for (const auto& [key, entry] : times_us_) out.push_back(entry);
+  for (const auto& [key, entry] : times_by_flops_us_) out.push_back(entry);
+  std::sort(out.begin(), out.end(), [](const OpTimeEntry& a, const OpTimeEntry& b) { return a.index < b.index; });
+  return out;
 }
 
 std::vector<OpTimeEntry> OpTimeTable::Unmatched(const Graph& graph) const {
-  // An entry applies when some op has its type and shape, whatever the
-  // devices: which kind an op runs on is the placement's choice.
-  if (times_us_.empty()) return {};
+  // An entry applies when some op has its type and shape (and FLOPs, where
+  // it gives them), whatever the devices: which kind an op runs on is the
+  // placement's choice. An entry without FLOPs that every op of its key
+  // finds a more exact entry before still applies: it is the rule for the
+  // rest, and a user who wrote it meant it.
+  if (empty()) return {};
   std::set<size_t> matched;
   for (const Op& op : graph.ops()) {
     for (int k = 0; k < kNumDeviceKinds; ++k) {
-      auto it = times_us_.find({op.type, FirstOutputShape(op), static_cast<DeviceKind>(k)});
-      if (it != times_us_.end()) matched.insert(it->second.index);
+      const DeviceKind kind = static_cast<DeviceKind>(k);
+      auto general = times_us_.find({op.type, FirstOutputShape(op), kind});
+      if (general != times_us_.end()) matched.insert(general->second.index);
+      if (times_by_flops_us_.empty()) continue;
+      auto exact = times_by_flops_us_.find({op.type, FirstOutputShape(op), kind, op.flops});
+      if (exact != times_by_flops_us_.end()) matched.insert(exact->second.index);
     }
   }
   std::vector<OpTimeEntry> out;
-  for (const auto& [key, entry] : times_us_) {
+  for (const OpTimeEntry& entry : Entries()) {
     if (!matched.count(entry.index)) out.push_back(entry);
   }
-  std::sort(out.begin(), out.end(), [](const OpTimeEntry& a, const OpTimeEntry& b) { return a.index < b.index; });
   return out;
 }
 
@@ -159,9 +197,28 @@ OpTimeTable OpTimeTable::Load(const std::string& path) {
   return table;
 }
 
+nlohmann::json OpTimeTableToJson(const OpTimeTable& table) {
+  nlohmann::json times = nlohmann::json::array();
+  for (const OpTimeEntry& entry : table.Entries()) {
+    nlohmann::json node = {{"op_type", entry.op_type},
+                           {"shape", entry.shape},
+                           {"device_kind", DeviceKindName(entry.kind)},
+                           {"time_us", entry.time_us}};
+    if (entry.flops) node["flops"] = *entry.flops;
+    times.push_back(std::move(node));
+  }
+  return {{"times", std::move(times)}};
+}
+
 std::string DescribeOpTimeEntry(const OpTimeEntry& entry) {
+  std::string flops;
+  if (entry.flops) {
+    char text[48];
+    std::snprintf(text, sizeof text, ", flops %.17g", *entry.flops);
+    flops = text;
+  }
   return "times[" + std::to_string(entry.index) + "] (op_type '" + ForMessage(entry.op_type, 80) + "', shape " +
-         FormatShape(entry.shape) + ", " + DeviceKindName(entry.kind) + ")";
+         FormatShape(entry.shape) + ", " + DeviceKindName(entry.kind) + flops + ")";
 }
 
 std::string ExplainUnmatched(const OpTimeEntry& entry, const Graph& graph) {
@@ -171,6 +228,9 @@ std::string ExplainUnmatched(const OpTimeEntry& entry, const Graph& graph) {
   for (const Op& op : graph.ops()) {
     types.insert(op.type);
     if (op.type == entry.op_type) shapes_of_type.insert(FirstOutputShape(op));
+  }
+  if (entry.flops && shapes_of_type.count(entry.shape)) {
+    return "ops of that type and first-output shape have other FLOPs";
   }
   if (!shapes_of_type.empty()) {
     std::string listed;

@@ -1,6 +1,6 @@
 // Measured op times that override the cost model's formula: a table from
-// (op type, output shape, device kind) to microseconds, read from JSON
-// (docs/op-times-format.md).
+// (op type, output shape, device kind), and optionally the op's FLOPs, to
+// microseconds, read from and written to JSON (docs/op-times-format.md).
 #pragma once
 
 #include <map>
@@ -8,6 +8,8 @@
 #include <string>
 #include <tuple>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "graph/graph.h"
 
@@ -23,21 +25,30 @@ struct OpTimeEntry {
   std::vector<int64_t> shape;
   DeviceKind kind = DeviceKind::kGpu;
   double time_us = 0;
+  // When set, the entry applies only to ops with exactly these FLOPs: ops of
+  // one type and output shape can differ in their inputs (a 1x1 and a 3x3
+  // convolution with the same output), and `devplace profile` times them
+  // apart. An entry with FLOPs comes before one without for the same key.
+  std::optional<double> flops;
   size_t index = 0;  // position in the file's "times" array, for messages
 };
 
 class OpTimeTable {
  public:
-  // Adds an entry; a second entry for the same (type, shape, kind) is an
-  // Error, as the two would silently disagree.
-  void Add(const std::string& op_type, const std::vector<int64_t>& shape, DeviceKind kind, double time_us);
+  // Adds an entry; a second entry for the same (type, shape, kind, FLOPs)
+  // is an Error, as the two would silently disagree.
+  void Add(const std::string& op_type, const std::vector<int64_t>& shape, DeviceKind kind, double time_us,
+           std::optional<double> flops = std::nullopt);
 
-  // The measured time of `op` (keyed by its type and first output's shape)
-  // on a device of `kind`, if the table has one.
+  // The measured time of `op` (keyed by its type and first output's shape,
+  // and its FLOPs where an entry gives them) on a device of `kind`, if the
+  // table has one.
   std::optional<double> Find(const Op& op, DeviceKind kind) const;
 
-  size_t size() const { return times_us_.size(); }
-  bool empty() const { return times_us_.empty(); }
+  size_t size() const { return times_us_.size() + times_by_flops_us_.size(); }
+  bool empty() const { return size() == 0; }
+  // Every entry, in the order they were added (file order).
+  std::vector<OpTimeEntry> Entries() const;
   // The file the table was read from ("" for one built in code).
   const std::string& source() const { return source_; }
 
@@ -51,11 +62,18 @@ class OpTimeTable {
 
  private:
   using Key = std::tuple<std::string, std::vector<int64_t>, DeviceKind>;
+  using FlopsKey = std::tuple<std::string, std::vector<int64_t>, DeviceKind, double>;
   void Insert(OpTimeEntry entry);
+  const OpTimeEntry* FindEntry(const Op& op, DeviceKind kind) const;
 
   std::map<Key, OpTimeEntry> times_us_;
+  std::map<FlopsKey, OpTimeEntry> times_by_flops_us_;
   std::string source_;
 };
+
+// The table as the file format has it ({"times": [...]}, entries in order),
+// which OpTimeTable::Load reads back to an equal table.
+nlohmann::json OpTimeTableToJson(const OpTimeTable& table);
 
 // An entry of a table in one line for a message: "times[3] (op_type
 // 'Matmul', shape [64, 1024], gpu)", names escaped.

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fcntl.h>
 #include <fstream>
 #include <sys/stat.h>
@@ -149,6 +150,17 @@ void WriteFileAtomically(const std::string& path, const std::string& contents) {
     std::remove(temporary.c_str());
     throw Error(ForMessage(path) + ": cannot replace: " + std::strerror(saved));
   }
+}
+
+void CheckWritable(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) throw Error(ForMessage(path) + ": cannot write: it is a folder");
+  std::string temporary = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    if (!out) throw Error(ForMessage(path) + ": cannot write: " + std::strerror(errno));
+  }
+  std::remove(temporary.c_str());
 }
 
 }  // namespace devplace

@@ -48,4 +48,10 @@ std::string JsonParseErrorMessage(const nlohmann::json::exception& e, const std:
 // a rename, so readers see either the old file or the complete new one.
 void WriteFileAtomically(const std::string& path, const std::string& contents);
 
+// Throws the Error WriteFileAtomically would when `path` cannot be written
+// (its folder missing or not writable, the path a folder), by creating and
+// removing the temporary it would use: for commands that measure for
+// minutes before they write.
+void CheckWritable(const std::string& path);
+
 }  // namespace devplace

@@ -1,0 +1,194 @@
+// How faithful the simulator is to this machine (BENCHMARKS.md, "Fidelity";
+// issue 17): for one graph on a cluster of this machine (`devplace clusters
+// --detect`), random placements (the `random` placer, a seed each) and
+// optimised ones (every one-shot baseline, mcmc from several seeds, and any
+// placement files given), each simulated with an op-times table (`devplace
+// profile`) and run for real by the executor with the papers' protocol.
+//
+//   build/bench/fidelity_bench --graph G.json --cluster host.json --op-times T.json
+//       [--random 100] [--mcmc 8] [--mcmc-evaluations 300] [--steps 3] [--seed 1]
+//       [--placements a.json,b.json] [--csv out.csv]
+//
+// Prints one line per placement (kind, simulated s, measured s, error) and
+// a summary: the median absolute percentage error and Spearman's rank
+// correlation of simulated against measured, over all placements, the
+// random ones and the optimised ones.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "cluster/cluster_json.h"
+#include "exec/executor.h"
+#include "graph/graph_json.h"
+#include "placers/placer.h"
+#include "util/error.h"
+
+namespace devplace {
+namespace {
+
+struct Sample {
+  std::string kind;  // "random" or the method that made it
+  double simulated_s = 0;
+  double measured_s = 0;
+};
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// Average ranks (ties share the mean of their ranks), 1-based.
+std::vector<double> Ranks(const std::vector<double>& v) {
+  std::vector<size_t> order(v.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
+  std::vector<double> ranks(v.size());
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i;
+    while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]]) ++j;
+    for (size_t k = i; k <= j; ++k) ranks[order[k]] = (i + j) / 2.0 + 1;
+    i = j + 1;
+  }
+  return ranks;
+}
+
+// Spearman's rho: Pearson's correlation of the ranks.
+double Spearman(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() < 3) return NAN;
+  const std::vector<double> ra = Ranks(a), rb = Ranks(b);
+  const double n = static_cast<double>(a.size());
+  const double ma = std::accumulate(ra.begin(), ra.end(), 0.0) / n;
+  const double mb = std::accumulate(rb.begin(), rb.end(), 0.0) / n;
+  double sab = 0, saa = 0, sbb = 0;
+  for (size_t i = 0; i < ra.size(); ++i) {
+    sab += (ra[i] - ma) * (rb[i] - mb);
+    saa += (ra[i] - ma) * (ra[i] - ma);
+    sbb += (rb[i] - mb) * (rb[i] - mb);
+  }
+  return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : NAN;
+}
+
+void Summarise(const char* label, const std::vector<Sample>& samples, bool random_only, bool optimised_only) {
+  std::vector<double> errors, simulated, measured;
+  for (const Sample& s : samples) {
+    const bool random = s.kind == "random";
+    if ((random_only && !random) || (optimised_only && random)) continue;
+    errors.push_back(std::abs(s.simulated_s - s.measured_s) / s.measured_s);
+    simulated.push_back(s.simulated_s);
+    measured.push_back(s.measured_s);
+  }
+  std::vector<double> ratio(simulated.size());
+  for (size_t i = 0; i < ratio.size(); ++i) ratio[i] = simulated[i] / measured[i];
+  std::printf("%-10s n %4zu  median |error| %6.1f %%  spearman %.3f  median simulated/measured %.3f\n", label,
+              errors.size(), 100 * Median(errors), Spearman(simulated, measured), Median(ratio));
+}
+
+int Run(int argc, char** argv) {
+  CLI::App app{"simulated against measured step times of random and optimised placements"};
+  std::string graph_path, cluster_path, op_times_path, placements, csv;
+  int32_t random = 100, mcmc = 8, steps = 3;
+  int64_t mcmc_evaluations = 300;
+  uint64_t seed = 1;
+  app.add_option("--graph", graph_path)->required();
+  app.add_option("--cluster", cluster_path)->required();
+  app.add_option("--op-times", op_times_path, "the table devplace profile wrote; without it the roofline");
+  app.add_option("--random", random);
+  app.add_option("--mcmc", mcmc, "mcmc runs, a seed each");
+  app.add_option("--mcmc-evaluations", mcmc_evaluations);
+  app.add_option("--steps", steps)->check(CLI::Range(2, 100));
+  app.add_option("--seed", seed);
+  app.add_option("--placements", placements, "more placement files, comma-separated (learned placers')");
+  app.add_option("--csv", csv, "also write every sample here");
+  CLI11_PARSE(app, argc, argv);
+
+  const Graph graph = LoadGraphFile(graph_path);
+  const Cluster cluster = ResolveCluster(cluster_path);
+  OpTimeTable table;
+  if (!op_times_path.empty()) table = OpTimeTable::Load(op_times_path);
+  const CostModel cost(cluster, table);
+  Simulator simulator(graph, cluster, cost);
+  Executor executor(graph, cluster);
+
+  std::vector<std::pair<std::string, Placement>> candidates;
+  for (int32_t i = 0; i < random; ++i) {
+    PlacementProblem problem{graph, cluster, cost, simulator, seed + static_cast<uint64_t>(i)};
+    candidates.emplace_back("random", FindPlacer("random").place(problem).placement);
+  }
+  {
+    PlacementProblem problem{graph, cluster, cost, simulator, seed};
+    for (const char* name : {"single_cpu", "expert", "scotch", "mincut", "metis", "m_topo", "m_etf", "m_sct",
+                             "dp_split"}) {
+      try {
+        candidates.emplace_back(name, FindPlacer(name).place(problem).placement);
+      } catch (const Error& e) {
+        std::fprintf(stderr, "%s refused: %s\n", name, e.what());
+      }
+    }
+    for (int32_t d = 1; d < cluster.num_devices(); ++d) {
+      candidates.emplace_back("single:" + cluster.devices[d].name, SingleDevicePlacement(graph, cluster, d));
+    }
+  }
+  for (int32_t i = 0; i < mcmc; ++i) {
+    PlacementProblem problem{graph, cluster, cost, simulator, seed + 1000 + static_cast<uint64_t>(i)};
+    problem.budget.max_evaluations = mcmc_evaluations;
+    candidates.emplace_back("mcmc", FindPlacer("mcmc").place(problem).placement);
+  }
+  for (size_t start = 0; start < placements.size();) {
+    size_t comma = placements.find(',', start);
+    if (comma == std::string::npos) comma = placements.size();
+    const std::string path = placements.substr(start, comma - start);
+    candidates.emplace_back("file:" + path, LoadPlacementFile(path, graph, cluster));
+    start = comma + 1;
+  }
+
+  std::vector<Sample> samples;
+  std::ofstream out;
+  if (!csv.empty()) {
+    out.open(csv);
+    out << "kind,simulated_s,measured_s\n";
+  }
+  for (const auto& [kind, placement] : candidates) {
+    const SimResult simulated = simulator.Run(placement);
+    if (!simulated.ok()) {
+      std::printf("%-24s simulated: %s (left out)\n", kind.c_str(), simulated.reason.c_str());
+      continue;
+    }
+    const ExecMeasurement real = MeasureRealStepTime(executor, placement, steps);
+    if (!real.protocol.ok) {
+      std::printf("%-24s run failed: %s (left out)\n", kind.c_str(), real.last.result.reason.c_str());
+      continue;
+    }
+    Sample s{kind, simulated.step_time_s(), real.protocol.mean_step_time_us * 1e-6};
+    std::printf("%-24s simulated %.6f s  measured %.6f s  error %+6.1f %%\n", kind.c_str(), s.simulated_s,
+                s.measured_s, 100 * (s.simulated_s - s.measured_s) / s.measured_s);
+    std::fflush(stdout);
+    if (out) out << kind << "," << s.simulated_s << "," << s.measured_s << "\n";
+    samples.push_back(s);
+  }
+  std::printf("graph %s (%d ops), cluster %s, op times %s, %d steps a run\n", graph.name.c_str(), graph.num_ops(),
+              cluster.name.c_str(), op_times_path.empty() ? "(roofline)" : op_times_path.c_str(), steps);
+  Summarise("all", samples, false, false);
+  Summarise("random", samples, true, false);
+  Summarise("optimised", samples, false, true);
+  return 0;
+}
+
+}  // namespace
+}  // namespace devplace
+
+int main(int argc, char** argv) {
+  try {
+    return devplace::Run(argc, argv);
+  } catch (const devplace::Error& e) {
+    std::fprintf(stderr, "fidelity_bench: error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,130 @@
+#include "exec/profile.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "util/error.h"
+
+namespace devplace {
+namespace {
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  const size_t mid = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
+  const double upper = values[mid];
+  if (values.size() % 2 == 1) return upper;
+  return (*std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid)) + upper) / 2;
+}
+
+// Every op on `device` where its kind may run, else on the first device
+// that can run it: the profiled device does all it can alone.
+Placement OnOneDevice(const Graph& graph, const Cluster& cluster, int32_t device) {
+  Placement placement(graph.num_ops(), device);
+  for (int32_t op = 0; op < graph.num_ops(); ++op) {
+    const Op& o = graph.op(op);
+    if (o.device_kinds & MaskOf(cluster.devices[device].kind)) continue;
+    for (int32_t d = 0; d < cluster.num_devices(); ++d) {
+      if (o.device_kinds & MaskOf(cluster.devices[d].kind)) {
+        placement[op] = d;
+        break;
+      }
+    }
+  }
+  return placement;
+}
+
+struct Timed {
+  std::vector<double> per_op_us;  // per op: median kernel time over the kept steps
+  ProfiledDevice summary;
+};
+
+Timed TimeOnDevice(Executor& executor, const Graph& graph, const Cluster& cluster, int32_t device,
+                   const ProfileOptions& options) {
+  const Placement placement = OnOneDevice(graph, cluster, device);
+  const Device& d = cluster.devices[device];
+  const int32_t steps = std::max(options.steps, 1);
+  std::vector<std::vector<double>> samples(graph.num_ops());
+  double step_sum_us = 0;
+  int32_t kept = 0;
+  Timed timed;
+  for (int32_t s = 0; s < steps; ++s) {
+    ExecStep step = executor.RunStep(placement);
+    if (!step.result.ok()) {
+      throw Error("profile: graph '" + ForMessage(graph.name) + "' cannot run on device '" + ForMessage(d.name) +
+                  "' alone: " + step.result.reason +
+                  " (profile runs every op on one device of each kind; give that device more memory in the cluster "
+                  "file, or profile a smaller batch)");
+    }
+    if (s == steps - 1) timed.summary.stand_ins = step.stand_ins;
+    if (s == 0 && steps > 1) continue;  // first touches and set-up
+    step_sum_us += step.result.step_time_us;
+    ++kept;
+    for (int32_t op = 0; op < graph.num_ops(); ++op) {
+      if (placement[op] == device) samples[op].push_back(step.op_time_us[op]);
+    }
+  }
+  timed.per_op_us.assign(graph.num_ops(), 0);
+  ProfiledDevice& summary = timed.summary;
+  summary.device = device;
+  summary.kind = d.kind;
+  for (int32_t op = 0; op < graph.num_ops(); ++op) {
+    if (placement[op] != device) continue;
+    timed.per_op_us[op] = Median(std::move(samples[op]));
+    summary.kernels_us += timed.per_op_us[op];
+    ++summary.ops;
+  }
+  summary.step_time_us = kept > 0 ? step_sum_us / kept : 0;
+  if (summary.ops > 0) {
+    const double parallel = std::max(d.parallel_ops, 1);
+    summary.overhead_us_per_op = std::max(0.0, (summary.step_time_us * parallel - summary.kernels_us) / summary.ops);
+  }
+  return timed;
+}
+
+}  // namespace
+
+OpTimeProfile ProfileOpTimes(const Graph& graph, const Cluster& cluster, const ProfileOptions& options) {
+  CheckClusterIsThisMachine(cluster, "cluster '" + cluster.name + "'");
+  OpTimeProfile profile;
+  ExecOptions exec_options;
+  exec_options.seed = options.seed;
+  Executor executor(graph, cluster, exec_options);
+
+  for (int k = 0; k < kNumDeviceKinds; ++k) {
+    const DeviceKind kind = static_cast<DeviceKind>(k);
+    int32_t device = -1;
+    for (int32_t d = 0; d < cluster.num_devices() && device < 0; ++d) {
+      if (cluster.devices[d].kind == kind) device = d;
+    }
+    if (device < 0) continue;
+    Timed timed = TimeOnDevice(executor, graph, cluster, device, options);
+
+    // Ops by (type, first-output shape), then by FLOPs within: what a
+    // table entry can tell apart.
+    using Key = std::tuple<std::string, std::vector<int64_t>>;
+    std::map<Key, std::map<double, std::vector<int32_t>>> groups;
+    for (int32_t op = 0; op < graph.num_ops(); ++op) {
+      const Op& o = graph.op(op);
+      if (!(o.device_kinds & MaskOf(kind))) continue;
+      const std::vector<int64_t> shape = o.outputs.empty() ? std::vector<int64_t>{} : o.outputs.front().shape;
+      groups[{o.type, shape}][o.flops].push_back(op);
+    }
+    for (const auto& [key, by_flops] : groups) {
+      const bool apart = by_flops.size() > 1;
+      for (const auto& [flops, ops] : by_flops) {
+        double sum_us = 0;
+        for (int32_t op : ops) sum_us += timed.per_op_us[op];
+        const double time_us = std::min(sum_us / ops.size() + timed.summary.overhead_us_per_op, kMaxOpTimeUs);
+        profile.table.Add(std::get<0>(key), std::get<1>(key), kind, time_us,
+                          apart ? std::optional<double>(flops) : std::nullopt);
+        profile.entries_with_flops += apart ? 1 : 0;
+      }
+    }
+    profile.devices.push_back(std::move(timed.summary));
+  }
+  return profile;
+}
+
+}  // namespace devplace

@@ -1,0 +1,56 @@
+// `devplace profile` (issue 17's calibration): times every op of a graph
+// with its real kernel on this machine's devices, one device of each kind,
+// and turns the times into the op-times table the simulator reads
+// (docs/op-times-format.md), so that simulated step times are this
+// machine's. This header does not include torch.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cluster/cluster.h"
+#include "cost/op_time_table.h"
+#include "exec/executor.h"
+#include "graph/graph.h"
+
+namespace devplace {
+
+struct ProfileOptions {
+  // Steps run on each profiled device; with more than one the first is
+  // dropped (it pays for first touches), and each op's time is the median
+  // of the rest.
+  int32_t steps = 5;
+  uint64_t seed = 0;  // the values of the step's inputs and variables
+};
+
+// What profiling one device kind found.
+struct ProfiledDevice {
+  int32_t device = 0;  // the device of this kind every op that can ran on
+  DeviceKind kind = DeviceKind::kCpu;
+  int32_t ops = 0;          // ops timed on it
+  double step_time_us = 0;  // the measured step (mean of the kept steps)
+  double kernels_us = 0;    // the ops' median kernel times, summed
+  // The executor's own time per op (hand-over, bookkeeping), spread over
+  // the ops: (step x parallel ops - kernels) / ops, at least 0. Added to
+  // every entry, as a table's time replaces the whole estimate.
+  double overhead_us_per_op = 0;
+  std::vector<StandInUse> stand_ins;  // types that ran a stand-in (timed as run)
+};
+
+struct OpTimeProfile {
+  OpTimeTable table;
+  std::vector<ProfiledDevice> devices;  // one per device kind of the cluster
+  int32_t entries_with_flops = 0;       // entries told apart by FLOPs
+};
+
+// Runs the graph on one device of each kind the cluster has (ops that
+// cannot run on that kind go to the first device that can) and builds the
+// table: one entry per (type, first-output shape, kind), the mean of its
+// ops' median times plus the executor's overhead per op; where ops of one
+// such key differ in FLOPs, one entry per FLOP count instead. Throws Error
+// when the cluster is not this machine or the graph does not fit on the
+// profiled device (naming it).
+OpTimeProfile ProfileOpTimes(const Graph& graph, const Cluster& cluster, const ProfileOptions& options);
+
+}  // namespace devplace
