@@ -22,6 +22,30 @@ struct ProfileFlags {
   uint64_t seed = 0;
 };
 
+// The uncalibrated formula against what was measured, for the types that
+// take most of the time: what simulating without a profile is worth.
+void PrintRooflineErrors(const Graph& graph, const Cluster& cluster, const OpTimeProfile& profile, int32_t device) {
+  constexpr size_t kShown = 12;
+  const std::vector<RooflineError> rows = CompareWithRoofline(graph, cluster, profile, device);
+  double measured_us = 0, roofline_us = 0;
+  for (const RooflineError& row : rows) {
+    measured_us += row.measured_us;
+    roofline_us += row.roofline_us;
+  }
+  std::printf("    %-30s %6s %12s %12s %9s\n", "op type (roofline vs profile)", "ops", "profiled s", "roofline s",
+              "roofline/");
+  for (size_t i = 0; i < rows.size() && i < kShown; ++i) {
+    const RooflineError& row = rows[i];
+    std::string type = ForMessage(row.op_type);
+    if (type.size() > 30) type = type.substr(0, 27) + "...";
+    std::printf("    %-30s %6d %12.6f %12.6f %8.2fx\n", type.c_str(), row.ops,
+                row.measured_us * 1e-6, row.roofline_us * 1e-6,
+                row.measured_us > 0 ? row.roofline_us / row.measured_us : 0.0);
+  }
+  std::printf("    %-30s %6d %12.6f %12.6f %8.2fx\n", "all types", graph.num_ops(), measured_us * 1e-6,
+              roofline_us * 1e-6, measured_us > 0 ? roofline_us / measured_us : 0.0);
+}
+
 void RunProfile(const ProfileFlags& flags) {
   Graph graph = ResolveGraph(flags.graph);
   Cluster cluster = ResolveCluster(flags.cluster);
@@ -44,6 +68,7 @@ void RunProfile(const ProfileFlags& flags) {
       std::printf("    stand-in: %-30s %5d ops  %s\n", ForMessage(s.type, 30).c_str(), s.ops,
                   ForMessage(s.why, 120).c_str());
     }
+    PrintRooflineErrors(graph, cluster, profile, d.device);
   }
   std::printf("wrote %s: %zu entries (%d told apart by FLOPs)\n", flags.out.c_str(), profile.table.size(),
               profile.entries_with_flops);

@@ -4,6 +4,7 @@
 #include <map>
 #include <tuple>
 
+#include "cost/cost_model.h"
 #include "util/error.h"
 
 namespace devplace {
@@ -125,6 +126,28 @@ OpTimeProfile ProfileOpTimes(const Graph& graph, const Cluster& cluster, const P
     profile.devices.push_back(std::move(timed.summary));
   }
   return profile;
+}
+
+std::vector<RooflineError> CompareWithRoofline(const Graph& graph, const Cluster& cluster,
+                                               const OpTimeProfile& profile, int32_t device) {
+  const CostModel roofline(cluster);
+  const DeviceKind kind = cluster.devices[device].kind;
+  std::map<std::string, RooflineError> by_type;
+  for (const Op& op : graph.ops()) {
+    const auto measured_us = profile.table.Find(op, kind);
+    if (!measured_us || !roofline.CanRun(op, device)) continue;
+    RooflineError& row = by_type[op.type];
+    row.op_type = op.type;
+    ++row.ops;
+    row.measured_us += *measured_us;
+    row.roofline_us += roofline.OpTimeUs(op, device);
+  }
+  std::vector<RooflineError> rows;
+  for (auto& [type, row] : by_type) rows.push_back(std::move(row));
+  std::sort(rows.begin(), rows.end(), [](const RooflineError& a, const RooflineError& b) {
+    return a.measured_us != b.measured_us ? a.measured_us > b.measured_us : a.op_type < b.op_type;
+  });
+  return rows;
 }
 
 }  // namespace devplace

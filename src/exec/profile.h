@@ -53,4 +53,18 @@ struct OpTimeProfile {
 // profiled device (naming it).
 OpTimeProfile ProfileOpTimes(const Graph& graph, const Cluster& cluster, const ProfileOptions& options);
 
+// The cost model's uncalibrated roofline against the profile, per op type
+// on one profiled device: what the presets' and an unprofiled cluster's
+// numbers are worth, type by type.
+struct RooflineError {
+  std::string op_type;
+  int32_t ops = 0;
+  double measured_us = 0;  // the profile's entries for its ops, summed
+  double roofline_us = 0;  // the formula's estimates for them, summed
+};
+// Types by measured time, most first, for `device` (one profile.devices
+// names).
+std::vector<RooflineError> CompareWithRoofline(const Graph& graph, const Cluster& cluster,
+                                               const OpTimeProfile& profile, int32_t device);
+
 }  // namespace devplace
