@@ -18,7 +18,7 @@ struct ProfileFlags {
   std::string graph;
   std::string cluster;
   std::string out;
-  int32_t steps = 5;
+  int32_t steps = 10;
   uint64_t seed = 0;
 };
 

@@ -7,6 +7,7 @@
 #include "cost/cost_model.h"
 #include "exec/copy_probe.h"
 #include "exec/device_probes.h"
+#include "exec/host_allocator.h"
 #include "exec/host_cpus.h"
 #include "util/error.h"
 
@@ -34,6 +35,7 @@ std::string HostName() {
 }  // namespace
 
 Cluster DetectCluster(const DetectOptions& options) {
+  KeepFreedHostMemory();  // the probes measure memory as the executor will use it
   const std::vector<std::vector<int32_t>> core_sets = SplitCores(UsableCores(), options.cpu_devices);
   const EfficiencyTable efficiency = EfficiencyTable::Default();
   const int64_t memory_bytes = PhysicalMemoryBytes();

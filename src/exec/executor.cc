@@ -17,6 +17,7 @@
 #include <set>
 #include <thread>
 
+#include "exec/host_allocator.h"
 #include "exec/host_cpus.h"
 #include "exec/kernel.h"
 #include "exec/memory_ledger.h"
@@ -542,6 +543,7 @@ ExecStep Step::Run() {
 Executor::Executor(const Graph& graph, const Cluster& cluster, ExecOptions options)
     : impl_(std::make_unique<Impl>(graph, cluster, std::move(options))) {
   CheckClusterIsThisMachine(cluster, "cluster '" + cluster.name + "'");
+  KeepFreedHostMemory();
   const int32_t n = graph.num_ops();
   impl_->rank = RankOps(graph);
   impl_->kernels.resize(n);

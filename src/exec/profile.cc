@@ -47,8 +47,7 @@ Timed TimeOnDevice(Executor& executor, const Graph& graph, const Cluster& cluste
   const Device& d = cluster.devices[device];
   const int32_t steps = std::max(options.steps, 1);
   std::vector<std::vector<double>> samples(graph.num_ops());
-  double step_sum_us = 0;
-  int32_t kept = 0;
+  std::vector<double> kept_steps_us;
   Timed timed;
   for (int32_t s = 0; s < steps; ++s) {
     ExecStep step = executor.RunStep(placement);
@@ -60,8 +59,7 @@ Timed TimeOnDevice(Executor& executor, const Graph& graph, const Cluster& cluste
     }
     if (s == steps - 1) timed.summary.stand_ins = step.stand_ins;
     if (s == 0 && steps > 1) continue;  // first touches and set-up
-    step_sum_us += step.result.step_time_us;
-    ++kept;
+    kept_steps_us.push_back(step.result.step_time_us);
     for (int32_t op = 0; op < graph.num_ops(); ++op) {
       if (placement[op] == device) samples[op].push_back(step.op_time_us[op]);
     }
@@ -76,7 +74,9 @@ Timed TimeOnDevice(Executor& executor, const Graph& graph, const Cluster& cluste
     summary.kernels_us += timed.per_op_us[op];
     ++summary.ops;
   }
-  summary.step_time_us = kept > 0 ? step_sum_us / kept : 0;
+  // The median, as for the kernels: on a shared or virtual machine one slow
+  // step (a page fault storm, a neighbour) would otherwise move every entry.
+  summary.step_time_us = kept_steps_us.empty() ? 0 : Median(std::move(kept_steps_us));
   if (summary.ops > 0) {
     const double parallel = std::max(d.parallel_ops, 1);
     summary.overhead_us_per_op = std::max(0.0, (summary.step_time_us * parallel - summary.kernels_us) / summary.ops);

@@ -20,7 +20,7 @@ struct ProfileOptions {
   // Steps run on each profiled device; with more than one the first is
   // dropped (it pays for first touches), and each op's time is the median
   // of the rest.
-  int32_t steps = 5;
+  int32_t steps = 10;
   uint64_t seed = 0;  // the values of the step's inputs and variables
 };
 
@@ -29,7 +29,7 @@ struct ProfiledDevice {
   int32_t device = 0;  // the device of this kind every op that can ran on
   DeviceKind kind = DeviceKind::kCpu;
   int32_t ops = 0;          // ops timed on it
-  double step_time_us = 0;  // the measured step (mean of the kept steps)
+  double step_time_us = 0;  // the measured step (median of the kept steps)
   double kernels_us = 0;    // the ops' median kernel times, summed
   // The executor's own time per op (hand-over, bookkeeping), spread over
   // the ops: (step x parallel ops - kernels) / ops, at least 0. Added to

@@ -1,0 +1,51 @@
+#include "exec/host_allocator.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <vector>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+namespace devplace {
+namespace {
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitizedMalloc = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kSanitizedMalloc = true;
+#else
+constexpr bool kSanitizedMalloc = false;
+#endif
+#else
+constexpr bool kSanitizedMalloc = false;
+#endif
+
+// A step's tensors of a few MiB each, freed, must stay with the process:
+// from the heap, not mmap, and the heap not trimmed after the frees, so the
+// next step does not fault its pages in again.
+TEST(HostAllocatorTest, FreedTensorSizedBlocksStayInTheHeap) {
+#if !defined(__GLIBC__)
+  GTEST_SKIP() << "not glibc";
+#else
+  if (kSanitizedMalloc) GTEST_SKIP() << "the sanitizer's malloc replaces glibc's";
+  KeepFreedHostMemory();
+  KeepFreedHostMemory();  // a second call changes nothing
+  const struct mallinfo2 before = mallinfo2();
+  constexpr size_t kBlockBytes = 4 << 20;  // above glibc's default mmap threshold
+  std::vector<void*> blocks;
+  for (int i = 0; i < 8; ++i) blocks.push_back(std::malloc(kBlockBytes));
+  const struct mallinfo2 held = mallinfo2();
+  for (void* b : blocks) std::free(b);
+  const struct mallinfo2 after = mallinfo2();
+  EXPECT_EQ(held.hblkhd, before.hblkhd) << "tensor-sized blocks came from mmap";
+  EXPECT_GE(after.arena, before.arena + 8 * kBlockBytes) << "the heap was trimmed after the frees";
+  EXPECT_GE(after.fordblks, 8 * kBlockBytes) << "the freed blocks were not kept for reuse";
+#endif
+}
+
+}  // namespace
+}  // namespace devplace
