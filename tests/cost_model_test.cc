@@ -452,3 +452,25 @@ TEST(OpKindTest, EveryTypeThePyTorchExporterNamesHasAKindOnPurpose) {
 
 }  // namespace
 }  // namespace devplace
+
+namespace devplace {
+namespace {
+
+TEST(OpTimeTableTest, HostContentionIsReadWrittenAndChecked) {
+  testing::TempDir dir;
+  const OpTimeTable table = OpTimeTable::Load(
+      dir.Write("t.json", R"({"host_contention": 0.25, "times": [{"op_type": "MatMul", "device_kind": "cpu", "time_us": 3}]})"));
+  EXPECT_DOUBLE_EQ(table.host_contention(), 0.25);
+  const std::string written = dir.Write("again.json", OpTimeTableToJson(table).dump());
+  EXPECT_DOUBLE_EQ(OpTimeTable::Load(written).host_contention(), 0.25);
+  EXPECT_DOUBLE_EQ(OpTimeTable::Load(dir.Write("none.json", R"({"times": []})")).host_contention(), 0.0);
+  for (const char* bad : {R"({"host_contention": -0.1, "times": []})", R"({"host_contention": 11, "times": []})",
+                          R"({"host_contention": "high", "times": []})", R"({"host_contention": null, "times": []})"}) {
+    EXPECT_THROW(OpTimeTable::Load(dir.Write("bad.json", bad)), Error) << bad;
+  }
+  OpTimeTable built;
+  EXPECT_THROW(built.set_host_contention(std::nan("")), Error);
+}
+
+}  // namespace
+}  // namespace devplace

@@ -5,6 +5,8 @@
 // measured kernels and overhead) and on how entries are told apart.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <numeric>
 
@@ -60,6 +62,26 @@ TEST(ProfileTest, EveryOpHasAnEntryAndTheEntriesAddUpToTheMeasuredStep) {
   const SimResult simulated = simulator.Run(SingleDevicePlacement(m.graph, cluster, 0));
   ASSERT_TRUE(simulated.ok()) << simulated.reason;
   EXPECT_NEAR(simulated.step_time_us, entries_us, 1e-6 * entries_us);
+}
+
+// With two CPU devices of this machine, profile also runs the step on both
+// at once and writes how much slower that was as the table's contention;
+// the simulator then slows ops on one device while the other computes.
+TEST(ProfileTest, TwoHostDevicesGetTheirContentionMeasured) {
+  const Mlp m = MakeMlp();
+  const Cluster cluster = HostCluster(2);
+  REQUIRE_CLUSTER(cluster, 2);
+  ProfileOptions options;
+  options.steps = 3;
+  const OpTimeProfile profile = ProfileOpTimes(m.graph, cluster, options);
+  EXPECT_GT(profile.alone_step_time_us, 0);
+  EXPECT_GT(profile.loaded_step_time_us, 0);
+  const double expected = std::clamp(profile.loaded_step_time_us / profile.alone_step_time_us - 1, 0.0, 10.0);
+  EXPECT_DOUBLE_EQ(profile.table.host_contention(), expected);
+
+  const OpTimeProfile one_device = ProfileOpTimes(m.graph, HostCluster(1), options);
+  EXPECT_EQ(one_device.loaded_step_time_us, 0);
+  EXPECT_EQ(one_device.table.host_contention(), 0);
 }
 
 // The perceptron's forward product mm1 ([16, 32] x [32, 32]) and backward

@@ -832,3 +832,50 @@ TEST(SimulatorTest, WithSeveralStepsTheProtocolsMeanIsTheStepTime) {
 
 }  // namespace
 }  // namespace devplace
+
+namespace devplace {
+namespace {
+
+// Two CPU devices; with `own_cores`, each owns a core of the machine, as
+// `clusters --detect` writes them.
+Cluster TwoCpuDevices(bool own_cores) {
+  Cluster c;
+  c.name = "host";
+  c.devices = {testing::MakeDevice("cpu:0", DeviceKind::kCpu), testing::MakeDevice("cpu:1", DeviceKind::kCpu)};
+  if (own_cores) {
+    c.devices[0].cores = {0};
+    c.devices[1].cores = {1};
+  }
+  c.links.push_back({0, 1, 1e9, 0.5, -1});
+  c.Finalize("test cluster");
+  return c;
+}
+
+SimResult RunWithContention(const Cluster& cluster, double contention, const Placement& placement) {
+  Graph graph = TwoBranches();
+  graph.Finalize("test graph");
+  OpTimeTable table;
+  table.set_host_contention(contention);
+  const CostModel cost(cluster, table, PerfectEfficiency());
+  Simulator sim(graph, cluster, cost);
+  return sim.Run(placement);
+}
+
+// An op on a host device starts slower by the contention for each other
+// host device busy at that instant: x1 alone 1 us, y1 beside it 1.5 us,
+// x2 and y2 each beside the other's branch 1.5 us.
+TEST(SimulatorTest, HostContentionSlowsOpsWhileTheOtherHostDeviceComputes) {
+  const Placement split = {0, 0, 1, 1};
+  EXPECT_DOUBLE_EQ(RunWithContention(TwoCpuDevices(true), 0, split).step_time_us, 2.0);
+  SimResult contended = RunWithContention(TwoCpuDevices(true), 0.5, split);
+  ASSERT_TRUE(contended.ok()) << contended.reason;
+  EXPECT_DOUBLE_EQ(contended.step_time_us, 3.0);
+  EXPECT_DOUBLE_EQ(contended.devices[0].compute_total_us() + contended.devices[1].compute_total_us(), 5.5);
+  // Alone, a device is not contended; nor are devices that own no cores
+  // (the presets': their "CPU" is not this machine's).
+  EXPECT_DOUBLE_EQ(RunWithContention(TwoCpuDevices(true), 0.5, {0, 0, 0, 0}).step_time_us, 4.0);
+  EXPECT_DOUBLE_EQ(RunWithContention(TwoCpuDevices(false), 0.5, split).step_time_us, 2.0);
+}
+
+}  // namespace
+}  // namespace devplace

@@ -70,6 +70,10 @@ void RunProfile(const ProfileFlags& flags) {
     }
     PrintRooflineErrors(graph, cluster, profile, d.device);
   }
+  if (profile.loaded_step_time_us > 0) {
+    std::printf("  host contention %.3f: the step on every CPU device at once %.6f s, alone %.6f s\n",
+                profile.table.host_contention(), profile.loaded_step_time_us * 1e-6, profile.alone_step_time_us * 1e-6);
+  }
   std::printf("wrote %s: %zu entries (%d told apart by FLOPs)\n", flags.out.c_str(), profile.table.size(),
               profile.entries_with_flops);
 }

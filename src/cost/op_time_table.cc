@@ -186,15 +186,34 @@ OpTimeTable OpTimeTable::Load(const std::string& path) {
   JsonFields top(document, where);
   if (!document.is_object()) top.Fail("expected an object with a 'times' array, not " + DescribeJsonValue(document));
   for (const auto& [key, value] : document.items()) {
-    if (key != "times") top.Fail("unknown field '" + ForMessage(key, 60) + "' (the file has one field, 'times')");
+    if (key != "times" && key != "host_contention") {
+      top.Fail("unknown field '" + ForMessage(key, 60) + "' (the file has 'times' and, optionally, 'host_contention')");
+    }
   }
   const nlohmann::json& times = top.RequiredArray("times");
   OpTimeTable table;
   table.source_ = path;
+  if (document.contains("host_contention")) {
+    const nlohmann::json& value = document["host_contention"];
+    if (!value.is_number()) top.Fail("'host_contention' must be a number, not " + DescribeJsonValue(value));
+    const double fraction = value.get<double>();
+    if (!(fraction >= 0 && fraction <= kMaxHostContention)) {
+      top.Fail("'host_contention' must be between 0 and " + std::to_string(static_cast<int>(kMaxHostContention)) +
+               " (a fraction: 0.25 is 25 % slower), not " + value.dump());
+    }
+    table.host_contention_ = fraction;
+  }
   for (size_t i = 0; i < times.size(); ++i) {
     table.Insert(ReadEntry(times[i], i, where + ": times[" + std::to_string(i) + "]"));
   }
   return table;
+}
+
+void OpTimeTable::set_host_contention(double fraction) {
+  if (!(fraction >= 0 && fraction <= kMaxHostContention)) {
+    throw Error("host contention must be between 0 and 10, not " + std::to_string(fraction));
+  }
+  host_contention_ = fraction;
 }
 
 nlohmann::json OpTimeTableToJson(const OpTimeTable& table) {
@@ -207,7 +226,9 @@ nlohmann::json OpTimeTableToJson(const OpTimeTable& table) {
     if (entry.flops) node["flops"] = *entry.flops;
     times.push_back(std::move(node));
   }
-  return {{"times", std::move(times)}};
+  nlohmann::json document = {{"times", std::move(times)}};
+  if (table.host_contention() > 0) document["host_contention"] = table.host_contention();
+  return document;
 }
 
 std::string DescribeOpTimeEntry(const OpTimeEntry& entry) {

@@ -19,6 +19,8 @@ namespace devplace {
 // above any op; a larger value is a unit mistake, and the bound keeps sums
 // of step times far from overflow.
 inline constexpr double kMaxOpTimeUs = 1e12;
+// Ten times slower under load is past any machine's sharing; more is a typo.
+inline constexpr double kMaxHostContention = 10;
 
 struct OpTimeEntry {
   std::string op_type;
@@ -49,6 +51,15 @@ class OpTimeTable {
   bool empty() const { return size() == 0; }
   // Every entry, in the order they were added (file order).
   std::vector<OpTimeEntry> Entries() const;
+  // How much longer an op on a host CPU device (a CPU device that owns
+  // cores of this machine, as `clusters --detect` writes them) takes while
+  // every other such device computes too: 0.25 is 25 % longer. The cores
+  // share caches, memory bandwidth and power. `devplace profile` measures
+  // it; 0 (the default, and every preset) keeps the devices independent.
+  double host_contention() const { return host_contention_; }
+  // An Error outside [0, kMaxHostContention] or not finite.
+  void set_host_contention(double fraction);
+
   // The file the table was read from ("" for one built in code).
   const std::string& source() const { return source_; }
 
@@ -69,6 +80,7 @@ class OpTimeTable {
   std::map<Key, OpTimeEntry> times_us_;
   std::map<FlopsKey, OpTimeEntry> times_by_flops_us_;
   std::string source_;
+  double host_contention_ = 0;
 };
 
 // The table as the file format has it ({"times": [...]}, entries in order),

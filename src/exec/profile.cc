@@ -1,7 +1,9 @@
 #include "exec/profile.h"
 
 #include <algorithm>
+#include <latch>
 #include <map>
+#include <thread>
 #include <tuple>
 
 #include "cost/cost_model.h"
@@ -84,6 +86,46 @@ Timed TimeOnDevice(Executor& executor, const Graph& graph, const Cluster& cluste
   return timed;
 }
 
+// The host's CPU devices (those owning cores), every one running the whole
+// step on its own at the same time, each with its own executor: the
+// median kept step of the first, so that it compares with its step alone.
+double LoadedStepUs(const Graph& graph, const Cluster& cluster, const std::vector<int32_t>& host_devices,
+                    const ProfileOptions& options) {
+  const int32_t steps = std::max(options.steps, 2);
+  std::vector<std::vector<double>> steps_us(host_devices.size());
+  std::vector<std::string> failures(host_devices.size());
+  std::vector<std::thread> runners;
+  std::latch start(static_cast<std::ptrdiff_t>(host_devices.size()));
+  for (size_t i = 0; i < host_devices.size(); ++i) {
+    runners.emplace_back([&, i] {
+      try {
+        ExecOptions exec_options;
+        exec_options.seed = options.seed;
+        Executor executor(graph, cluster, exec_options);
+        const Placement placement = OnOneDevice(graph, cluster, host_devices[i]);
+        start.arrive_and_wait();
+        // One more step than kept on each side, so that no device runs its
+        // last kept step alone.
+        for (int32_t s = 0; s <= steps; ++s) {
+          ExecStep step = executor.RunStep(placement);
+          if (!step.result.ok()) throw Error(step.result.reason);
+          if (s > 0 && s < steps) steps_us[i].push_back(step.result.step_time_us);
+        }
+      } catch (const std::exception& e) {
+        failures[i] = e.what();
+      }
+    });
+  }
+  for (std::thread& t : runners) t.join();
+  for (size_t i = 0; i < failures.size(); ++i) {
+    if (!failures[i].empty()) {
+      throw Error("profile: the step on all CPU devices at once failed on '" +
+                  ForMessage(cluster.devices[host_devices[i]].name) + "': " + ForMessage(failures[i].substr(0, failures[i].find('\n')), 300));
+    }
+  }
+  return Median(steps_us.front());
+}
+
 }  // namespace
 
 OpTimeProfile ProfileOpTimes(const Graph& graph, const Cluster& cluster, const ProfileOptions& options) {
@@ -124,6 +166,29 @@ OpTimeProfile ProfileOpTimes(const Graph& graph, const Cluster& cluster, const P
       }
     }
     profile.devices.push_back(std::move(timed.summary));
+  }
+
+  std::vector<int32_t> host_devices;
+  for (int32_t d = 0; d < cluster.num_devices(); ++d) {
+    if (cluster.devices[d].kind == DeviceKind::kCpu && !cluster.devices[d].cores.empty()) host_devices.push_back(d);
+  }
+  if (host_devices.size() > 1) {
+    // Timed alone on the same device just before, so that a slow spell of
+    // the machine does not pass for contention.
+    std::vector<double> alone_us;
+    {
+      const Placement placement = OnOneDevice(graph, cluster, host_devices.front());
+      for (int32_t s = 0; s < std::max(options.steps, 2); ++s) {
+        ExecStep step = executor.RunStep(placement);
+        if (s > 0 && step.result.ok()) alone_us.push_back(step.result.step_time_us);
+      }
+    }
+    profile.alone_step_time_us = Median(alone_us);
+    profile.loaded_step_time_us = LoadedStepUs(graph, cluster, host_devices, options);
+    if (profile.alone_step_time_us > 0) {
+      const double contention = profile.loaded_step_time_us / profile.alone_step_time_us - 1;
+      profile.table.set_host_contention(std::clamp(contention, 0.0, kMaxHostContention));
+    }
   }
   return profile;
 }

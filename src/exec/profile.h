@@ -39,14 +39,21 @@ struct ProfiledDevice {
 };
 
 struct OpTimeProfile {
-  OpTimeTable table;
+  OpTimeTable table;  // with host_contention where it was measured
+  // The host's CPU devices all running the step at once against the first
+  // alone (median steps); 0 and 0 with fewer than two CPU devices owning
+  // cores.
+  double loaded_step_time_us = 0;
+  double alone_step_time_us = 0;
   std::vector<ProfiledDevice> devices;  // one per device kind of the cluster
   int32_t entries_with_flops = 0;       // entries told apart by FLOPs
 };
 
 // Runs the graph on one device of each kind the cluster has (ops that
 // cannot run on that kind go to the first device that can) and builds the
-// table: one entry per (type, first-output shape, kind), the mean of its
+// table. Where two or more CPU devices own cores of this machine, it also
+// runs the step on all of them at once, each its own copy, and writes how
+// much slower the first ran as the table's host_contention. The table: one entry per (type, first-output shape, kind), the mean of its
 // ops' median times plus the executor's overhead per op; where ops of one
 // such key differ in FLOPs, one entry per FLOP count instead. Throws Error
 // when the cluster is not this machine or the graph does not fit on the

@@ -161,6 +161,12 @@ Simulator::Simulator(const Graph& graph, const Cluster& cluster, const CostModel
     }
   }
   for (const Device& d : cluster.devices) parallel_ops_.push_back(d.parallel_ops);
+  int32_t host_devices = 0;
+  for (const Device& d : cluster.devices) {
+    shares_host_.push_back(d.kind == DeviceKind::kCpu && !d.cores.empty());
+    host_devices += shares_host_.back();
+  }
+  if (host_devices > 1) contention_per_busy_device_ = cost.measured().host_contention() / (host_devices - 1);
 
   // Co-location is checked by op index, against the group's first op by
   // rank.
@@ -459,10 +465,21 @@ class Simulator::Step {
       ++s_.running[d];
       if (sim_.op_start_bytes_[op] > 0) ChangeMemory(d, sim_.op_start_bytes_[op]);
       double duration_us = Perturb(s_.time_us[op]);
+      if (sim_.contention_per_busy_device_ > 0 && sim_.shares_host_[d]) duration_us *= ContentionFactor(d);
       result_.devices[d].compute_us[sim_.op_phase_[op]] += duration_us;
       if (options_.record_events) result_.op_events.push_back({sim_.order_[op], d, now_us_, now_us_ + duration_us});
       Schedule(now_us_ + duration_us, EventKind::kOpDone, op);
     }
+  }
+
+  // An op starting on host device d runs longer for each other host device
+  // busy at that instant; fixed at its start (the simulator has no rates
+  // that change mid-op). Devices are started in index order within an
+  // instant, so of two ops starting together the second sees the first.
+  double ContentionFactor(int32_t d) const {
+    int32_t busy = 0;
+    for (int32_t e = 0; e < D_; ++e) busy += e != d && sim_.shares_host_[e] && s_.running[e] > 0;
+    return 1 + sim_.contention_per_busy_device_ * busy;
   }
 
   void ReleaseTensor(int32_t tensor, int32_t d) {

@@ -189,6 +189,11 @@ class Simulator {
   std::vector<int64_t> op_temporary_bytes_;
   std::vector<int64_t> op_persistent_bytes_;  // by slot: the graph's ops are too large to sweep per run
   std::vector<int32_t> parallel_ops_;      // device -> ops it runs at once
+  // Host contention (OpTimeTable::host_contention): the devices that share
+  // this machine's cores, and how much slower an op on one gets per other
+  // such device busy when it starts.
+  std::vector<char> shares_host_;          // device -> 1 if a CPU device owning cores
+  double contention_per_busy_device_ = 0;
   std::vector<int32_t> slot_of_;           // op -> slot
   std::vector<int32_t> producer_begin_;    // slot -> first predecessor slot (data and control); size ops+1
   std::vector<int32_t> producers_;
