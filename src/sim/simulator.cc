@@ -377,11 +377,11 @@ class Simulator::Step {
       do {
         const Event event = s_.heap.Pop();
         ++events_done_;
-        if (event.kind == EventKind::kOpDone) {
-          if (finish_us) (*finish_us)[event.id] = now_us_;
-          FinishOp(event.id);
+        if (event.kind() == EventKind::kOpDone) {
+          if (finish_us) (*finish_us)[event.id()] = now_us_;
+          FinishOp(event.id());
         } else {
-          FinishHop(event.id);
+          FinishHop(event.id());
         }
       } while (!s_.heap.empty() && s_.heap.top().time_us == now_us_);
       StartWhatIsReady();
@@ -429,7 +429,7 @@ class Simulator::Step {
   }
 
   void Schedule(double time_us, EventKind kind, int32_t id) {
-    s_.heap.Push({time_us, sequence_++, kind, id});
+    s_.heap.Push(Event::Make(time_us, sequence_++, kind, id));
   }
 
   // Memory in use never wraps: a device whose count would pass int64's
