@@ -54,7 +54,15 @@ struct Simulator::Scratch {
   std::vector<Transfer> transfers;
   std::vector<Fifo> ready;            // per device
   std::vector<int32_t> running;       // per device
-  std::vector<int64_t> memory_in_use; // per device
+  // What a run changes of a device's memory, together: memory changes
+  // several times per event. The peak goes to the result's DeviceStats as
+  // the run ends (FlushPeaks).
+  struct DeviceMemory {
+    int64_t in_use_bytes = 0;
+    int64_t peak_bytes = 0;
+    int64_t usable_bytes = 0;  // capacity less the reserve
+  };
+  std::vector<DeviceMemory> memory;   // per device
   std::vector<Fifo> channel_queue;    // per channel: transfers waiting
   std::vector<char> channel_busy;
   std::vector<int32_t> count_on_device;  // per device, scratch for one tensor
@@ -350,7 +358,8 @@ class Simulator::Step {
     s_.ready.resize(D_);
     for (Fifo& f : s_.ready) f.Clear();
     s_.running.assign(D_, 0);
-    s_.memory_in_use.assign(D_, 0);
+    s_.memory.resize(D_);
+    for (int32_t d = 0; d < D_; ++d) s_.memory[d] = {0, 0, cluster_.devices[d].usable_memory_bytes()};
     s_.channel_queue.resize(cluster_.num_channels());
     for (Fifo& f : s_.channel_queue) f.Clear();
     s_.channel_busy.assign(cluster_.num_channels(), 0);
@@ -363,11 +372,14 @@ class Simulator::Step {
 
     CountPersistent();
     for (int32_t d = 0; d < D_; ++d) {
-      if (persistent_bytes_[d] > 0) ChangeMemory(d, persistent_bytes_[d]);
+      if (persistent_bytes_[d] > 0) Allocate(d, persistent_bytes_[d]);
     }
     if (result_.oom) {
       result_.reason = "out of memory: parameters alone exceed a device's capacity";
-      if (stop_) return false;
+      if (stop_) {
+        FlushPeaks();
+        return false;
+      }
     }
     s_.newly_ready.assign(sim_.source_slots_.begin(), sim_.source_slots_.end());
     StartWhatIsReady();
@@ -409,8 +421,11 @@ class Simulator::Step {
     }
     s_.ready = snapshot.ready;
     s_.running = snapshot.running;
-    s_.memory_in_use.resize(D_);
-    for (int32_t d = 0; d < D_; ++d) s_.memory_in_use[d] = persistent_bytes_[d] + snapshot.dynamic_memory_bytes[d];
+    s_.memory.resize(D_);
+    for (int32_t d = 0; d < D_; ++d) {
+      s_.memory[d] = {persistent_bytes_[d] + snapshot.dynamic_memory_bytes[d], result_.devices[d].peak_memory_bytes,
+                      cluster_.devices[d].usable_memory_bytes()};
+    }
     s_.channel_queue = snapshot.channel_queue;
     s_.channel_busy = snapshot.channel_busy;
     s_.count_on_device.assign(D_, 0);
@@ -449,6 +464,7 @@ class Simulator::Step {
       StartWhatIsReady();
     }
     result_.step_time_us = now_us_;
+    FlushPeaks();
     if (result_.oom && result_.reason.empty()) {
       for (int32_t d = 0; d < D_; ++d) {
         if (result_.devices[d].oom) {
@@ -476,8 +492,8 @@ class Simulator::Step {
     for (int32_t d = 0; d < D_; ++d) {
       // Saturated counts stay saturated; Resume refuses them.
       snapshot.dynamic_memory_bytes[d] =
-          s_.memory_in_use[d] == kSaturatedBytes ? kSaturatedBytes : s_.memory_in_use[d] - persistent_bytes_[d];
-      const int64_t peak = result_.devices[d].peak_memory_bytes;
+          s_.memory[d].in_use_bytes == kSaturatedBytes ? kSaturatedBytes : s_.memory[d].in_use_bytes - persistent_bytes_[d];
+      const int64_t peak = s_.memory[d].peak_bytes;
       snapshot.devices[d].peak_memory_bytes = peak == kSaturatedBytes ? kSaturatedBytes : std::max<int64_t>(peak - persistent_bytes_[d], 0);
     }
     snapshot.channel_queue = s_.channel_queue;
@@ -494,7 +510,7 @@ class Simulator::Step {
     refcount_ = s_.refcount.data();
     copy_of_ = s_.copy_of.data();
     running_ = s_.running.data();
-    memory_in_use_ = s_.memory_in_use.data();
+    memory_ = s_.memory.data();
     devices_ = result_.devices.data();
   }
 
@@ -512,24 +528,43 @@ class Simulator::Step {
   // limit stays at the limit (far over any capacity) for the rest of the
   // step, frees included.
   // Inlined: called a few times per event.
-  [[gnu::always_inline]] void ChangeMemory(int32_t d, int64_t delta) {
-    int64_t& in_use = memory_in_use_[d];
+  [[gnu::always_inline]] void Allocate(int32_t d, int64_t bytes) {
+    Scratch::DeviceMemory& memory = memory_[d];
+    int64_t& in_use = memory.in_use_bytes;
     if constexpr (kPlain) {
-      in_use += delta;  // cannot pass int64's limit (may_saturate_)
+      in_use += bytes;  // cannot pass int64's limit (may_saturate_)
     } else {
       if (in_use == kSaturatedBytes) return;
-      in_use = SaturatingAddBytes(in_use, delta);
+      in_use = SaturatingAddBytes(in_use, bytes);
     }
-    DeviceStats& stats = devices_[d];
-    if (in_use > stats.peak_memory_bytes) {
-      stats.peak_memory_bytes = in_use;
-      if (in_use > cluster_.devices[d].usable_memory_bytes() && !stats.oom) {
-        stats.oom = true;
-        result_.oom = true;
-        if (options_.stop_at_oom) stop_ = true;
-      }
+    if (in_use > memory.peak_bytes) {
+      memory.peak_bytes = in_use;
+      if (in_use > memory.usable_bytes && !devices_[d].oom) OutOfMemory(d);
     }
     if (!kPlain && record_events_) result_.memory_events.push_back({d, now_us_, in_use});
+  }
+
+  // A free never makes a new peak: memory in use never exceeds the peak.
+  [[gnu::always_inline]] void Free(int32_t d, int64_t bytes) {
+    int64_t& in_use = memory_[d].in_use_bytes;
+    if constexpr (kPlain) {
+      in_use -= bytes;
+    } else {
+      if (in_use == kSaturatedBytes) return;
+      in_use = SaturatingAddBytes(in_use, -bytes);
+    }
+    if (!kPlain && record_events_) result_.memory_events.push_back({d, now_us_, in_use});
+  }
+
+  [[gnu::noinline]] void OutOfMemory(int32_t d) {
+    devices_[d].oom = true;
+    result_.oom = true;
+    if (options_.stop_at_oom) stop_ = true;
+  }
+
+  // The peaks, kept in the scratch during the run, into the result.
+  void FlushPeaks() {
+    for (int32_t d = 0; d < D_; ++d) result_.devices[d].peak_memory_bytes = s_.memory[d].peak_bytes;
   }
 
   static int64_t AddBytes(int64_t a, int64_t b) {
@@ -539,10 +574,11 @@ class Simulator::Step {
 
   void StartReadyOps(int32_t d) {
     const int32_t slots = parallel_ops_[d];
-    while (running_[d] < slots && !s_.ready[d].empty()) {
-      int32_t op = s_.ready[d].Pop();
+    Fifo& ready = s_.ready[d];
+    while (running_[d] < slots && !ready.empty()) {
+      int32_t op = ready.Pop();
       ++running_[d];
-      if (op_start_bytes_[op] > 0) ChangeMemory(d, op_start_bytes_[op]);
+      if (op_start_bytes_[op] > 0) Allocate(d, op_start_bytes_[op]);
       double duration_us = Perturb(time_us_[op]);
       devices_[d].compute_us[op_phase_[op]] += duration_us;
       if (!kPlain && record_events_) result_.op_events.push_back({sim_.order_[op], d, now_us_, now_us_ + duration_us});
@@ -551,7 +587,7 @@ class Simulator::Step {
   }
 
   void ReleaseTensor(int32_t tensor, int32_t d) {
-    if (--refcount_[tensor] == 0 && tensor_[tensor].local_bytes > 0) ChangeMemory(d, -tensor_[tensor].local_bytes);
+    if (--refcount_[tensor] == 0 && tensor_[tensor].local_bytes > 0) Free(d, tensor_[tensor].local_bytes);
   }
 
   void StartHop(int32_t channel) {
@@ -561,7 +597,7 @@ class Simulator::Step {
     const Hop& hop = tr.route[tr.next_hop];
     const int64_t bytes = tensor_[tr.tensor].bytes;
     // The destination's buffer is allocated when the last hop starts.
-    if (tr.next_hop + 1 == static_cast<int32_t>(tr.route.size()) && bytes > 0) ChangeMemory(tr.dst_device, bytes);
+    if (tr.next_hop + 1 == static_cast<int32_t>(tr.route.size()) && bytes > 0) Allocate(tr.dst_device, bytes);
     double duration_us = Perturb(cluster_.HopTimeUs(hop, bytes));
     s_.channel_busy[channel] = 1;
     DeviceStats& from = devices_[hop.from];
@@ -581,7 +617,7 @@ class Simulator::Step {
     const int32_t d = device_[op];
     --running_[d];
     dirty_devices_ |= uint64_t{1} << d;
-    if (op_temporary_bytes_[op] > 0) ChangeMemory(d, -op_temporary_bytes_[op]);
+    if (op_temporary_bytes_[op] > 0) Free(d, op_temporary_bytes_[op]);
 
     // Outputs: wake local consumers, send once to each remote device.
     for (int32_t t = tensor_begin_[op]; t < tensor_begin_[op + 1]; ++t) {
@@ -610,7 +646,7 @@ class Simulator::Step {
         copy_of_[static_cast<size_t>(t) * D_ + rd] = id;
         s_.arriving.push_back(id);
       }
-      if (refcount_[t] == 0 && tensor_[t].local_bytes > 0) ChangeMemory(d, -tensor_[t].local_bytes);  // nobody reads it
+      if (refcount_[t] == 0 && tensor_[t].local_bytes > 0) Free(d, tensor_[t].local_bytes);  // nobody reads it
     }
 
     // Inputs this op was the last local reader of are freed.
@@ -620,7 +656,7 @@ class Simulator::Step {
         ReleaseTensor(t, d);
       } else {
         Transfer& tr = s_.transfers[copy_of_[static_cast<size_t>(t) * D_ + d]];
-        if (--tr.consumers_remaining == 0 && tensor_[t].bytes > 0) ChangeMemory(d, -tensor_[t].bytes);
+        if (--tr.consumers_remaining == 0 && tensor_[t].bytes > 0) Free(d, tensor_[t].bytes);
       }
     }
     for (int32_t slot = control_begin_[op]; slot < control_begin_[op + 1]; ++slot) {
@@ -726,7 +762,7 @@ class Simulator::Step {
   int32_t* refcount_ = nullptr;
   int32_t* copy_of_ = nullptr;
   int32_t* running_ = nullptr;
-  int64_t* memory_in_use_ = nullptr;
+  Scratch::DeviceMemory* memory_ = nullptr;
   DeviceStats* devices_ = nullptr;
 };
 
