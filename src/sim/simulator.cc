@@ -446,7 +446,7 @@ class Simulator::Step {
   void Loop(std::vector<Snapshot>* snapshots, int64_t snapshot_every_events, std::vector<double>* finish_us) {
     int64_t last_snapshot_events = events_done_;
     while (!s_.heap.empty() && !stop_) {
-      now_us_ = s_.heap.top().time_us;
+      now_us_ = s_.heap.top().time_us();
       if (snapshots && events_done_ - last_snapshot_events >= snapshot_every_events) {
         Save(snapshots->emplace_back());
         last_snapshot_events = events_done_;
@@ -460,7 +460,7 @@ class Simulator::Step {
         } else {
           FinishHop(event.id());
         }
-      } while (!s_.heap.empty() && s_.heap.top().time_us == now_us_);
+      } while (!s_.heap.empty() && s_.heap.top().time_us() == now_us_);
       StartWhatIsReady();
     }
     result_.step_time_us = now_us_;
