@@ -638,8 +638,9 @@ class Simulator::Step {
         }
       }
       refcount_[t] = local + num_remote;
-      for (int32_t rd = 0; remote_devices != 0; ++rd, remote_devices >>= 1) {
-        if (!(remote_devices & 1)) continue;
+      // Remote devices in ascending order, one bit each (no branch per device).
+      for (; remote_devices != 0; remote_devices &= remote_devices - 1) {
+        const int32_t rd = std::countr_zero(remote_devices);
         int32_t id = static_cast<int32_t>(s_.transfers.size());
         s_.transfers.push_back({t, op, rd, 0, s_.count_on_device[rd], cluster_.Route(d, rd)});
         s_.count_on_device[rd] = 0;
