@@ -8,6 +8,7 @@
 #include "cluster/presets.h"
 #include "cost/op_time_table.h"
 #include "models/registry.h"
+#include "models/synthetic.h"
 #include "report/sim_report.h"
 #include "sim/environment.h"
 #include "sim/measure.h"
@@ -744,6 +745,70 @@ TEST(SimulatorTest, PermutingBuiltInModelsChangesNoResult) {
   }
   Graph rnnlm = MakeModel("rnnlm", {{"layers", 2}, {"hidden", 64}, {"steps", 4}, {"batch", 4}, {"vocab", 100}});
   ExpectFileOrderIsIrrelevant(rnnlm, k80, 2, 6, {ExpertPlacement(rnnlm, k80)});
+}
+
+// --- The plain run and the general one ---
+
+// A run without recorded events or noise takes the simulator's plain path
+// (no checks for recording, noise or saturating byte counts); recording
+// events takes the general one. Both must give the same step, bit for bit,
+// out of memory and stopped at it included.
+TEST(SimulatorTest, ThePlainPathAgreesWithTheGeneralOneBitForBit) {
+  for (const char* cluster_name : {"k80x4", "p100x4"}) {
+    for (int64_t batch : {64, 8192}) {  // the second runs out of memory on some devices
+      SyntheticOptions options;
+      options.num_ops = 1500;
+      options.width = 8;
+      options.batch = batch;
+      const Graph graph = MakeSyntheticGraph(options);
+      const Cluster cluster = *MakeClusterPreset(cluster_name);
+      const CostModel cost(cluster);
+      Simulator sim(graph, cluster, cost);
+      const Grouping grouping = BuildGrouping(graph);
+      Random random(17);
+      for (int k = 0; k < 6; ++k) {
+        std::vector<int32_t> device_of_group(grouping.num_groups());
+        for (int32_t g = 0; g < grouping.num_groups(); ++g) {
+          do {
+            device_of_group[g] = static_cast<int32_t>(random.Below(cluster.num_devices()));
+          } while (!(grouping.groups[g].device_kinds & MaskOf(cluster.devices[device_of_group[g]].kind)));
+        }
+        const Placement placement = ExpandGroupPlacement(grouping, device_of_group);
+        for (bool stop_at_oom : {false, true}) {
+          SCOPED_TRACE(std::string(cluster_name) + " batch " + std::to_string(batch) + " placement " + std::to_string(k) +
+                       (stop_at_oom ? " stop at oom" : ""));
+          SimOptions plain;
+          plain.stop_at_oom = stop_at_oom;
+          SimOptions general = plain;
+          general.record_events = true;
+          const SimResult a = sim.Run(placement, plain);
+          const SimResult b = sim.Run(placement, general);
+          EXPECT_EQ(a.step_time_us, b.step_time_us);
+          EXPECT_EQ(a.oom, b.oom);
+          EXPECT_EQ(a.reason, b.reason);
+          ASSERT_EQ(a.devices.size(), b.devices.size());
+          for (size_t d = 0; d < a.devices.size(); ++d) {
+            for (int p = 0; p < kNumPhases; ++p) EXPECT_EQ(a.devices[d].compute_us[p], b.devices[d].compute_us[p]);
+            EXPECT_EQ(a.devices[d].copy_in_us, b.devices[d].copy_in_us);
+            EXPECT_EQ(a.devices[d].copy_out_us, b.devices[d].copy_out_us);
+            EXPECT_EQ(a.devices[d].bytes_in, b.devices[d].bytes_in);
+            EXPECT_EQ(a.devices[d].bytes_out, b.devices[d].bytes_out);
+            EXPECT_EQ(a.devices[d].persistent_bytes, b.devices[d].persistent_bytes);
+            EXPECT_EQ(a.devices[d].peak_memory_bytes, b.devices[d].peak_memory_bytes);
+            EXPECT_EQ(a.devices[d].oom, b.devices[d].oom);
+          }
+          // The recorded memory events reach each device's peak.
+          for (size_t d = 0; d < b.devices.size(); ++d) {
+            int64_t highest = 0;
+            for (const MemoryEvent& e : b.memory_events) {
+              if (e.device == static_cast<int32_t>(d)) highest = std::max(highest, e.bytes_in_use);
+            }
+            EXPECT_EQ(highest, b.devices[d].peak_memory_bytes) << "device " << d;
+          }
+        }
+      }
+    }
+  }
 }
 
 // --- Byte counts ---

@@ -5,6 +5,7 @@
 // comparisons (perf, docs/simulator.md "Speed").
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <vector>
 
@@ -12,14 +13,26 @@ namespace devplace {
 
 enum class EventKind : uint8_t { kOpDone, kHopDone };
 
+// 16 bytes, so that the heap moves two words per level, not three.
 struct Event {
-  double time_us;
-  // Events at one instant are all handled before anything starts at that
-  // instant, so their order among themselves changes no result; the
-  // sequence keeps even the trace's order reproducible.
-  uint64_t sequence;
-  EventKind kind;
-  int32_t id;  // op slot or transfer index
+  // The time's bits: times are finite and never negative nor -0 (checked
+  // where costs are made; a step starts at +0), and such doubles order as
+  // their bits do, so (time, order) compares as one 128-bit integer.
+  uint64_t time_bits;
+  // The schedule order, then the kind and id, in one word: events at one
+  // instant are all handled before anything starts at that instant, so
+  // their order among themselves changes no result; the sequence keeps even
+  // the trace's order reproducible. A run schedules far fewer than 2^32
+  // events (a million-op graph, a few million) and ids stay below 2^31.
+  uint64_t order;
+
+  static Event Make(double time_us, uint64_t sequence, EventKind kind, int32_t id) {
+    return {std::bit_cast<uint64_t>(time_us), sequence << 32 | uint64_t{static_cast<uint8_t>(kind)} << 31 | static_cast<uint32_t>(id)};
+  }
+  double time_us() const { return std::bit_cast<double>(time_bits); }
+  uint64_t sequence() const { return order >> 32; }
+  EventKind kind() const { return static_cast<EventKind>((order >> 31) & 1); }
+  int32_t id() const { return static_cast<int32_t>(order & 0x7fffffff); }
 };
 
 class EventQueue {
@@ -64,9 +77,10 @@ class EventQueue {
   }
 
  private:
-  // Times are finite and never negative (checked where costs are made).
+  // (time, order), as integers: fewer instructions than comparing doubles.
   static bool Earlier(const Event& a, const Event& b) {
-    return (a.time_us < b.time_us) | ((a.time_us == b.time_us) & (a.sequence < b.sequence));
+    __extension__ using Key = unsigned __int128;
+    return (Key{a.time_bits} << 64 | a.order) < (Key{b.time_bits} << 64 | b.order);
   }
 
   std::vector<Event> heap_;

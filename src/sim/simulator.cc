@@ -54,7 +54,15 @@ struct Simulator::Scratch {
   std::vector<Transfer> transfers;
   std::vector<Fifo> ready;            // per device
   std::vector<int32_t> running;       // per device
-  std::vector<int64_t> memory_in_use; // per device
+  // What a run changes of a device's memory, together: memory changes
+  // several times per event. The peak goes to the result's DeviceStats as
+  // the run ends (FlushPeaks).
+  struct DeviceMemory {
+    int64_t in_use_bytes = 0;
+    int64_t peak_bytes = 0;
+    int64_t usable_bytes = 0;  // capacity less the reserve
+  };
+  std::vector<DeviceMemory> memory;   // per device
   std::vector<Fifo> channel_queue;    // per channel: transfers waiting
   std::vector<char> channel_busy;
   std::vector<int32_t> count_on_device;  // per device, scratch for one tensor
@@ -190,6 +198,48 @@ Simulator::Simulator(const Graph& graph, const Cluster& cluster, const CostModel
     for (const DataEdge& e : graph.data_edges()) producers_[cursor[slot_of_[e.dst]]++] = slot_of_[e.src];
     for (const ControlEdge& e : graph.control_edges()) producers_[cursor[slot_of_[e.dst]]++] = slot_of_[e.src];
   }
+  may_saturate_ = MaySaturate();
+}
+
+namespace {
+
+// |bytes|, which fits uint64 even for int64's lowest value.
+uint64_t MagnitudeOf(int64_t bytes) { return bytes < 0 ? 0 - static_cast<uint64_t>(bytes) : static_cast<uint64_t>(bytes); }
+
+// sum += bytes; false if that passes `limit`.
+bool AddWithin(uint64_t& sum, uint64_t bytes, uint64_t limit) {
+  return !__builtin_add_overflow(sum, bytes, &sum) && sum < limit;
+}
+
+}  // namespace
+
+bool Simulator::MaySaturate() const {
+  // A bound on every byte count of a run, from magnitudes (so that no
+  // partial sum can pass it either way): memory in use on a device is at
+  // most every op's persistent and start bytes plus a copy of every tensor
+  // on every device; the bytes a device sends or receives, every tensor to
+  // every device over the longest route.
+  int32_t longest_route = 1;
+  for (int32_t from = 0; from < num_devices_; ++from) {
+    for (int32_t to = 0; to < num_devices_; ++to) {
+      longest_route = std::max(longest_route, static_cast<int32_t>(cluster_->Route(from, to).size()));
+    }
+  }
+  const uint64_t limit = kSaturatedBytes / 4;
+  uint64_t op_bytes = 0;
+  for (size_t i = 0; i < op_persistent_bytes_.size(); ++i) {
+    if (!AddWithin(op_bytes, MagnitudeOf(op_persistent_bytes_[i]), limit)) return true;
+    if (!AddWithin(op_bytes, MagnitudeOf(op_temporary_bytes_[i]), limit)) return true;
+  }
+  uint64_t tensor_bytes = 0;
+  for (int32_t t = 0; t < num_tensors_; ++t) {
+    if (!AddWithin(tensor_bytes, MagnitudeOf(tensor_[t].bytes), limit)) return true;
+    if (!AddWithin(tensor_bytes, MagnitudeOf(tensor_[t].local_bytes), limit)) return true;
+  }
+  uint64_t copies_bytes = 0;
+  const uint64_t copies = static_cast<uint64_t>(num_devices_ + 1) * static_cast<uint64_t>(longest_route);
+  if (__builtin_mul_overflow(tensor_bytes, copies, &copies_bytes)) return true;
+  return !AddWithin(copies_bytes, op_bytes, limit);
 }
 
 // Everything a run changes between two instants, as it stands at the start
@@ -256,6 +306,12 @@ double Simulator::PlainPassUs(const Placement& placement) const {
 // One run of the step: the event loop and what each event does
 // (docs/simulator.md lists the rules). Started fresh, or resumed from a
 // snapshot with the persistent memory of the new placement.
+//
+// kPlain: no recorded events, no noise, and no byte count that can
+// saturate (Simulator::may_saturate_ is false). That is the run a search
+// evaluates thousands of times; its hot paths then skip those checks, and
+// give the same answer as the general ones, which never saturate then.
+template <bool kPlain>
 class Simulator::Step {
  public:
   Step(Simulator& sim, SimResult& result, const SimOptions& options)
@@ -266,7 +322,19 @@ class Simulator::Step {
         options_(options),
         D_(sim.num_devices_),
         random_(options.seed),
-        jitter_(options.noise.jitter) {}
+        jitter_(options.noise.jitter),
+        record_events_(options.record_events),
+        tensor_(sim.tensor_.data()),
+        consumers_(sim.consumers_.data()),
+        tensor_begin_(sim.tensor_begin_.data()),
+        input_begin_(sim.input_begin_.data()),
+        inputs_(sim.inputs_.data()),
+        control_begin_(sim.control_begin_.data()),
+        control_successors_(sim.control_successors_.data()),
+        op_start_bytes_(sim.op_start_bytes_.data()),
+        op_temporary_bytes_(sim.op_temporary_bytes_.data()),
+        op_phase_(sim.op_phase_.data()),
+        parallel_ops_(sim.parallel_ops_.data()) {}
 
   // Persistent memory per device (and ops per device) for the placement in
   // the scratch; false if it failed the step at once.
@@ -296,7 +364,8 @@ class Simulator::Step {
     s_.ready.resize(D_);
     for (Fifo& f : s_.ready) f.Clear();
     s_.running.assign(D_, 0);
-    s_.memory_in_use.assign(D_, 0);
+    s_.memory.resize(D_);
+    for (int32_t d = 0; d < D_; ++d) s_.memory[d] = {0, 0, cluster_.devices[d].usable_memory_bytes()};
     s_.channel_queue.resize(cluster_.num_channels());
     for (Fifo& f : s_.channel_queue) f.Clear();
     s_.channel_busy.assign(cluster_.num_channels(), 0);
@@ -305,14 +374,18 @@ class Simulator::Step {
     s_.newly_ready.clear();
     s_.arriving.clear();
     s_.freed_channels.clear();
+    BindScratch();
 
     CountPersistent();
     for (int32_t d = 0; d < D_; ++d) {
-      if (persistent_bytes_[d] > 0) ChangeMemory(d, persistent_bytes_[d]);
+      if (persistent_bytes_[d] > 0) Allocate(d, persistent_bytes_[d]);
     }
     if (result_.oom) {
       result_.reason = "out of memory: parameters alone exceed a device's capacity";
-      if (stop_) return false;
+      if (stop_) {
+        FlushPeaks();
+        return false;
+      }
     }
     s_.newly_ready.assign(sim_.source_slots_.begin(), sim_.source_slots_.end());
     StartWhatIsReady();
@@ -354,8 +427,11 @@ class Simulator::Step {
     }
     s_.ready = snapshot.ready;
     s_.running = snapshot.running;
-    s_.memory_in_use.resize(D_);
-    for (int32_t d = 0; d < D_; ++d) s_.memory_in_use[d] = persistent_bytes_[d] + snapshot.dynamic_memory_bytes[d];
+    s_.memory.resize(D_);
+    for (int32_t d = 0; d < D_; ++d) {
+      s_.memory[d] = {persistent_bytes_[d] + snapshot.dynamic_memory_bytes[d], result_.devices[d].peak_memory_bytes,
+                      cluster_.devices[d].usable_memory_bytes()};
+    }
     s_.channel_queue = snapshot.channel_queue;
     s_.channel_busy = snapshot.channel_busy;
     s_.count_on_device.assign(D_, 0);
@@ -365,6 +441,7 @@ class Simulator::Step {
     s_.freed_channels.clear();
     sequence_ = snapshot.sequence;
     events_done_ = snapshot.events_done;
+    BindScratch();
     return true;
   }
 
@@ -375,7 +452,7 @@ class Simulator::Step {
   void Loop(std::vector<Snapshot>* snapshots, int64_t snapshot_every_events, std::vector<double>* finish_us) {
     int64_t last_snapshot_events = events_done_;
     while (!s_.heap.empty() && !stop_) {
-      now_us_ = s_.heap.top().time_us;
+      now_us_ = s_.heap.top().time_us();
       if (snapshots && events_done_ - last_snapshot_events >= snapshot_every_events) {
         Save(snapshots->emplace_back());
         last_snapshot_events = events_done_;
@@ -383,16 +460,17 @@ class Simulator::Step {
       do {
         const Event event = s_.heap.Pop();
         ++events_done_;
-        if (event.kind == EventKind::kOpDone) {
-          if (finish_us) (*finish_us)[event.id] = now_us_;
-          FinishOp(event.id);
+        if (event.kind() == EventKind::kOpDone) {
+          if (finish_us) (*finish_us)[event.id()] = now_us_;
+          FinishOp(event.id());
         } else {
-          FinishHop(event.id);
+          FinishHop(event.id());
         }
-      } while (!s_.heap.empty() && s_.heap.top().time_us == now_us_);
+      } while (!s_.heap.empty() && s_.heap.top().time_us() == now_us_);
       StartWhatIsReady();
     }
     result_.step_time_us = now_us_;
+    FlushPeaks();
     if (result_.oom && result_.reason.empty()) {
       for (int32_t d = 0; d < D_; ++d) {
         if (result_.devices[d].oom) {
@@ -420,8 +498,8 @@ class Simulator::Step {
     for (int32_t d = 0; d < D_; ++d) {
       // Saturated counts stay saturated; Resume refuses them.
       snapshot.dynamic_memory_bytes[d] =
-          s_.memory_in_use[d] == kSaturatedBytes ? kSaturatedBytes : s_.memory_in_use[d] - persistent_bytes_[d];
-      const int64_t peak = result_.devices[d].peak_memory_bytes;
+          s_.memory[d].in_use_bytes == kSaturatedBytes ? kSaturatedBytes : s_.memory[d].in_use_bytes - persistent_bytes_[d];
+      const int64_t peak = s_.memory[d].peak_bytes;
       snapshot.devices[d].peak_memory_bytes = peak == kSaturatedBytes ? kSaturatedBytes : std::max<int64_t>(peak - persistent_bytes_[d], 0);
     }
     snapshot.channel_queue = s_.channel_queue;
@@ -429,45 +507,88 @@ class Simulator::Step {
     snapshot.heap = s_.heap;
   }
 
+  // The run's arrays, once sized: read through plain pointers, each access
+  // is one load instead of two (the vector, then its element).
+  void BindScratch() {
+    device_ = s_.device.data();
+    time_us_ = s_.time_us.data();
+    pending_ = s_.pending.data();
+    refcount_ = s_.refcount.data();
+    copy_of_ = s_.copy_of.data();
+    running_ = s_.running.data();
+    memory_ = s_.memory.data();
+    devices_ = result_.devices.data();
+  }
+
   double Perturb(double time_us) {
+    if constexpr (kPlain) return time_us;
     if (jitter_ <= 0) return time_us;
     return time_us * std::exp(jitter_ * random_.Normal() - 0.5 * jitter_ * jitter_);
   }
 
   void Schedule(double time_us, EventKind kind, int32_t id) {
-    s_.heap.Push({time_us, sequence_++, kind, id});
+    s_.heap.Push(Event::Make(time_us, sequence_++, kind, id));
   }
 
   // Memory in use never wraps: a device whose count would pass int64's
   // limit stays at the limit (far over any capacity) for the rest of the
   // step, frees included.
   // Inlined: called a few times per event.
-  [[gnu::always_inline]] void ChangeMemory(int32_t d, int64_t delta) {
-    int64_t& in_use = s_.memory_in_use[d];
-    if (in_use == kSaturatedBytes) return;
-    in_use = SaturatingAddBytes(in_use, delta);
-    DeviceStats& stats = result_.devices[d];
-    if (in_use > stats.peak_memory_bytes) {
-      stats.peak_memory_bytes = in_use;
-      if (in_use > cluster_.devices[d].usable_memory_bytes() && !stats.oom) {
-        stats.oom = true;
-        result_.oom = true;
-        if (options_.stop_at_oom) stop_ = true;
-      }
+  [[gnu::always_inline]] void Allocate(int32_t d, int64_t bytes) {
+    Scratch::DeviceMemory& memory = memory_[d];
+    int64_t& in_use = memory.in_use_bytes;
+    if constexpr (kPlain) {
+      in_use += bytes;  // cannot pass int64's limit (may_saturate_)
+    } else {
+      if (in_use == kSaturatedBytes) return;
+      in_use = SaturatingAddBytes(in_use, bytes);
     }
-    if (options_.record_events) result_.memory_events.push_back({d, now_us_, in_use});
+    if (in_use > memory.peak_bytes) {
+      memory.peak_bytes = in_use;
+      if (in_use > memory.usable_bytes && !devices_[d].oom) OutOfMemory(d);
+    }
+    if (!kPlain && record_events_) result_.memory_events.push_back({d, now_us_, in_use});
+  }
+
+  // A free never makes a new peak: memory in use never exceeds the peak.
+  [[gnu::always_inline]] void Free(int32_t d, int64_t bytes) {
+    int64_t& in_use = memory_[d].in_use_bytes;
+    if constexpr (kPlain) {
+      in_use -= bytes;
+    } else {
+      if (in_use == kSaturatedBytes) return;
+      in_use = SaturatingAddBytes(in_use, -bytes);
+    }
+    if (!kPlain && record_events_) result_.memory_events.push_back({d, now_us_, in_use});
+  }
+
+  [[gnu::noinline]] void OutOfMemory(int32_t d) {
+    devices_[d].oom = true;
+    result_.oom = true;
+    if (options_.stop_at_oom) stop_ = true;
+  }
+
+  // The peaks, kept in the scratch during the run, into the result.
+  void FlushPeaks() {
+    for (int32_t d = 0; d < D_; ++d) result_.devices[d].peak_memory_bytes = s_.memory[d].peak_bytes;
+  }
+
+  static int64_t AddBytes(int64_t a, int64_t b) {
+    if constexpr (kPlain) return a + b;  // cannot pass int64's limit (may_saturate_)
+    return SaturatingAddBytes(a, b);
   }
 
   void StartReadyOps(int32_t d) {
-    const int32_t slots = sim_.parallel_ops_[d];
-    while (s_.running[d] < slots && !s_.ready[d].empty()) {
-      int32_t op = s_.ready[d].Pop();
-      ++s_.running[d];
-      if (sim_.op_start_bytes_[op] > 0) ChangeMemory(d, sim_.op_start_bytes_[op]);
-      double duration_us = Perturb(s_.time_us[op]);
+    const int32_t slots = parallel_ops_[d];
+    Fifo& ready = s_.ready[d];
+    while (running_[d] < slots && !ready.empty()) {
+      int32_t op = ready.Pop();
+      ++running_[d];
+      if (op_start_bytes_[op] > 0) Allocate(d, op_start_bytes_[op]);
+      double duration_us = Perturb(time_us_[op]);
       if (sim_.contention_per_busy_device_ > 0 && sim_.shares_host_[d]) duration_us *= ContentionFactor(d);
-      result_.devices[d].compute_us[sim_.op_phase_[op]] += duration_us;
-      if (options_.record_events) result_.op_events.push_back({sim_.order_[op], d, now_us_, now_us_ + duration_us});
+      devices_[d].compute_us[op_phase_[op]] += duration_us;
+      if (!kPlain && record_events_) result_.op_events.push_back({sim_.order_[op], d, now_us_, now_us_ + duration_us});
       Schedule(now_us_ + duration_us, EventKind::kOpDone, op);
     }
   }
@@ -478,12 +599,12 @@ class Simulator::Step {
   // instant, so of two ops starting together the second sees the first.
   double ContentionFactor(int32_t d) const {
     int32_t busy = 0;
-    for (int32_t e = 0; e < D_; ++e) busy += e != d && sim_.shares_host_[e] && s_.running[e] > 0;
+    for (int32_t e = 0; e < D_; ++e) busy += e != d && sim_.shares_host_[e] && running_[e] > 0;
     return 1 + sim_.contention_per_busy_device_ * busy;
   }
 
   void ReleaseTensor(int32_t tensor, int32_t d) {
-    if (--s_.refcount[tensor] == 0 && sim_.tensor_[tensor].local_bytes > 0) ChangeMemory(d, -sim_.tensor_[tensor].local_bytes);
+    if (--refcount_[tensor] == 0 && tensor_[tensor].local_bytes > 0) Free(d, tensor_[tensor].local_bytes);
   }
 
   void StartHop(int32_t channel) {
@@ -491,41 +612,41 @@ class Simulator::Step {
     int32_t id = s_.channel_queue[channel].Pop();
     Transfer& tr = s_.transfers[id];
     const Hop& hop = tr.route[tr.next_hop];
-    const int64_t bytes = sim_.tensor_[tr.tensor].bytes;
+    const int64_t bytes = tensor_[tr.tensor].bytes;
     // The destination's buffer is allocated when the last hop starts.
-    if (tr.next_hop + 1 == static_cast<int32_t>(tr.route.size()) && bytes > 0) ChangeMemory(tr.dst_device, bytes);
+    if (tr.next_hop + 1 == static_cast<int32_t>(tr.route.size()) && bytes > 0) Allocate(tr.dst_device, bytes);
     double duration_us = Perturb(cluster_.HopTimeUs(hop, bytes));
     s_.channel_busy[channel] = 1;
-    DeviceStats& from = result_.devices[hop.from];
-    DeviceStats& to = result_.devices[hop.to];
+    DeviceStats& from = devices_[hop.from];
+    DeviceStats& to = devices_[hop.to];
     from.copy_out_us += duration_us;
-    from.bytes_out = SaturatingAddBytes(from.bytes_out, bytes);
+    from.bytes_out = AddBytes(from.bytes_out, bytes);
     to.copy_in_us += duration_us;
-    to.bytes_in = SaturatingAddBytes(to.bytes_in, bytes);
-    if (options_.record_events) {
-      result_.transfer_events.push_back({sim_.order_[tr.src_op], tr.tensor - sim_.tensor_begin_[tr.src_op], hop.from, hop.to,
+    to.bytes_in = AddBytes(to.bytes_in, bytes);
+    if (!kPlain && record_events_) {
+      result_.transfer_events.push_back({sim_.order_[tr.src_op], tr.tensor - tensor_begin_[tr.src_op], hop.from, hop.to,
                                          channel, now_us_, now_us_ + duration_us, bytes});
     }
     Schedule(now_us_ + duration_us, EventKind::kHopDone, id);
   }
 
   void FinishOp(int32_t op) {
-    const int32_t d = s_.device[op];
-    --s_.running[d];
+    const int32_t d = device_[op];
+    --running_[d];
     dirty_devices_ |= uint64_t{1} << d;
-    if (sim_.op_temporary_bytes_[op] > 0) ChangeMemory(d, -sim_.op_temporary_bytes_[op]);
+    if (op_temporary_bytes_[op] > 0) Free(d, op_temporary_bytes_[op]);
 
     // Outputs: wake local consumers, send once to each remote device.
-    for (int32_t t = sim_.tensor_begin_[op]; t < sim_.tensor_begin_[op + 1]; ++t) {
+    for (int32_t t = tensor_begin_[op]; t < tensor_begin_[op + 1]; ++t) {
       int32_t local = 0;
       int32_t num_remote = 0;
       uint64_t remote_devices = 0;
-      for (int32_t slot = sim_.tensor_[t].consumer_begin; slot < sim_.tensor_[t + 1].consumer_begin; ++slot) {
-        int32_t consumer = sim_.consumers_[slot];
-        int32_t cd = s_.device[consumer];
+      for (int32_t slot = tensor_[t].consumer_begin; slot < tensor_[t + 1].consumer_begin; ++slot) {
+        int32_t consumer = consumers_[slot];
+        int32_t cd = device_[consumer];
         if (cd == d) {
           ++local;
-          if (--s_.pending[consumer] == 0) s_.newly_ready.push_back(consumer);
+          if (--pending_[consumer] == 0) s_.newly_ready.push_back(consumer);
         } else {
           const uint64_t bit = uint64_t{1} << cd;
           num_remote += (remote_devices & bit) == 0;
@@ -533,31 +654,32 @@ class Simulator::Step {
           ++s_.count_on_device[cd];
         }
       }
-      s_.refcount[t] = local + num_remote;
-      for (int32_t rd = 0; remote_devices != 0; ++rd, remote_devices >>= 1) {
-        if (!(remote_devices & 1)) continue;
+      refcount_[t] = local + num_remote;
+      // Remote devices in ascending order, one bit each (no branch per device).
+      for (; remote_devices != 0; remote_devices &= remote_devices - 1) {
+        const int32_t rd = std::countr_zero(remote_devices);
         int32_t id = static_cast<int32_t>(s_.transfers.size());
         s_.transfers.push_back({t, op, rd, 0, s_.count_on_device[rd], cluster_.Route(d, rd)});
         s_.count_on_device[rd] = 0;
-        s_.copy_of[static_cast<size_t>(t) * D_ + rd] = id;
+        copy_of_[static_cast<size_t>(t) * D_ + rd] = id;
         s_.arriving.push_back(id);
       }
-      if (s_.refcount[t] == 0 && sim_.tensor_[t].local_bytes > 0) ChangeMemory(d, -sim_.tensor_[t].local_bytes);  // nobody reads it
+      if (refcount_[t] == 0 && tensor_[t].local_bytes > 0) Free(d, tensor_[t].local_bytes);  // nobody reads it
     }
 
     // Inputs this op was the last local reader of are freed.
-    for (int32_t slot = sim_.input_begin_[op]; slot < sim_.input_begin_[op + 1]; ++slot) {
-      const int32_t t = sim_.inputs_[slot].tensor;
-      if (s_.device[sim_.inputs_[slot].producer] == d) {
+    for (int32_t slot = input_begin_[op]; slot < input_begin_[op + 1]; ++slot) {
+      const int32_t t = inputs_[slot].tensor;
+      if (device_[inputs_[slot].producer] == d) {
         ReleaseTensor(t, d);
       } else {
-        Transfer& tr = s_.transfers[s_.copy_of[static_cast<size_t>(t) * D_ + d]];
-        if (--tr.consumers_remaining == 0 && sim_.tensor_[t].bytes > 0) ChangeMemory(d, -sim_.tensor_[t].bytes);
+        Transfer& tr = s_.transfers[copy_of_[static_cast<size_t>(t) * D_ + d]];
+        if (--tr.consumers_remaining == 0 && tensor_[t].bytes > 0) Free(d, tensor_[t].bytes);
       }
     }
-    for (int32_t slot = sim_.control_begin_[op]; slot < sim_.control_begin_[op + 1]; ++slot) {
-      const int32_t next = sim_.control_successors_[slot];
-      if (--s_.pending[next] == 0) s_.newly_ready.push_back(next);
+    for (int32_t slot = control_begin_[op]; slot < control_begin_[op + 1]; ++slot) {
+      const int32_t next = control_successors_[slot];
+      if (--pending_[next] == 0) s_.newly_ready.push_back(next);
     }
   }
 
@@ -572,10 +694,10 @@ class Simulator::Step {
     } else {
       // Arrived: the sender's copy may go, the receivers may run.
       const int32_t t = tr.tensor;
-      ReleaseTensor(t, s_.device[tr.src_op]);
-      for (int32_t slot = sim_.tensor_[t].consumer_begin; slot < sim_.tensor_[t + 1].consumer_begin; ++slot) {
-        int32_t consumer = sim_.consumers_[slot];
-        if (s_.device[consumer] == tr.dst_device && --s_.pending[consumer] == 0) s_.newly_ready.push_back(consumer);
+      ReleaseTensor(t, device_[tr.src_op]);
+      for (int32_t slot = tensor_[t].consumer_begin; slot < tensor_[t + 1].consumer_begin; ++slot) {
+        int32_t consumer = consumers_[slot];
+        if (device_[consumer] == tr.dst_device && --pending_[consumer] == 0) s_.newly_ready.push_back(consumer);
       }
     }
   }
@@ -588,8 +710,8 @@ class Simulator::Step {
     // checking is much cheaper than sorting.
     if (!std::is_sorted(s_.newly_ready.begin(), s_.newly_ready.end())) std::sort(s_.newly_ready.begin(), s_.newly_ready.end());
     for (int32_t op : s_.newly_ready) {
-      s_.ready[s_.device[op]].Push(op);
-      dirty_devices_ |= uint64_t{1} << s_.device[op];
+      s_.ready[device_[op]].Push(op);
+      dirty_devices_ |= uint64_t{1} << device_[op];
     }
     s_.newly_ready.clear();
     if (s_.arriving.size() > 1) {
@@ -637,6 +759,29 @@ class Simulator::Step {
   // Devices that may be able to start an op once the current instant's
   // events are handled.
   uint64_t dirty_devices_ = 0;
+  const bool record_events_;
+
+  // The simulator's flattened graph facts (see simulator.h).
+  const TensorFacts* const tensor_;
+  const int32_t* const consumers_;
+  const int32_t* const tensor_begin_;
+  const int32_t* const input_begin_;
+  const InputEdge* const inputs_;
+  const int32_t* const control_begin_;
+  const int32_t* const control_successors_;
+  const int64_t* const op_start_bytes_;
+  const int64_t* const op_temporary_bytes_;
+  const uint8_t* const op_phase_;
+  const int32_t* const parallel_ops_;
+  // The scratch's and the result's arrays (BindScratch).
+  int32_t* device_ = nullptr;
+  double* time_us_ = nullptr;
+  int32_t* pending_ = nullptr;
+  int32_t* refcount_ = nullptr;
+  int32_t* copy_of_ = nullptr;
+  int32_t* running_ = nullptr;
+  Scratch::DeviceMemory* memory_ = nullptr;
+  DeviceStats* devices_ = nullptr;
 };
 
 bool Simulator::Prepare(const Placement& placement, SimResult& result) {
@@ -682,11 +827,23 @@ bool Simulator::Prepare(const Placement& placement, SimResult& result) {
   return true;
 }
 
+template <typename Body>
+void Simulator::WithStep(SimResult& result, const SimOptions& options, Body&& body) {
+  if (!options.record_events && !options.noise.enabled() && !may_saturate_) {
+    Step<true> step(*this, result, options);
+    body(step);
+  } else {
+    Step<false> step(*this, result, options);
+    body(step);
+  }
+}
+
 SimResult Simulator::Run(const Placement& placement, const SimOptions& options) {
   SimResult result;
   if (!Prepare(placement, result)) return result;
-  Step step(*this, result, options);
-  if (step.Start()) step.Loop(nullptr, 0, nullptr);
+  WithStep(result, options, [](auto& step) {
+    if (step.Start()) step.Loop(nullptr, 0, nullptr);
+  });
   return result;
 }
 
@@ -705,13 +862,14 @@ SimResult Simulator::Remember(const Placement& placement) {
   SimResult result;
   if (!Prepare(placement, result)) return result;
   const SimOptions options;
-  Step step(*this, result, options);
   m.snapshots.clear();
   m.finish_us.assign(graph_->num_ops(), 0);
   const int64_t guess_events = std::max<int64_t>(graph_->num_ops(), 1);
   const int64_t every = std::max<int64_t>(m.total_events > 0 ? m.total_events : guess_events, kSnapshotsPerRun) / kSnapshotsPerRun;
-  if (step.Start()) step.Loop(&m.snapshots, every, &m.finish_us);
-  m.total_events = step.events_done();
+  WithStep(result, options, [&](auto& step) {
+    if (step.Start()) step.Loop(&m.snapshots, every, &m.finish_us);
+    m.total_events = step.events_done();
+  });
   m.placement = placement;
   m.valid = true;
   return result;
@@ -723,8 +881,6 @@ SimResult Simulator::RunChanged(const Placement& placement, std::span<const int3
   last_skipped_fraction_ = 0;
   SimResult result;
   if (!Prepare(placement, result)) return result;
-  const SimOptions options;
-  Step step(*this, result, options);
 
   // The first instant a changed op matters: one of its inputs is produced
   // (its producer ends and looks up where the op runs).
@@ -736,26 +892,29 @@ SimResult Simulator::RunChanged(const Placement& placement, std::span<const int3
     if (producer_begin_[slot] == producer_begin_[slot + 1]) first_us = 0;
     for (int32_t k = producer_begin_[slot]; k < producer_begin_[slot + 1]; ++k) first_us = std::min(first_us, m.finish_us[producers_[k]]);
   }
-  m.resumed_from = Memory::kNone;
-  if (first_us > 0) {
-    auto after = std::upper_bound(m.snapshots.begin(), m.snapshots.end(), first_us,
-                                  [](double t, const Snapshot& snap) { return t < snap.time_us; });
-    if (after != m.snapshots.begin()) {
-      const size_t index = static_cast<size_t>(after - m.snapshots.begin()) - 1;
-      if (step.Resume(m.snapshots[index])) m.resumed_from = index;
+  const SimOptions options;
+  WithStep(result, options, [&](auto& step) {
+    m.resumed_from = Memory::kNone;
+    if (first_us > 0) {
+      auto after = std::upper_bound(m.snapshots.begin(), m.snapshots.end(), first_us,
+                                    [](double t, const Snapshot& snap) { return t < snap.time_us; });
+      if (after != m.snapshots.begin()) {
+        const size_t index = static_cast<size_t>(after - m.snapshots.begin()) - 1;
+        if (step.Resume(m.snapshots[index])) m.resumed_from = index;
+      }
     }
-  }
-  m.changed_snapshots.clear();
-  const int64_t every = std::max<int64_t>(m.total_events, kSnapshotsPerRun) / kSnapshotsPerRun;
-  if (m.resumed_from == Memory::kNone) {
-    m.changed_finish_us.assign(graph_->num_ops(), 0);
-    if (step.Start()) step.Loop(&m.changed_snapshots, every, &m.changed_finish_us);
-  } else {
-    m.changed_finish_us = m.finish_us;  // ops that ended before the snapshot end alike
-    last_skipped_fraction_ = m.total_events > 0 ? static_cast<double>(m.snapshots[m.resumed_from].events_done) / m.total_events : 0;
-    step.Loop(&m.changed_snapshots, every, &m.changed_finish_us);
-  }
-  m.changed_total_events = step.events_done();
+    m.changed_snapshots.clear();
+    const int64_t every = std::max<int64_t>(m.total_events, kSnapshotsPerRun) / kSnapshotsPerRun;
+    if (m.resumed_from == Memory::kNone) {
+      m.changed_finish_us.assign(graph_->num_ops(), 0);
+      if (step.Start()) step.Loop(&m.changed_snapshots, every, &m.changed_finish_us);
+    } else {
+      m.changed_finish_us = m.finish_us;  // ops that ended before the snapshot end alike
+      last_skipped_fraction_ = m.total_events > 0 ? static_cast<double>(m.snapshots[m.resumed_from].events_done) / m.total_events : 0;
+      step.Loop(&m.changed_snapshots, every, &m.changed_finish_us);
+    }
+    m.changed_total_events = step.events_done();
+  });
   m.changed_placement = placement;
   m.changed_valid = true;
   return result;

@@ -146,11 +146,19 @@ class Simulator {
   struct Scratch;   // per-run state, reused between runs
   struct Snapshot;  // a run's state at the start of an instant
   struct Memory;    // the remembered run and the last changed one
+  template <bool kPlain>
   class Step;       // one run of the step, event by event
+
+  // Calls body(step) with a Step for `result` and `options`: the plain one
+  // where nothing needs the general one's checks.
+  template <typename Body>
+  void WithStep(SimResult& result, const SimOptions& options, Body&& body);
 
   // Checks `placement` and lays it out by slot in the scratch; false (with
   // result's reason) if it cannot run.
   bool Prepare(const Placement& placement, SimResult& result);
+  // Computes may_saturate_ from the graph and cluster.
+  bool MaySaturate() const;
   SimResult RunRecorded(const Placement& placement, const Snapshot* resume, std::vector<Snapshot>* snapshots,
                         std::vector<double>* finish_us);
 
@@ -197,6 +205,10 @@ class Simulator {
   std::vector<int32_t> slot_of_;           // op -> slot
   std::vector<int32_t> producer_begin_;    // slot -> first predecessor slot (data and control); size ops+1
   std::vector<int32_t> producers_;
+  // Whether some byte count of a run (memory in use, bytes copied) could
+  // come near int64's limit, so that runs must saturate their sums: false
+  // for any real graph, where runs skip the checks.
+  bool may_saturate_ = true;
   std::unique_ptr<Scratch> scratch_;
   std::unique_ptr<Memory> memory_;
   double last_skipped_fraction_ = 0;
