@@ -116,6 +116,8 @@ struct Executor::Impl {
   ExecOptions options;
   std::vector<int32_t> rank;
   std::vector<KernelFn> kernels;  // per op; nullptr: stand-in
+  // Per op: how ONNX import's gradient ops lay out their inputs (kernel.h).
+  std::vector<std::optional<ImportGradient>> import_gradients;
   // Per op, kept between steps: its state, the device it lives on, and
   // whether its kernel declined its shapes (then it runs the stand-in).
   std::vector<OpState> states;
@@ -253,6 +255,7 @@ void Step::Worker(int32_t device) {
     lock.unlock();
 
     KernelCall call(o, std::move(inputs), torch_device, impl_.states[op], impl_.options.seed);
+    if (impl_.import_gradients[op]) call.import_gradient = &*impl_.import_gradients[op];
     std::string failure;
     bool stand_in = false;
     const double start_us = NowUs();
@@ -539,13 +542,30 @@ ExecStep Step::Run() {
 
 }  // namespace
 
+namespace {
+
+// An ONNX import gradient op runs the kernel of its forward op's type that
+// reads the importer's layout; every other op, its type's kernel.
+void ChooseKernel(const Graph& graph, int32_t op, Executor::Impl& impl) {
+  impl.import_gradients[op] = FindImportGradient(graph, op);
+  if (impl.import_gradients[op]) {
+    const std::string& type = graph.op(op).type;
+    impl.kernels[op] = FindImportGradientKernel(std::string_view(type).substr(0, type.size() - 4));
+  } else {
+    impl.kernels[op] = FindKernel(graph.op(op).type);
+  }
+}
+
+}  // namespace
+
 Executor::Executor(const Graph& graph, const Cluster& cluster, ExecOptions options)
     : impl_(std::make_unique<Impl>(graph, cluster, std::move(options))) {
   CheckClusterIsThisMachine(cluster, "cluster '" + cluster.name + "'");
   const int32_t n = graph.num_ops();
   impl_->rank = RankOps(graph);
   impl_->kernels.resize(n);
-  for (int32_t op = 0; op < n; ++op) impl_->kernels[op] = FindKernel(graph.op(op).type);
+  impl_->import_gradients.resize(n);
+  for (int32_t op = 0; op < n; ++op) ChooseKernel(graph, op, *impl_);
   impl_->states.resize(n);
   impl_->state_device.assign(n, -1);
   impl_->declined.assign(n, 0);
