@@ -542,22 +542,6 @@ ExecStep Step::Run() {
 
 }  // namespace
 
-namespace {
-
-// An ONNX import gradient op runs the kernel of its forward op's type that
-// reads the importer's layout; every other op, its type's kernel.
-void ChooseKernel(const Graph& graph, int32_t op, Executor::Impl& impl) {
-  impl.import_gradients[op] = FindImportGradient(graph, op);
-  if (impl.import_gradients[op]) {
-    const std::string& type = graph.op(op).type;
-    impl.kernels[op] = FindImportGradientKernel(std::string_view(type).substr(0, type.size() - 4));
-  } else {
-    impl.kernels[op] = FindKernel(graph.op(op).type);
-  }
-}
-
-}  // namespace
-
 Executor::Executor(const Graph& graph, const Cluster& cluster, ExecOptions options)
     : impl_(std::make_unique<Impl>(graph, cluster, std::move(options))) {
   CheckClusterIsThisMachine(cluster, "cluster '" + cluster.name + "'");
@@ -565,7 +549,7 @@ Executor::Executor(const Graph& graph, const Cluster& cluster, ExecOptions optio
   impl_->rank = RankOps(graph);
   impl_->kernels.resize(n);
   impl_->import_gradients.resize(n);
-  for (int32_t op = 0; op < n; ++op) ChooseKernel(graph, op, *impl_);
+  for (int32_t op = 0; op < n; ++op) impl_->kernels[op] = KernelFor(graph, op, &impl_->import_gradients[op]);
   impl_->states.resize(n);
   impl_->state_device.assign(n, -1);
   impl_->declined.assign(n, 0);

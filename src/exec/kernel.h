@@ -75,6 +75,11 @@ std::optional<ImportGradient> FindImportGradient(const Graph& graph, int32_t op)
 // `forward_type` ("Conv" for "ConvGrad"), or nullptr.
 KernelFn FindImportGradientKernel(std::string_view forward_type);
 
+// The kernel op `op` of a finalized graph runs, or nullptr: an ONNX import
+// gradient op the one that reads the importer's layout (set in `*layout`,
+// which its calls must point to), every other op its type's.
+KernelFn KernelFor(const Graph& graph, int32_t op, std::optional<ImportGradient>* layout);
+
 // Reads every input, writes every output, and does about the op's FLOPs as
 // square matmuls of at most 128 x 128 (so its scratch stays small).
 void RunStandIn(KernelCall& call);

@@ -110,6 +110,8 @@ bool SigmoidImportGrad(KernelCall& c);
 bool TanhImportGrad(KernelCall& c);
 bool ClipImportGrad(KernelCall& c);
 bool ReshapeImportGrad(KernelCall& c);
+bool PadImportGrad(KernelCall& c);
+bool SliceImportGrad(KernelCall& c);
 bool GlobalAveragePoolImportGrad(KernelCall& c);
 bool MaxPoolImportGrad(KernelCall& c);
 bool AveragePoolImportGrad(KernelCall& c);
@@ -139,6 +141,8 @@ bool AtenNllLossBackward(KernelCall& c);
 bool AtenAddcmul(KernelCall& c);
 bool AtenAddcdiv(KernelCall& c);
 bool AtenBernoulli(KernelCall& c);
+bool AtenSigmoidBackward(KernelCall& c);
+bool AtenTanhBackward(KernelCall& c);
 bool AtenTransposeView(KernelCall& c);
 bool AtenExpandView(KernelCall& c);
 

@@ -89,6 +89,9 @@ constexpr Entry kKernels[] = {
     {"aten.lift_fresh_copy", Alias}, {"aten.alias", Alias}, {"aten.clone", Alias}, {"aten.squeeze", Alias},
     {"aten.unsqueeze", Alias}, {"aten.empty", ZerosLike}, {"aten.empty_like", ZerosLike}, {"aten.zeros", ZerosLike},
     {"aten.zeros_like", ZerosLike}, {"aten.ones_like", Fill}, {"aten.full", Fill},
+    {"aten.sigmoid_backward", AtenSigmoidBackward}, {"aten.tanh_backward", AtenTanhBackward}, {"aten.neg", Neg},
+    {"aten.exp", Exp}, {"aten.log", Log}, {"aten.rsqrt", Rsqrt}, {"aten.abs", Abs}, {"aten.maximum", Maximum},
+    {"aten.minimum", Minimum}, {"aten.where", Select}, {"aten.permute", Transpose}, {"aten.transpose", Transpose},
 };
 
 // ONNX import's gradient ops by their forward op's type: they read their
@@ -101,7 +104,7 @@ constexpr Entry kImportGradientKernels[] = {
     {"AveragePool", AveragePoolImportGrad}, {"Add", AddImportGrad}, {"Sub", SubImportGrad},
     {"Mul", MulImportGrad}, {"Div", DivImportGrad}, {"Conv", ConvImportGrad},
     {"BatchNormalization", BatchNormalizationImportGrad}, {"Gemm", GemmImportGrad}, {"MatMul", GemmImportGrad},
-    {"Concat", ConcatImportGrad}, {"Loss", LossImportGrad},
+    {"Concat", ConcatImportGrad}, {"Loss", LossImportGrad}, {"Pad", PadImportGrad}, {"Slice", SliceImportGrad},
 };
 // clang-format on
 
@@ -130,6 +133,13 @@ KernelFn FindKernel(std::string_view op_type) {
 KernelFn FindImportGradientKernel(std::string_view forward_type) {
   static const auto sorted = Sorted(kImportGradientKernels);
   return Lookup(sorted, forward_type);
+}
+
+KernelFn KernelFor(const Graph& graph, int32_t op, std::optional<ImportGradient>* layout) {
+  *layout = FindImportGradient(graph, op);
+  const std::string_view type = graph.op(op).type;
+  if (*layout) return FindImportGradientKernel(type.substr(0, type.size() - 4));  // less "Grad"
+  return FindKernel(type);
 }
 
 }  // namespace devplace

@@ -278,6 +278,32 @@ bool AtenBernoulli(KernelCall& c) {
   return true;
 }
 
+namespace {
+
+// (dy, y) -> dx, aten's order (TensorFlow's SigmoidGrad and TanhGrad take
+// y first).
+bool OutputGradOf(KernelCall& c, void (*f)(at::Tensor&, const at::Tensor&, const at::Tensor&)) {
+  if (c.outputs.size() != 1 || c.inputs.size() != 2 || !Is(c.inputs[0], OutShape(c, 0)) ||
+      !Is(c.inputs[1], OutShape(c, 0))) {
+    return false;
+  }
+  f(c.Out(0), c.inputs[0], c.inputs[1]);
+  return true;
+}
+
+}  // namespace
+
+bool AtenSigmoidBackward(KernelCall& c) {
+  return OutputGradOf(c, [](at::Tensor& o, const at::Tensor& dy, const at::Tensor& y) {
+    at::sigmoid_backward_out(o, dy, y);
+  });
+}
+bool AtenTanhBackward(KernelCall& c) {
+  return OutputGradOf(c, [](at::Tensor& o, const at::Tensor& dy, const at::Tensor& y) {
+    at::tanh_backward_out(o, dy, y);
+  });
+}
+
 // aten.t and aten.expand are views: no data moves.
 bool AtenTransposeView(KernelCall& c) {
   if (c.outputs.size() != 1 || c.inputs.size() != 1 || c.inputs[0].dim() > 2) return false;

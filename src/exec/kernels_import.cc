@@ -247,6 +247,42 @@ bool ReshapeImportGrad(KernelCall& c) {
   return UnaryGrad(c, [](const at::Tensor& dy, const at::Tensor&) { return dy; });
 }
 
+// Pad and Slice, as their kernels place the input: at the start of each
+// dimension (the graph keeps no offsets). Pad's gradient is dy's leading
+// block; Slice's, dy in the leading block of zeros.
+bool PadImportGrad(KernelCall& c) {
+  auto dy = OutputGradient(c);
+  if (!dy || c.import_gradient->forward_inputs < 1 || c.inputs[0].dim() != dy->dim()) return false;
+  const at::Tensor& x = c.inputs[0];
+  at::Tensor block = *dy;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (dy->size(d) < x.size(d)) return false;
+    block = block.narrow(d, 0, x.size(d));
+  }
+  for (size_t k = 0; k < c.outputs.size(); ++k) {
+    const bool of_x = c.import_gradient->gradient_of[k] == 0;
+    if (!SetGradient(c, k, of_x ? block : at::zeros(OutShape(c, static_cast<int32_t>(k)), x.options()))) return false;
+  }
+  return true;
+}
+
+bool SliceImportGrad(KernelCall& c) {
+  auto dy = OutputGradient(c);
+  if (!dy || c.import_gradient->forward_inputs < 1 || c.outputs.size() != 1 ||
+      c.import_gradient->gradient_of[0] != 0 || c.inputs[0].dim() != dy->dim()) {
+    return false;
+  }
+  const at::Tensor& x = c.inputs[0];
+  at::Tensor dx = at::zeros_like(x);
+  at::Tensor block = dx;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (dy->size(d) > x.size(d)) return false;
+    block = block.narrow(d, 0, dy->size(d));
+  }
+  block.copy_(*dy);
+  return SetGradient(c, 0, dx);
+}
+
 bool GlobalAveragePoolImportGrad(KernelCall& c) {
   auto dy = OutputGradient(c);
   if (!dy || c.outputs.size() != 1 || c.inputs[0].dim() < 3 || dy->dim() != c.inputs[0].dim()) return false;
