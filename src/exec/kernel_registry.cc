@@ -78,7 +78,8 @@ constexpr Entry kKernels[] = {
     {"aten.relu_", Relu}, {"aten.threshold_backward", ReluGrad}, {"aten.hardtanh", AtenHardtanh},
     {"aten.hardtanh_backward", AtenHardtanhBackward}, {"aten.max_pool2d_with_indices", AtenMaxPoolWithIndices},
     {"aten.max_pool2d_with_indices_backward", AtenMaxPoolBackward}, {"aten.avg_pool2d", AtenAvgPool},
-    {"aten.avg_pool2d_backward", AtenAvgPoolBackward}, {"aten.mean", Mean}, {"aten.sum", Sum},
+    {"aten.avg_pool2d_backward", AtenAvgPoolBackward}, {"aten._adaptive_avg_pool2d", AtenAdaptiveAvgPool},
+    {"aten._adaptive_avg_pool2d_backward", AtenAdaptiveAvgPoolBackward}, {"aten.mean", Mean}, {"aten.sum", Sum},
     {"aten._log_softmax", LogSoftmax}, {"aten._softmax", Softmax},
     {"aten._log_softmax_backward_data", AtenLogSoftmaxBackward}, {"aten.nll_loss_forward", AtenNllLoss},
     {"aten.nll_loss_backward", AtenNllLossBackward}, {"aten.addmm", MatMulAddBias},
@@ -105,6 +106,7 @@ constexpr Entry kImportGradientKernels[] = {
     {"Mul", MulImportGrad}, {"Div", DivImportGrad}, {"Conv", ConvImportGrad},
     {"BatchNormalization", BatchNormalizationImportGrad}, {"Gemm", GemmImportGrad}, {"MatMul", GemmImportGrad},
     {"Concat", ConcatImportGrad}, {"Loss", LossImportGrad}, {"Pad", PadImportGrad}, {"Slice", SliceImportGrad},
+    {"Softmax", SoftmaxImportGrad}, {"LogSoftmax", LogSoftmaxImportGrad}, {"Transpose", TransposeImportGrad},
 };
 // clang-format on
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "exec/kernel.h"
@@ -60,5 +61,9 @@ struct PoolGeometry {
   bool ceil = false;
 };
 std::optional<PoolGeometry> InferPool(double flops, const Shape& in_nhwc, const Shape& out_nhwc);
+
+// A batch normalization's saved statistics of x [N, C, ...]: the mean and
+// inverse standard deviation per channel, as its backward reads them.
+std::pair<at::Tensor, at::Tensor> BatchStatistics(const at::Tensor& x, double epsilon);
 
 }  // namespace devplace::kernels

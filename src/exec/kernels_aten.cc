@@ -110,7 +110,7 @@ bool AtenBatchNormBackward(KernelCall& c) {
     mean = c.inputs[5];
     invstd = c.inputs[6];
   } else {
-    std::tie(std::ignore, mean, invstd) = at::native_batch_norm(x, w, {}, {}, {}, true, 0.1, kAtenBatchNormEpsilon);
+    std::tie(mean, invstd) = BatchStatistics(x, kAtenBatchNormEpsilon);
   }
   const std::array<bool, 3> mask{Wanted(c, 0), Wanted(c, 1), Wanted(c, 2)};
   auto [dx, dw, db] = at::native_batch_norm_backward(dy, x, w, {}, {}, mean, invstd, true, kAtenBatchNormEpsilon, mask);
@@ -190,6 +190,28 @@ bool AtenAvgPoolBackward(KernelCall& c) {
   if (!g) return false;
   const PoolArgs a = Args(*g);
   c.outputs[0] = at::avg_pool2d_backward(dy, x, a.k, a.s, a.p, a.ceil, true, c10::nullopt);
+  return true;
+}
+
+// x -> the output's spatial size (VGG's 7 x 7 classifier input).
+bool AtenAdaptiveAvgPool(KernelCall& c) {
+  if (c.inputs.size() != 1 || c.outputs.size() != 1 || c.inputs[0].dim() != 4) return false;
+  const Shape out = OutShape(c, 0);
+  const at::Tensor& x = c.inputs[0];
+  if (out.size() != 4 || out[0] != x.size(0) || out[1] != x.size(1)) return false;
+  c.outputs[0] = at::adaptive_avg_pool2d(x, {out[2], out[3]});
+  return true;
+}
+
+// (dy, x) -> dx.
+bool AtenAdaptiveAvgPoolBackward(KernelCall& c) {
+  if (c.inputs.size() != 2 || c.outputs.size() != 1) return false;
+  const at::Tensor& dy = c.inputs[0];
+  const at::Tensor& x = c.inputs[1];
+  if (dy.dim() != 4 || x.dim() != 4 || !Is(x, OutShape(c, 0)) || dy.size(0) != x.size(0) || dy.size(1) != x.size(1)) {
+    return false;
+  }
+  c.outputs[0] = at::_adaptive_avg_pool2d_backward(dy, x);
   return true;
 }
 

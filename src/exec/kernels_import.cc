@@ -45,6 +45,13 @@ bool PoolNchw(KernelCall& c, bool max) {
 
 }  // namespace
 
+std::pair<at::Tensor, at::Tensor> BatchStatistics(const at::Tensor& x, double epsilon) {
+  std::vector<int64_t> dims{0};
+  for (int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
+  auto [var, mean] = at::var_mean(x, dims, /*unbiased=*/false, /*keepdim=*/false);
+  return {mean, var.add_(epsilon).rsqrt_()};
+}
+
 // ---- forward ops
 
 // "MaxPool" is TensorFlow's (NHWC) and ONNX's (NCHW): the dimension the
@@ -283,6 +290,47 @@ bool SliceImportGrad(KernelCall& c) {
   return SetGradient(c, 0, dx);
 }
 
+// Softmax over the last dimension (opset 13's default axis): y recomputed
+// from x, dx = y (dy - sum(dy y)).
+bool SoftmaxImportGrad(KernelCall& c) {
+  return UnaryGrad(c, [](const at::Tensor& dy, const at::Tensor& x) {
+    const at::Tensor y = at::_softmax(x, -1, false);
+    return y * (dy - (dy * y).sum(-1, true));
+  });
+}
+
+bool LogSoftmaxImportGrad(KernelCall& c) {
+  return UnaryGrad(c, [](const at::Tensor& dy, const at::Tensor& x) {
+    return dy - at::_softmax(x, -1, false) * dy.sum(-1, true);
+  });
+}
+
+// x, dy -> dy permuted back: the permutation is the first that takes x's
+// shape to dy's, as the Transpose kernel picks it.
+bool TransposeImportGrad(KernelCall& c) {
+  auto dy = OutputGradient(c);
+  if (!dy || c.import_gradient->forward_inputs < 1 || c.outputs.size() != 1 || c.inputs[0].dim() != dy->dim()) {
+    return false;
+  }
+  const at::Tensor& x = c.inputs[0];
+  const int64_t rank = x.dim();
+  std::vector<int64_t> perm, inverse(rank);
+  std::vector<bool> used(rank, false);
+  const bool reverse = rank == 2;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t found = -1;
+    for (int64_t k = 0; k < rank && found < 0; ++k) {
+      const int64_t e = reverse ? rank - 1 - k : k;
+      if (!used[e] && x.size(e) == dy->size(d)) found = e;
+    }
+    if (found < 0) return false;
+    used[found] = true;
+    perm.push_back(found);
+  }
+  for (int64_t d = 0; d < rank; ++d) inverse[perm[d]] = d;
+  return SetGradient(c, 0, dy->permute(inverse));
+}
+
 bool GlobalAveragePoolImportGrad(KernelCall& c) {
   auto dy = OutputGradient(c);
   if (!dy || c.outputs.size() != 1 || c.inputs[0].dim() < 3 || dy->dim() != c.inputs[0].dim()) return false;
@@ -348,7 +396,7 @@ bool BatchNormalizationImportGrad(KernelCall& c) {
   const at::Tensor& scale = c.inputs[1];
   const Shape channels{x.size(1)};
   if (!Is(*dy, x.sizes().vec()) || !Is(scale, channels)) return false;
-  auto [y, mean, invstd] = at::native_batch_norm(x, scale, c.inputs[2], {}, {}, true, 0.1, kOnnxBatchNormEpsilon);
+  auto [mean, invstd] = BatchStatistics(x, kOnnxBatchNormEpsilon);
   auto [dx, dscale, dbias] = at::native_batch_norm_backward(*dy, x, scale, {}, {}, mean, invstd, true,
                                                             kOnnxBatchNormEpsilon, {true, true, true});
   for (size_t k = 0; k < c.outputs.size(); ++k) {
