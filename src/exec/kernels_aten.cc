@@ -36,7 +36,9 @@ PoolArgs Args(const PoolGeometry& g) { return {{g.k, g.k}, {g.h.stride, g.w.stri
 
 // The output gradients aten's backward ops are asked for have the shapes
 // of their operands; one not asked for has shape [] (an undefined tensor).
-bool Wanted(const KernelCall& c, int32_t i) { return i < static_cast<int32_t>(c.outputs.size()) && !OutShape(c, i).empty(); }
+bool Wanted(const KernelCall& c, int32_t i) {
+  return i < static_cast<int32_t>(c.outputs.size()) && !OutShape(c, i).empty();
+}
 
 void ZeroUnwanted(KernelCall& c) {
   for (int32_t i = 0; i < static_cast<int32_t>(c.outputs.size()); ++i) {

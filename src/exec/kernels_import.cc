@@ -181,7 +181,8 @@ int32_t OperandOf(const KernelCall& c, size_t k) {
   return c.import_gradient->gradient_of[k];
 }
 
-using BinaryPartial = std::function<at::Tensor(const at::Tensor& dy, const at::Tensor& a, const at::Tensor& b, int32_t operand)>;
+using BinaryPartial =
+    std::function<at::Tensor(const at::Tensor& dy, const at::Tensor& a, const at::Tensor& b, int32_t operand)>;
 
 bool BinaryGrad(KernelCall& c, const BinaryPartial& partial) {
   auto dy = OutputGradient(c);
@@ -218,7 +219,8 @@ bool PoolGradNchw(KernelCall& c, bool max) {
   auto dy = OutputGradient(c);
   if (!dy || c.outputs.size() != 1 || c.import_gradient->gradient_of[0] != 0) return false;
   const at::Tensor& x = c.inputs[0];
-  const double forward_flops = c.op.flops - static_cast<double>(ArrivingCount(c) - 1) * static_cast<double>(dy->numel());
+  const double extra_adds = static_cast<double>(ArrivingCount(c) - 1) * static_cast<double>(dy->numel());
+  const double forward_flops = c.op.flops - extra_adds;
   auto g = InferPoolNchw(forward_flops, x.sizes().vec(), dy->sizes().vec());
   if (!g || !Is(x, OutShape(c, 0))) return false;
   const std::vector<int64_t> k{g->k, g->k}, s{g->h.stride, g->w.stride}, p{g->h.pad, g->w.pad}, d{1, 1};
