@@ -111,6 +111,18 @@ def _short_name(target):
     return name.split(".")[0]
 
 
+# Pooling ops and where their kernel_size argument is.
+_POOLS = {"max_pool2d_with_indices": 1, "avg_pool2d": 1, "max_pool2d_with_indices_backward": 2,
+          "avg_pool2d_backward": 2}
+
+
+def _window(kernel_size):
+    sizes = list(kernel_size) if isinstance(kernel_size, (list, tuple)) else [kernel_size]
+    if len(sizes) == 1:
+        sizes = sizes * 2
+    return math.prod(int(k) for k in sizes)
+
+
 def _flops(name, node, out_shapes, in_shapes):
     """FLOPs of one aten op: 2 per multiply-add for products and
     convolutions, about one per element otherwise."""
@@ -128,6 +140,11 @@ def _flops(name, node, out_shapes, in_shapes):
         grad_out, _, weight = in_shapes[0], in_shapes[1], in_shapes[2]
         mask = node.args[-1] if isinstance(node.args[-1], (list, tuple)) else [True, True, True]
         return 2.0 * _numel(grad_out) * _numel(weight[1:]) * (int(bool(mask[0])) + int(bool(mask[1])))
+    if name in _POOLS:
+        # Outputs (the pooled side: dy for a backward) times the window, as
+        # TensorFlow's pooling is costed: the executor reads the window back.
+        pooled = in_shapes[0] if name.endswith("_backward") else out
+        return float(_numel(pooled) * _window(node.args[_POOLS[name]]))
     if name in ("_softmax", "_log_softmax"):
         return 5.0 * _numel(out)
     if "batch_norm" in name or "layer_norm" in name:

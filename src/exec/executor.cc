@@ -117,6 +117,8 @@ struct Executor::Impl {
   ExecOptions options;
   std::vector<int32_t> rank;
   std::vector<KernelFn> kernels;  // per op; nullptr: stand-in
+  // Per op: how ONNX import's gradient ops lay out their inputs (kernel.h).
+  std::vector<std::optional<ImportGradient>> import_gradients;
   // Per op, kept between steps: its state, the device it lives on, and
   // whether its kernel declined its shapes (then it runs the stand-in).
   std::vector<OpState> states;
@@ -254,6 +256,7 @@ void Step::Worker(int32_t device) {
     lock.unlock();
 
     KernelCall call(o, std::move(inputs), torch_device, impl_.states[op], impl_.options.seed);
+    if (impl_.import_gradients[op]) call.import_gradient = &*impl_.import_gradients[op];
     std::string failure;
     bool stand_in = false;
     const double start_us = NowUs();
@@ -547,7 +550,8 @@ Executor::Executor(const Graph& graph, const Cluster& cluster, ExecOptions optio
   const int32_t n = graph.num_ops();
   impl_->rank = RankOps(graph);
   impl_->kernels.resize(n);
-  for (int32_t op = 0; op < n; ++op) impl_->kernels[op] = FindKernel(graph.op(op).type);
+  impl_->import_gradients.resize(n);
+  for (int32_t op = 0; op < n; ++op) impl_->kernels[op] = KernelFor(graph, op, &impl_->import_gradients[op]);
   impl_->states.resize(n);
   impl_->state_device.assign(n, -1);
   impl_->declined.assign(n, 0);

@@ -11,6 +11,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,20 @@ struct OpState {
   std::vector<at::Tensor> tensors;
 };
 
+// How ONNX import's gradient ops lay out their inputs (src/import/
+// onnx_training.cc, docs/import.md): an op "<forward>/grad" of type
+// "<forward type>Grad" reads the forward op's float inputs (each tensor
+// once, in the forward op's order), then the gradients arriving for its
+// outputs, one per consumer; its outputs are the gradients of the forward
+// inputs that need one, in order. TensorFlow's gradient ops of the same
+// type names (ReluGrad(dy, y), SigmoidGrad(y, dy), MaxPoolGrad(x, y, dy))
+// read their operands as TensorFlow defines them, so the executor tells the
+// two apart from the graph (FindImportGradient), not from the shapes.
+struct ImportGradient {
+  int32_t forward_inputs = 0;        // the leading inputs that are the forward op's
+  std::vector<int32_t> gradient_of;  // per output: the input (< forward_inputs) it is the gradient of
+};
+
 class KernelCall {
  public:
   KernelCall(const Op& op, std::vector<at::Tensor> inputs, at::Device device, OpState& state, uint64_t seed)
@@ -36,6 +51,8 @@ class KernelCall {
   at::Device device;
   OpState& state;
   uint64_t seed;  // of the values sources make
+  // Set for ONNX import's gradient ops only; their kernels read it.
+  const ImportGradient* import_gradient = nullptr;
 
   // Output i, allocated on first use with the graph's shape and dtype on
   // this call's device (by the calling thread, so on the device's memory).
@@ -48,6 +65,20 @@ using KernelFn = bool (*)(KernelCall&);
 
 // The kernel for `op_type`, or nullptr.
 KernelFn FindKernel(std::string_view op_type);
+
+// Op `op` of a finalized graph as ONNX import's gradient op of a forward op
+// in the same graph, checked against the layout ImportGradient describes;
+// nullopt for every other op.
+std::optional<ImportGradient> FindImportGradient(const Graph& graph, int32_t op);
+
+// The kernel of an ONNX import gradient op whose forward op has type
+// `forward_type` ("Conv" for "ConvGrad"), or nullptr.
+KernelFn FindImportGradientKernel(std::string_view forward_type);
+
+// The kernel op `op` of a finalized graph runs, or nullptr: an ONNX import
+// gradient op the one that reads the importer's layout (set in `*layout`,
+// which its calls must point to), every other op its type's.
+KernelFn KernelFor(const Graph& graph, int32_t op, std::optional<ImportGradient>* layout);
 
 // Reads every input, writes every output, and does about the op's FLOPs as
 // square matmuls of at most 128 x 128 (so its scratch stays small).

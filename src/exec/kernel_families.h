@@ -97,4 +97,58 @@ bool ApplyRmsProp(KernelCall& c);
 bool ApplyMomentum(KernelCall& c);
 bool ApplyGradientDescent(KernelCall& c);
 
+// kernels_import.cc: ONNX's forward ops (NCHW), and the gradient ops
+// `devplace import --training` generates, which read their operands as
+// ImportGradient (kernel.h) lays them out.
+bool MaxPoolEitherLayout(KernelCall& c);
+bool OnnxAveragePool(KernelCall& c);
+bool OnnxBatchNorm(KernelCall& c);
+bool Clip(KernelCall& c);
+bool MatMulAddBias(KernelCall& c);
+bool ReluImportGrad(KernelCall& c);
+bool SigmoidImportGrad(KernelCall& c);
+bool TanhImportGrad(KernelCall& c);
+bool ClipImportGrad(KernelCall& c);
+bool ReshapeImportGrad(KernelCall& c);
+bool PadImportGrad(KernelCall& c);
+bool SliceImportGrad(KernelCall& c);
+bool SoftmaxImportGrad(KernelCall& c);
+bool LogSoftmaxImportGrad(KernelCall& c);
+bool TransposeImportGrad(KernelCall& c);
+bool GlobalAveragePoolImportGrad(KernelCall& c);
+bool MaxPoolImportGrad(KernelCall& c);
+bool AveragePoolImportGrad(KernelCall& c);
+bool AddImportGrad(KernelCall& c);
+bool SubImportGrad(KernelCall& c);
+bool MulImportGrad(KernelCall& c);
+bool DivImportGrad(KernelCall& c);
+bool ConvImportGrad(KernelCall& c);
+bool BatchNormalizationImportGrad(KernelCall& c);
+bool GemmImportGrad(KernelCall& c);
+bool ConcatImportGrad(KernelCall& c);
+bool LossImportGrad(KernelCall& c);
+
+// kernels_aten.cc: PyTorch's aten ops (tools/export_pytorch.py).
+bool AtenConvolutionBackward(KernelCall& c);
+bool AtenBatchNorm(KernelCall& c);
+bool AtenBatchNormBackward(KernelCall& c);
+bool AtenHardtanh(KernelCall& c);
+bool AtenHardtanhBackward(KernelCall& c);
+bool AtenMaxPoolWithIndices(KernelCall& c);
+bool AtenMaxPoolBackward(KernelCall& c);
+bool AtenAvgPool(KernelCall& c);
+bool AtenAvgPoolBackward(KernelCall& c);
+bool AtenAdaptiveAvgPool(KernelCall& c);
+bool AtenAdaptiveAvgPoolBackward(KernelCall& c);
+bool AtenLogSoftmaxBackward(KernelCall& c);
+bool AtenNllLoss(KernelCall& c);
+bool AtenNllLossBackward(KernelCall& c);
+bool AtenAddcmul(KernelCall& c);
+bool AtenAddcdiv(KernelCall& c);
+bool AtenBernoulli(KernelCall& c);
+bool AtenSigmoidBackward(KernelCall& c);
+bool AtenTanhBackward(KernelCall& c);
+bool AtenTransposeView(KernelCall& c);
+bool AtenExpandView(KernelCall& c);
+
 }  // namespace devplace::kernels

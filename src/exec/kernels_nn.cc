@@ -10,14 +10,6 @@
 #include "exec/kernel_shapes.h"
 
 namespace devplace::kernels {
-namespace {
-
-// How one spatial dimension maps `in` to `out` under a window `k`: stride,
-// dilation, torch's symmetric padding, and `extra` rows TensorFlow pads at
-// the end only (SAME with an odd total), padded explicitly.
-struct Axis {
-  int64_t stride = 1, dilation = 1, pad = 0, extra = 0;
-};
 
 int64_t TorchOut(int64_t in, int64_t k, const Axis& a) {
   return (in + a.extra + 2 * a.pad - a.dilation * (k - 1) - 1) / a.stride + 1;
@@ -38,14 +30,16 @@ std::optional<Axis> InferAxis(int64_t in, int64_t k, int64_t out) {
   return std::nullopt;
 }
 
-at::Tensor Nchw(const at::Tensor& nhwc) { return nhwc.permute({0, 3, 1, 2}); }
-at::Tensor Nhwc(const at::Tensor& nchw) { return nchw.permute({0, 2, 3, 1}).contiguous(); }
-
-// TensorFlow's extra row and column at the end, where SAME padding is odd.
-at::Tensor PadEnd(const at::Tensor& nchw, const Axis& h, const Axis& w, double value = 0) {
+at::Tensor PadEnd(const at::Tensor& nchw, const Axis& h, const Axis& w, double value) {
   if (h.extra == 0 && w.extra == 0) return nchw;
   return at::constant_pad_nd(nchw, {0, w.extra, 0, h.extra}, value);
 }
+
+namespace {
+
+at::Tensor Nchw(const at::Tensor& nhwc) { return nhwc.permute({0, 3, 1, 2}); }
+at::Tensor Nhwc(const at::Tensor& nchw) { return nchw.permute({0, 2, 3, 1}).contiguous(); }
+
 
 // The first two rank-4 float inputs a, b (in input order) for which
 // `fits(a, b)` holds.
@@ -191,20 +185,9 @@ bool OnnxConv(KernelCall& c) {
   return true;
 }
 
-namespace {
-
-// A square pooling window from the FLOPs (TensorFlow's pooling costs
-// outputs * kh * kw), and each dimension's stride and padding; ceil mode
-// where TensorFlow's odd SAME padding would need an extra row.
-struct PoolGeometry {
-  int64_t k = 0;
-  Axis h, w;
-  bool ceil = false;
-};
-
-std::optional<PoolGeometry> InferPool(const Op& op, const Shape& in, const Shape& out) {
+std::optional<PoolGeometry> InferPool(double flops, const Shape& in, const Shape& out) {
   if (in.size() != 4 || out.size() != 4 || in[0] != out[0] || in[3] != out[3]) return std::nullopt;
-  const double per_output = op.flops / static_cast<double>(std::max<int64_t>(Numel(out), 1));
+  const double per_output = flops / static_cast<double>(std::max<int64_t>(Numel(out), 1));
   const int64_t k = std::llround(std::sqrt(per_output));
   if (k < 1 || std::abs(static_cast<double>(k * k) - per_output) > 0.01 * per_output) return std::nullopt;
   auto h = InferAxis(in[1], k, out[1]);
@@ -225,12 +208,11 @@ std::optional<PoolGeometry> InferPool(const Op& op, const Shape& in, const Shape
   return g;
 }
 
-}  // namespace
 
 bool MaxPool(KernelCall& c) {
   if (c.outputs.size() != 1 || c.inputs.empty()) return false;
   const at::Tensor& x = c.inputs[0];
-  auto g = InferPool(c.op, x.sizes().vec(), OutShape(c, 0));
+  auto g = InferPool(c.op.flops, x.sizes().vec(), OutShape(c, 0));
   if (!g) return false;
   c.outputs[0] =
       Nhwc(at::max_pool2d(Nchw(x), {g->k, g->k}, {g->h.stride, g->w.stride}, {g->h.pad, g->w.pad}, {1, 1}, g->ceil));
@@ -240,7 +222,7 @@ bool MaxPool(KernelCall& c) {
 bool AvgPool(KernelCall& c) {
   if (c.outputs.size() != 1 || c.inputs.empty()) return false;
   const at::Tensor& x = c.inputs[0];
-  auto g = InferPool(c.op, x.sizes().vec(), OutShape(c, 0));
+  auto g = InferPool(c.op.flops, x.sizes().vec(), OutShape(c, 0));
   if (!g) return false;
   // TensorFlow's SAME average leaves the padding out of the count.
   c.outputs[0] = Nhwc(at::avg_pool2d(Nchw(x), {g->k, g->k}, {g->h.stride, g->w.stride}, {g->h.pad, g->w.pad}, g->ceil,
@@ -255,7 +237,7 @@ bool MaxPoolGrad(KernelCall& c) {
   const at::Tensor& x = c.inputs[0];
   const at::Tensor& dy = c.inputs[2];
   if (!Is(x, OutShape(c, 0))) return false;
-  auto g = InferPool(c.op, x.sizes().vec(), dy.sizes().vec());
+  auto g = InferPool(c.op.flops, x.sizes().vec(), dy.sizes().vec());
   if (!g) return false;
   const std::vector<int64_t> k{g->k, g->k}, s{g->h.stride, g->w.stride}, p{g->h.pad, g->w.pad}, d{1, 1};
   const at::Tensor indices = std::get<1>(at::max_pool2d_with_indices(Nchw(x), k, s, p, d, g->ceil));
@@ -269,7 +251,7 @@ bool AvgPoolGrad(KernelCall& c) {
   const Shape out = OutShape(c, 0);
   const at::Tensor& dy = c.inputs.back();
   if (dy.dim() != 4) return false;
-  auto g = InferPool(c.op, out, dy.sizes().vec());
+  auto g = InferPool(c.op.flops, out, dy.sizes().vec());
   if (!g) return false;
   at::Tensor& dx = c.Out(0);
   // The input is read only for its sizes.

@@ -1,0 +1,67 @@
+#!/usr/bin/python3
+"""Writes the small models the executor's import tests run (tests/data).
+
+    /usr/bin/python3 tools/make_exec_test_models.py --out tests/data
+
+writes small_cnn.onnx (batch 2, 3 x 16 x 16) and small_cnn_pytorch.json,
+the same network traced by tools/export_pytorch.py. The network has one
+of each layer torchvision's CNNs are made of (convolutions with and
+without bias, strided and grouped, batch norm, ReLU, ReLU6, max and
+average pooling, a residual add, a concatenation, global average pooling,
+a linear layer) and a gated activation (sigmoid, tanh, mul, sub, div),
+small enough that the test suite stays fast. Weights are random: the
+executor needs shapes, not values. Run with Debian's python3
+(python3-torch, python3-torchvision).
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+import torch
+from torch import nn
+
+
+class SmallCnn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU())
+        self.pool = nn.MaxPool2d(3, stride=2, padding=1)
+        self.branch = nn.Sequential(nn.Conv2d(8, 8, 3, padding=1, groups=2), nn.BatchNorm2d(8), nn.ReLU6())
+        self.side = nn.Conv2d(8, 4, 1)
+        self.down = nn.AvgPool2d(2)
+        self.fc = nn.Linear(12, 10)
+
+    def forward(self, x):
+        x = self.pool(self.stem(x))
+        x = x + self.branch(x)
+        gate = torch.sigmoid(x) * torch.tanh(x) - x / 2.0
+        x = torch.cat([gate, self.side(x)], dim=1)
+        x = self.down(x)
+        x = torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1)
+        return self.fc(x)
+
+
+def make_model(batch):
+    """For tools/export_pytorch.py."""
+    torch.manual_seed(0)
+    return SmallCnn(), (torch.randn(batch, 3, 16, 16),), torch.randint(0, 10, (batch,))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True)
+    options = parser.parse_args()
+    os.makedirs(options.out, exist_ok=True)
+    model, inputs, _ = make_model(2)
+    model.eval()
+    torch.onnx.export(model, inputs, os.path.join(options.out, "small_cnn.onnx"), opset_version=13,
+                      training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=False, input_names=["x"])
+    exporter = os.path.join(os.path.dirname(os.path.abspath(__file__)), "export_pytorch.py")
+    subprocess.run([sys.executable, exporter, os.path.abspath(__file__), "--batch", "2", "-o",
+                    os.path.join(options.out, "small_cnn_pytorch.json")], check=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
