@@ -338,8 +338,15 @@ class Simulator::Step {
 
   // Persistent memory per device (and ops per device) for the placement in
   // the scratch; false if it failed the step at once.
+  // From zero: a Resume that refused its snapshot has counted once already,
+  // and the full run that follows counts again. (Graph::Finalize caps a
+  // graph's bytes at 2^60, below where Resume refuses, so this is defence.)
   void CountPersistent() {
     persistent_bytes_.assign(D_, 0);
+    for (DeviceStats& stats : result_.devices) {
+      stats.persistent_bytes = 0;
+      stats.num_ops = 0;
+    }
     const int32_t n = sim_.graph_->num_ops();
     for (int32_t i = 0; i < n; ++i) {
       DeviceStats& stats = result_.devices[s_.device[i]];
