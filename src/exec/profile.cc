@@ -98,11 +98,13 @@ double LoadedStepUs(const Graph& graph, const Cluster& cluster, const std::vecto
   std::latch start(static_cast<std::ptrdiff_t>(host_devices.size()));
   for (size_t i = 0; i < host_devices.size(); ++i) {
     runners.emplace_back([&, i] {
+      bool arrived = false;  // a set-up that throws must still let the others start
       try {
         ExecOptions exec_options;
         exec_options.seed = options.seed;
         Executor executor(graph, cluster, exec_options);
         const Placement placement = OnOneDevice(graph, cluster, host_devices[i]);
+        arrived = true;
         start.arrive_and_wait();
         // One more step than kept on each side, so that no device runs its
         // last kept step alone.
@@ -114,6 +116,7 @@ double LoadedStepUs(const Graph& graph, const Cluster& cluster, const std::vecto
       } catch (const std::exception& e) {
         failures[i] = e.what();
       }
+      if (!arrived) start.count_down();
     });
   }
   for (std::thread& t : runners) t.join();
