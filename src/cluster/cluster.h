@@ -39,6 +39,10 @@ struct Device {
   std::vector<int32_t> cores;
   int32_t cuda_index = -1;
 
+  // A CPU device made of this machine's own cores: such devices share
+  // caches and memory bandwidth (OpTimeTable::host_contention).
+  bool is_host_cpu() const { return kind == DeviceKind::kCpu && !cores.empty(); }
+
   // What the graph's tensors may use: the capacity every OOM check is against.
   int64_t usable_memory_bytes() const { return memory_bytes - reserved_bytes; }
 };

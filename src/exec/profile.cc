@@ -173,7 +173,7 @@ OpTimeProfile ProfileOpTimes(const Graph& graph, const Cluster& cluster, const P
 
   std::vector<int32_t> host_devices;
   for (int32_t d = 0; d < cluster.num_devices(); ++d) {
-    if (cluster.devices[d].kind == DeviceKind::kCpu && !cluster.devices[d].cores.empty()) host_devices.push_back(d);
+    if (cluster.devices[d].is_host_cpu()) host_devices.push_back(d);
   }
   if (host_devices.size() > 1) {
     // Timed alone on the same device just before, so that a slow spell of

@@ -171,7 +171,7 @@ Simulator::Simulator(const Graph& graph, const Cluster& cluster, const CostModel
   for (const Device& d : cluster.devices) parallel_ops_.push_back(d.parallel_ops);
   int32_t host_devices = 0;
   for (const Device& d : cluster.devices) {
-    shares_host_.push_back(d.kind == DeviceKind::kCpu && !d.cores.empty());
+    shares_host_.push_back(d.is_host_cpu());
     host_devices += shares_host_.back();
   }
   if (host_devices > 1) contention_per_busy_device_ = cost.measured().host_contention() / (host_devices - 1);
