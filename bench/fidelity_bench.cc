@@ -38,6 +38,7 @@ struct Sample {
   double measured_s = 0;  // the mean of the runs below
   double first_run_s = 0;
   double second_run_s = 0;  // 0 without --remeasure
+  double simulated_links_only_s = 0;  // the model before copies took host cores
 };
 
 double Median(std::vector<double> v) {
@@ -79,12 +80,14 @@ double Spearman(const std::vector<double>& a, const std::vector<double>& b) {
 }
 
 void Summarise(const char* label, const std::vector<Sample>& samples, bool random_only, bool optimised_only) {
-  std::vector<double> errors, simulated, measured, first, second, rerun_errors;
+  std::vector<double> errors, simulated, measured, first, second, rerun_errors, before_errors, before;
   for (const Sample& s : samples) {
     const bool random = s.kind == "random";
     if ((random_only && !random) || (optimised_only && random)) continue;
     errors.push_back(std::abs(s.simulated_s - s.measured_s) / s.measured_s);
     simulated.push_back(s.simulated_s);
+    before_errors.push_back(std::abs(s.simulated_links_only_s - s.measured_s) / s.measured_s);
+    before.push_back(s.simulated_links_only_s);
     measured.push_back(s.measured_s);
     if (s.second_run_s > 0) {
       first.push_back(s.first_run_s);
@@ -102,7 +105,8 @@ void Summarise(const char* label, const std::vector<Sample>& samples, bool rando
     std::printf("  | run vs rerun: median |diff| %5.1f %%  spearman %.3f", 100 * Median(rerun_errors),
                 Spearman(first, second));
   }
-  std::printf("\n");
+  std::printf("\n%-10s copies on links only (before the host-core copy model): median |error| %6.1f %%  spearman %.3f\n",
+              "", 100 * Median(before_errors), Spearman(before, measured));
 }
 
 int Run(int argc, char** argv) {
@@ -133,6 +137,8 @@ int Run(int argc, char** argv) {
   if (!op_times_path.empty()) table = OpTimeTable::Load(op_times_path);
   const CostModel cost(cluster, table);
   Simulator simulator(graph, cluster, cost);
+  Simulator links_only(graph, cluster, cost);
+  links_only.set_copies_use_host_cores(false);
   Executor executor(graph, cluster);
 
   std::vector<std::pair<std::string, Placement>> candidates;
@@ -171,7 +177,7 @@ int Run(int argc, char** argv) {
   std::ofstream out;
   if (!csv.empty()) {
     out.open(csv);
-    out << "kind,simulated_s,measured_s,first_run_s,second_run_s\n";
+    out << "kind,simulated_s,measured_s,first_run_s,second_run_s,simulated_links_only_s\n";
   }
   std::vector<const Placement*> ran;
   for (const auto& [kind, placement] : candidates) {
@@ -187,6 +193,7 @@ int Run(int argc, char** argv) {
     }
     Sample s{kind, simulated.step_time_s(), real.protocol.mean_step_time_us * 1e-6};
     s.first_run_s = s.measured_s;
+    s.simulated_links_only_s = links_only.Run(placement).step_time_s();
     std::printf("%-24s simulated %.6f s  measured %.6f s  error %+6.1f %%\n", kind.c_str(), s.simulated_s,
                 s.measured_s, 100 * (s.simulated_s - s.measured_s) / s.measured_s);
     std::fflush(stdout);
@@ -204,7 +211,7 @@ int Run(int argc, char** argv) {
   for (const Sample& s : samples) {
     if (out) {
       out << s.kind << "," << s.simulated_s << "," << s.measured_s << "," << s.first_run_s << "," << s.second_run_s
-          << "\n";
+          << "," << s.simulated_links_only_s << "\n";
     }
   }
   std::printf("graph %s (%d ops), cluster %s, op times %s, %d steps a run\n", graph.name.c_str(), graph.num_ops(),

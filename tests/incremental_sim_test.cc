@@ -131,6 +131,38 @@ TEST(IncrementalSimulatorTest, EqualsFullRunsOnRandomSyntheticGraphsAndMoves) {
   }
 }
 
+// Host devices whose cores do copies (clusters --detect's): a copy waits in
+// its device's ready queue with the ops, staged copies through a host CPU
+// included.
+TEST(IncrementalSimulatorTest, EqualsFullRunsWhenHostCoresDoTheCopies) {
+  SyntheticOptions options;
+  options.num_ops = 700;
+  options.width = 4;
+  options.seed = 5;
+  const Graph graph = MakeSyntheticGraph(options);
+  Cluster with_host = *MakeClusterPreset("k80x4");
+  with_host.devices[0].cores = {0};  // its CPU is this machine's
+  with_host.Finalize("k80x4 with a host core");
+  CheckRandomMoves(graph, with_host, 600, 11);
+  if (HasFatalFailure()) return;
+
+  Cluster host;
+  host.name = "host";
+  for (int32_t d = 0; d < 3; ++d) {
+    Device device;
+    device.name = "cpu:" + std::to_string(d);
+    device.kind = DeviceKind::kCpu;
+    device.memory_bytes = int64_t{8} << 30;
+    device.peak_flops_per_s = 2e11;
+    device.memory_bandwidth_bytes_per_s = 2e10;
+    device.cores = {d};
+    host.devices.push_back(device);
+  }
+  host.links = {{0, 1, 2e10, 10, -1}, {0, 2, 2e10, 10, -1}, {1, 2, 2e10, 10, -1}};
+  host.Finalize("three host devices");
+  CheckRandomMoves(graph, host, 600, 12);
+}
+
 // Devices small enough that many placements run out of memory: peaks and
 // out-of-memory flags depend on persistent bytes the move changed.
 TEST(IncrementalSimulatorTest, EqualsFullRunsWhenDevicesRunOutOfMemory) {

@@ -942,5 +942,35 @@ TEST(SimulatorTest, HostContentionSlowsOpsWhileTheOtherHostDeviceComputes) {
   EXPECT_DOUBLE_EQ(RunWithContention(TwoCpuDevices(false), 0.5, split).step_time_us, 2.0);
 }
 
+// a (1 us, cpu:0) sends 4 bytes to b on cpu:1, where c (10 us) is running.
+// On this machine's devices the receiver's core does the copy: it waits
+// for c, then b waits for it (10 + 0.504 + 1 us). Where devices own no
+// cores (the presets') or the model is off, the copy runs on its link while
+// c computes, and b starts as c ends (11 us).
+TEST(SimulatorTest, CopiesIntoAHostDeviceWaitForItsCore) {
+  auto run = [](bool own_cores, bool model_on) {
+    Graph graph;
+    const int32_t a = graph.AddOp(MakeOp(0, "a", 1e6, 4));
+    const int32_t b = graph.AddOp(MakeOp(1, "b", 1e6, 4));
+    graph.AddOp(MakeOp(2, "c", 1e7, 4));
+    graph.AddDataEdge(a, 0, b);
+    graph.Finalize("test graph");
+    const Cluster cluster = TwoCpuDevices(own_cores);
+    const CostModel cost(cluster, OpTimeTable{}, PerfectEfficiency());
+    Simulator sim(graph, cluster, cost);
+    sim.set_copies_use_host_cores(model_on);
+    SimOptions options;
+    options.record_events = true;
+    return sim.Run({0, 1, 1}, options);
+  };
+  const SimResult waited = run(true, true);
+  ASSERT_TRUE(waited.ok()) << waited.reason;
+  EXPECT_DOUBLE_EQ(waited.step_time_us, 11.504);
+  ASSERT_EQ(waited.transfer_events.size(), 1u);
+  EXPECT_DOUBLE_EQ(waited.transfer_events[0].start_us, 10.0);
+  EXPECT_DOUBLE_EQ(run(false, true).step_time_us, 11.0);
+  EXPECT_DOUBLE_EQ(run(true, false).step_time_us, 11.0);
+}
+
 }  // namespace
 }  // namespace devplace

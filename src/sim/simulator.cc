@@ -174,6 +174,7 @@ Simulator::Simulator(const Graph& graph, const Cluster& cluster, const CostModel
     shares_host_.push_back(d.is_host_cpu());
     host_devices += shares_host_.back();
   }
+  copies_use_host_cores_ = host_devices > 0;
   if (host_devices > 1) contention_per_busy_device_ = cost.measured().host_contention() / (host_devices - 1);
 
   // Co-location is checked by op index, against the group's first op by
@@ -283,6 +284,11 @@ struct Simulator::Memory {
 
 Simulator::~Simulator() = default;
 Simulator::Simulator(Simulator&&) noexcept = default;
+
+void Simulator::set_copies_use_host_cores(bool on) {
+  copies_use_host_cores_ = on && std::find(shares_host_.begin(), shares_host_.end(), 1) != shares_host_.end();
+  if (memory_) memory_->valid = false;  // a remembered run was of the other model
+}
 
 double Simulator::PlainPassUs(const Placement& placement) const {
   const int32_t n = graph_->num_ops();
@@ -585,12 +591,18 @@ class Simulator::Step {
     return SaturatingAddBytes(a, b);
   }
 
+  // A ready queue holds ops (slots) and, on a host device, copies waiting
+  // for its core (~transfer id, negative).
   void StartReadyOps(int32_t d) {
     const int32_t slots = parallel_ops_[d];
     Fifo& ready = s_.ready[d];
     while (running_[d] < slots && !ready.empty()) {
       int32_t op = ready.Pop();
       ++running_[d];
+      if (op < 0) {
+        RunHop(~op);
+        continue;
+      }
       if (op_start_bytes_[op] > 0) Allocate(d, op_start_bytes_[op]);
       double duration_us = Perturb(time_us_[op]);
       if (sim_.contention_per_busy_device_ > 0 && sim_.shares_host_[d]) duration_us *= ContentionFactor(d);
@@ -614,16 +626,43 @@ class Simulator::Step {
     if (--refcount_[tensor] == 0 && tensor_[tensor].local_bytes > 0) Free(d, tensor_[tensor].local_bytes);
   }
 
+  // The host device whose core does a hop's copy, or -1 (a DMA engine or
+  // a preset's link): the executor's copier thread runs on the receiver's
+  // cores, or on the sender's when the receiver is a GPU.
+  int32_t CopyEngine(const Hop& hop) const {
+    if (!sim_.copies_use_host_cores_) return -1;
+    if (sim_.shares_host_[hop.to]) return hop.to;
+    if (sim_.shares_host_[hop.from]) return hop.from;
+    return -1;
+  }
+
+  // Takes the channel's next transfer. Its hop runs now, or, where a host
+  // core does the copy, waits its turn in that device's ready queue behind
+  // the ops already there (the channel stays taken meanwhile, as the
+  // executor's one copier thread per channel would be).
   void StartHop(int32_t channel) {
     if (s_.channel_busy[channel] || s_.channel_queue[channel].empty()) return;
     int32_t id = s_.channel_queue[channel].Pop();
+    s_.channel_busy[channel] = 1;
+    const Transfer& tr = s_.transfers[id];
+    const int32_t engine = CopyEngine(tr.route[tr.next_hop]);
+    if (engine >= 0) {
+      s_.ready[engine].Push(~id);
+      dirty_devices_ |= uint64_t{1} << engine;
+      return;
+    }
+    RunHop(id);
+  }
+
+  // The hop's copy, from now: its channel (and core, if any) already taken.
+  void RunHop(int32_t id) {
     Transfer& tr = s_.transfers[id];
     const Hop& hop = tr.route[tr.next_hop];
+    const int32_t channel = hop.channel;
     const int64_t bytes = tensor_[tr.tensor].bytes;
     // The destination's buffer is allocated when the last hop starts.
     if (tr.next_hop + 1 == static_cast<int32_t>(tr.route.size()) && bytes > 0) Allocate(tr.dst_device, bytes);
     double duration_us = Perturb(cluster_.HopTimeUs(hop, bytes));
-    s_.channel_busy[channel] = 1;
     DeviceStats& from = devices_[hop.from];
     DeviceStats& to = devices_[hop.to];
     from.copy_out_us += duration_us;
@@ -694,6 +733,11 @@ class Simulator::Step {
     Transfer& tr = s_.transfers[id];
     int32_t channel = tr.route[tr.next_hop].channel;
     s_.channel_busy[channel] = 0;
+    const int32_t engine = CopyEngine(tr.route[tr.next_hop]);
+    if (engine >= 0) {
+      --running_[engine];
+      dirty_devices_ |= uint64_t{1} << engine;
+    }
     s_.freed_channels.push_back(channel);
     ++tr.next_hop;
     if (tr.next_hop < static_cast<int32_t>(tr.route.size())) {

@@ -139,6 +139,11 @@ class Simulator {
   // with no queues, links or memory. The benchmark's yardstick.
   double PlainPassUs(const Placement& placement) const;
 
+  // The host-core copy model (on wherever the cluster has host devices);
+  // off, copies on host devices cost their links only, as before it. For
+  // the fidelity benchmark's before and after.
+  void set_copies_use_host_cores(bool on);
+
   const Graph& graph() const { return *graph_; }
   const Cluster& cluster() const { return *cluster_; }
 
@@ -202,6 +207,10 @@ class Simulator {
   // such device busy when it starts.
   std::vector<char> shares_host_;          // device -> 1 if a CPU device owning cores
   double contention_per_busy_device_ = 0;
+  // A copy to or from a host device is done by a host core (the
+  // executor's copier thread), which runs nothing else meanwhile: the hop
+  // takes a compute slot of that device (docs/simulator.md).
+  bool copies_use_host_cores_ = false;
   std::vector<int32_t> slot_of_;           // op -> slot
   std::vector<int32_t> producer_begin_;    // slot -> first predecessor slot (data and control); size ops+1
   std::vector<int32_t> producers_;
