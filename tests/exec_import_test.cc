@@ -146,14 +146,24 @@ TEST(ExecImportTest, ReluGradReadsItsOperandsInTheOrderOfItsOrigin) {
   EXPECT_TRUE(at::equal(tensorflow.outputs[0], expected)) << tensorflow.outputs[0];
 }
 
+// The imported CNN's first convolution gradient: its kernel and the layout
+// of its operands, as the executor finds them.
+struct ConvGradKernel {
+  Graph graph = ImportedCnn();
+  int32_t op = graph.FindOp("/branch/branch.0/Conv/grad");
+  std::optional<ImportGradient> layout;
+  KernelFn kernel = op >= 0 ? KernelFor(graph, op, &layout) : nullptr;
+  bool found() const { return kernel != nullptr && layout.has_value(); }
+};
+
 // The importer's convolution gradient gives torch's autograd gradients.
 TEST(ExecImportTest, ConvGradMatchesAutograd) {
-  const Graph graph = ImportedCnn();
-  const int32_t grad = graph.FindOp("/branch/branch.0/Conv/grad");
-  ASSERT_GE(grad, 0);
-  std::optional<ImportGradient> layout;
-  const KernelFn kernel = KernelFor(graph, grad, &layout);
-  ASSERT_TRUE(kernel != nullptr && layout.has_value());
+  const ConvGradKernel conv;
+  ASSERT_TRUE(conv.found());
+  const Graph& graph = conv.graph;
+  const int32_t grad = conv.op;
+  const std::optional<ImportGradient>& layout = conv.layout;
+  const KernelFn& kernel = conv.kernel;
   ASSERT_EQ(layout->forward_inputs, 3);  // x, w, b
   const at::Tensor x = at::randn({2, 8, 4, 4}).requires_grad_();
   const at::Tensor w = at::randn({8, 4, 3, 3}).requires_grad_();
@@ -173,12 +183,12 @@ TEST(ExecImportTest, ConvGradMatchesAutograd) {
 // Shapes a kernel cannot read are declined, not a crash: an import
 // gradient kernel without its layout, or with operands of other shapes.
 TEST(ExecImportTest, KernelsDeclineShapesTheyCannotRead) {
-  const Graph graph = ImportedCnn();
-  const int32_t grad = graph.FindOp("/branch/branch.0/Conv/grad");
-  ASSERT_GE(grad, 0);
-  std::optional<ImportGradient> layout;
-  const KernelFn kernel = KernelFor(graph, grad, &layout);
-  ASSERT_TRUE(kernel != nullptr && layout.has_value());
+  const ConvGradKernel conv;
+  ASSERT_TRUE(conv.found());
+  const Graph& graph = conv.graph;
+  const int32_t grad = conv.op;
+  const std::optional<ImportGradient>& layout = conv.layout;
+  const KernelFn& kernel = conv.kernel;
   OpState state;
   const at::Device cpu(at::kCPU);
   KernelCall without_layout(graph.op(grad), {at::ones({2, 8, 4, 4}), at::ones({8, 4, 3, 3}), at::ones({8}),
