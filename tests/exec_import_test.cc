@@ -160,23 +160,19 @@ struct ConvGradKernel {
 TEST(ExecImportTest, ConvGradMatchesAutograd) {
   const ConvGradKernel conv;
   ASSERT_TRUE(conv.found());
-  const Graph& graph = conv.graph;
-  const int32_t grad = conv.op;
-  const std::optional<ImportGradient>& layout = conv.layout;
-  const KernelFn& kernel = conv.kernel;
-  ASSERT_EQ(layout->forward_inputs, 3);  // x, w, b
+  ASSERT_EQ(conv.layout->forward_inputs, 3);  // x, w, b
   const at::Tensor x = at::randn({2, 8, 4, 4}).requires_grad_();
   const at::Tensor w = at::randn({8, 4, 3, 3}).requires_grad_();
   const at::Tensor b = at::randn({8}).requires_grad_();
   const at::Tensor dy = at::randn({2, 8, 4, 4});
   at::conv2d(x, w, b, {1, 1}, {1, 1}, {1, 1}, 2).backward(dy);
   OpState state;
-  KernelCall call(graph.op(grad), {x.detach(), w.detach(), b.detach(), dy}, at::Device(at::kCPU), state, 1);
-  call.import_gradient = &*layout;
-  ASSERT_TRUE(kernel(call));
+  KernelCall call(conv.graph.op(conv.op), {x.detach(), w.detach(), b.detach(), dy}, at::Device(at::kCPU), state, 1);
+  call.import_gradient = &*conv.layout;
+  ASSERT_TRUE(conv.kernel(call));
   const std::vector<at::Tensor> expected{x.grad(), w.grad(), b.grad()};
   for (size_t k = 0; k < call.outputs.size(); ++k) {
-    EXPECT_TRUE(at::allclose(call.outputs[k], expected[layout->gradient_of[k]], 1e-4, 1e-4)) << "output " << k;
+    EXPECT_TRUE(at::allclose(call.outputs[k], expected[conv.layout->gradient_of[k]], 1e-4, 1e-4)) << "output " << k;
   }
 }
 
@@ -185,22 +181,18 @@ TEST(ExecImportTest, ConvGradMatchesAutograd) {
 TEST(ExecImportTest, KernelsDeclineShapesTheyCannotRead) {
   const ConvGradKernel conv;
   ASSERT_TRUE(conv.found());
-  const Graph& graph = conv.graph;
-  const int32_t grad = conv.op;
-  const std::optional<ImportGradient>& layout = conv.layout;
-  const KernelFn& kernel = conv.kernel;
   OpState state;
   const at::Device cpu(at::kCPU);
-  KernelCall without_layout(graph.op(grad), {at::ones({2, 8, 4, 4}), at::ones({8, 4, 3, 3}), at::ones({8}),
+  KernelCall without_layout(conv.graph.op(conv.op), {at::ones({2, 8, 4, 4}), at::ones({8, 4, 3, 3}), at::ones({8}),
                                              at::ones({2, 8, 4, 4})}, cpu, state, 1);
-  EXPECT_FALSE(kernel(without_layout));
-  KernelCall wrong_shapes(graph.op(grad), {at::ones({2, 5, 7}), at::ones({8, 4, 3, 3}), at::ones({8}),
+  EXPECT_FALSE(conv.kernel(without_layout));
+  KernelCall wrong_shapes(conv.graph.op(conv.op), {at::ones({2, 5, 7}), at::ones({8, 4, 3, 3}), at::ones({8}),
                                            at::ones({3, 3})}, cpu, state, 1);
-  wrong_shapes.import_gradient = &*layout;
-  EXPECT_FALSE(kernel(wrong_shapes));
-  KernelCall too_few(graph.op(grad), {}, cpu, state, 1);
-  too_few.import_gradient = &*layout;
-  EXPECT_FALSE(kernel(too_few));
+  wrong_shapes.import_gradient = &*conv.layout;
+  EXPECT_FALSE(conv.kernel(wrong_shapes));
+  KernelCall too_few(conv.graph.op(conv.op), {}, cpu, state, 1);
+  too_few.import_gradient = &*conv.layout;
+  EXPECT_FALSE(conv.kernel(too_few));
   // aten's convolution gradient with a weight that does not fit the input.
   const Graph exported = ExportedCnn();
   int32_t conv_backward = -1;

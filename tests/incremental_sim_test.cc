@@ -9,6 +9,7 @@
 #include "models/registry.h"
 #include "models/synthetic.h"
 #include "sim/simulator.h"
+#include "test_util.h"
 #include "util/random.h"
 
 namespace devplace {
@@ -149,14 +150,8 @@ TEST(IncrementalSimulatorTest, EqualsFullRunsWhenHostCoresDoTheCopies) {
   Cluster host;
   host.name = "host";
   for (int32_t d = 0; d < 3; ++d) {
-    Device device;
-    device.name = "cpu:" + std::to_string(d);
-    device.kind = DeviceKind::kCpu;
-    device.memory_bytes = int64_t{8} << 30;
-    device.peak_flops_per_s = 2e11;
-    device.memory_bandwidth_bytes_per_s = 2e10;
-    device.cores = {d};
-    host.devices.push_back(device);
+    host.devices.push_back(testing::MakeDevice("cpu:" + std::to_string(d), DeviceKind::kCpu, int64_t{8} << 30));
+    host.devices.back().cores = {d};
   }
   host.links = {{0, 1, 2e10, 10, -1}, {0, 2, 2e10, 10, -1}, {1, 2, 2e10, 10, -1}};
   host.Finalize("three host devices");

@@ -174,7 +174,7 @@ Simulator::Simulator(const Graph& graph, const Cluster& cluster, const CostModel
     shares_host_.push_back(d.is_host_cpu());
     host_devices += shares_host_.back();
   }
-  copies_use_host_cores_ = host_devices > 0;
+  set_copies_use_host_cores(true);
   if (host_devices > 1) contention_per_busy_device_ = cost.measured().host_contention() / (host_devices - 1);
 
   // Co-location is checked by op index, against the group's first op by
