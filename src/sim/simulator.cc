@@ -313,10 +313,11 @@ double Simulator::PlainPassUs(const Placement& placement) const {
 // (docs/simulator.md lists the rules). Started fresh, or resumed from a
 // snapshot with the persistent memory of the new placement.
 //
-// kPlain: no recorded events, no noise, and no byte count that can
-// saturate (Simulator::may_saturate_ is false). That is the run a search
-// evaluates thousands of times; its hot paths then skip those checks, and
-// give the same answer as the general ones, which never saturate then.
+// kPlain: no recorded events, no noise, no byte count that can saturate
+// (Simulator::may_saturate_ is false), and no copies done by host cores
+// (the presets' clusters). That is the run a search evaluates thousands of
+// times; its hot paths then skip those checks, and give the same answer as
+// the general ones, which never saturate then.
 template <bool kPlain>
 class Simulator::Step {
  public:
@@ -599,7 +600,7 @@ class Simulator::Step {
     while (running_[d] < slots && !ready.empty()) {
       int32_t op = ready.Pop();
       ++running_[d];
-      if (op < 0) {
+      if (!kPlain && op < 0) {
         RunHop(~op);
         continue;
       }
@@ -630,7 +631,7 @@ class Simulator::Step {
   // a preset's link): the executor's copier thread runs on the receiver's
   // cores, or on the sender's when the receiver is a GPU.
   int32_t CopyEngine(const Hop& hop) const {
-    if (!sim_.copies_use_host_cores_) return -1;
+    if (kPlain || !sim_.copies_use_host_cores_) return -1;
     if (sim_.shares_host_[hop.to]) return hop.to;
     if (sim_.shares_host_[hop.from]) return hop.from;
     return -1;
@@ -880,7 +881,7 @@ bool Simulator::Prepare(const Placement& placement, SimResult& result) {
 
 template <typename Body>
 void Simulator::WithStep(SimResult& result, const SimOptions& options, Body&& body) {
-  if (!options.record_events && !options.noise.enabled() && !may_saturate_) {
+  if (!options.record_events && !options.noise.enabled() && !may_saturate_ && !copies_use_host_cores_) {
     Step<true> step(*this, result, options);
     body(step);
   } else {
