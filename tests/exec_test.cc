@@ -87,6 +87,48 @@ TEST(ExecutorTest, ChainSplitAcrossTwoDevicesCopiesTheTensor) {
   EXPECT_GE(step.result.devices[1].peak_memory_bytes, bytes);
 }
 
+// A copy into a CPU device is done by that device's worker between its ops
+// (the simulator's host-core copy model), so it never overlaps an op
+// there. cpu:1 runs a chain of matmuls while cpu:0 sends it a tensor after
+// each of its own: a copy thread of its own would run beside cpu:1's ops.
+TEST(ExecutorTest, CopiesIntoACpuDeviceRunBetweenItsOps) {
+  const Cluster cluster = HostCluster(2);
+  REQUIRE_CLUSTER(cluster, 2);
+  Graph graph;
+  graph.name = "two_chains";
+  const int64_t n = 128;
+  auto square = [&] { return std::vector<TensorSpec>{TensorSpec::Make({n, n})}; };
+  const double flops = 2.0 * n * n * n;
+  const int32_t x = AddOp(graph, "x", "IteratorGetNext", Phase::kForward, 0, square(), {});
+  const int32_t y = AddOp(graph, "y", "IteratorGetNext", Phase::kForward, 0, square(), {});
+  int32_t a = x;
+  int32_t b = y;
+  std::vector<int32_t> on_cpu1 = {y};
+  for (int32_t i = 0; i < 12; ++i) {
+    a = AddOp(graph, "a" + std::to_string(i), "MatMul", Phase::kForward, flops, square(), {a, a});
+    // b_i reads cpu:1's previous result and a_i's, copied from cpu:0.
+    b = AddOp(graph, "b" + std::to_string(i), "MatMul", Phase::kForward, flops, square(), {b, a});
+    on_cpu1.push_back(b);
+  }
+  graph.Finalize("two_chains");
+  Placement placement(graph.num_ops(), 0);
+  for (int32_t op : on_cpu1) placement[op] = 1;
+  ExecOptions options;
+  options.record_events = true;
+  Executor executor(graph, cluster, options);
+  const ExecStep step = executor.RunStep(placement);
+  ASSERT_TRUE(step.result.ok()) << step.result.reason;
+  ASSERT_EQ(step.result.transfer_events.size(), 12u);
+  for (const TransferEvent& copy : step.result.transfer_events) {
+    for (const OpEvent& op : step.result.op_events) {
+      if (op.device != copy.to_device) continue;
+      EXPECT_TRUE(op.end_us <= copy.start_us || op.start_us >= copy.end_us)
+          << "copy [" << copy.start_us << ", " << copy.end_us << "] overlaps " << graph.op(op.op).name << " ["
+          << op.start_us << ", " << op.end_us << "]";
+    }
+  }
+}
+
 TEST(ExecutorTest, ResultsDoNotDependOnThePlacement) {
   const Cluster cluster = HostCluster(2);
   REQUIRE_CLUSTER(cluster, 2);

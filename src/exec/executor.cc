@@ -149,12 +149,28 @@ class Step {
  private:
   struct Channel {
     std::deque<int32_t> queue;  // tensors waiting, first come first served
-    std::condition_variable cv;
+    std::condition_variable cv;  // wakes its copy thread (engine < 0)
+    // The host CPU device whose worker does this channel's copies, between
+    // its ops (the simulator's host-core copy model), or -1 where a copy
+    // thread of its own does them (GPU to GPU).
+    int32_t engine = -1;
+    bool busy = false;  // a copy of it waits in the engine's queue or runs
+  };
+  // A copy waiting in a device's ready queue (as ~index into copy_tasks_).
+  struct CopyTask {
+    int32_t tensor;
+    int32_t from;
+    int32_t to;
   };
 
   void Worker(int32_t device);
   void Copier(int32_t from, int32_t to);
   // The rest run with `mu_` held.
+  // Copies `tensor` from `from` to `to` with the lock released around the
+  // copy itself; false if the step stopped (out of memory, a failure).
+  bool Copy(int32_t tensor, int32_t from, int32_t to, std::unique_lock<std::mutex>& lock);
+  // Hands a channel served by a worker its next copy, if it is idle.
+  void StartCopy(int32_t from, int32_t to);
   void Finish(int32_t op, int32_t device, double start_us, double end_us, std::vector<at::Tensor>& outputs,
               bool stand_in);
   void Arrived(int32_t tensor, int32_t from, int32_t to, double start_us, double end_us, at::Tensor value);
@@ -176,7 +192,8 @@ class Step {
   Clock::time_point t0_;
 
   std::mutex mu_;
-  std::vector<std::deque<int32_t>> ready_;
+  std::vector<std::deque<int32_t>> ready_;  // ops, and copies as ~index into copy_tasks_
+  std::vector<CopyTask> copy_tasks_;
   std::vector<std::unique_ptr<std::condition_variable>> device_cv_;
   std::map<std::pair<int32_t, int32_t>, Channel> channels_;
   std::vector<at::Tensor> values_;   // [tensor * devices + device]
@@ -236,6 +253,13 @@ void Step::Worker(int32_t device) {
     }
     const int32_t op = ready_[device].front();
     ready_[device].pop_front();
+    if (op < 0) {
+      const CopyTask task = copy_tasks_[~op];
+      if (!Copy(task.tensor, task.from, task.to, lock)) return;
+      channels_.at({task.from, task.to}).busy = false;
+      StartCopy(task.from, task.to);
+      continue;
+    }
     const Op& o = graph_.op(op);
     if (!ledger_.Allocate(device, plan_.start_bytes[op], NowUs())) {
       Abort("out of memory on " + ForMessage(d.name) + ": op '" + ForMessage(o.name) + "' needs " +
@@ -295,6 +319,7 @@ void Step::Finish(int32_t op, int32_t device, double start_us, double end_us, st
   ledger_.Free(device, o.temporary_bytes, end_us);
 
   std::vector<int32_t> released;
+  uint64_t sent_to = 0;  // devices this op's outputs are sent to
   for (size_t i = 0; i < outputs.size(); ++i) {
     const int32_t t = plan_.tensor(op, static_cast<int32_t>(i));
     const uint64_t destinations = plan_.destinations[t];
@@ -305,12 +330,9 @@ void Step::Finish(int32_t op, int32_t device, double start_us, double end_us, st
       ledger_.Free(device, plan_.tensor_local_bytes[t], end_us);  // nobody reads it
     }
     for (int32_t to = 0; to < devices_; ++to) {
-      if (destinations & (uint64_t{1} << to)) {
-        Channel& channel = channels_.at({device, to});
-        channel.queue.push_back(t);
-        channel.cv.notify_all();
-      }
+      if (destinations & (uint64_t{1} << to)) channels_.at({device, to}).queue.push_back(t);
     }
+    sent_to |= destinations;
   }
   // Consumers here are released at once; others when their copy arrives.
   for (int32_t e : graph_.out_data_edges(op)) {
@@ -325,6 +347,16 @@ void Step::Finish(int32_t op, int32_t device, double start_us, double end_us, st
     DropRead(plan_.tensor(edge.src, edge.src_output), device, end_us);
   }
   Enqueue(released);
+  // Copies after the ops released with them, as the simulator queues them.
+  for (int32_t to = 0; to < devices_; ++to) {
+    if (!(sent_to & (uint64_t{1} << to))) continue;
+    Channel& channel = channels_.at({device, to});
+    if (channel.engine >= 0) {
+      StartCopy(device, to);
+    } else {
+      channel.cv.notify_all();
+    }
+  }
   if (++ops_done_ == graph_.num_ops()) {
     stop_ = true;
     for (auto& cv : device_cv_) cv->notify_all();
@@ -360,47 +392,62 @@ void Step::Enqueue(std::vector<int32_t>& released) {
 
 void Step::Copier(int32_t from, int32_t to) {
   Channel& channel = channels_.at({from, to});
-  const Device& d = cluster_.devices[to];
-  const at::Device torch_device = TorchDevice(d);
   std::unique_lock lock(mu_);
   while (true) {
     channel.cv.wait(lock, [&] { return stop_ || !channel.queue.empty(); });
     if (stop_) return;
     const int32_t t = channel.queue.front();
     channel.queue.pop_front();
-    if (!ledger_.Allocate(to, plan_.tensor_bytes[t], NowUs())) {
-      Abort("out of memory on " + ForMessage(d.name) + ": a copy of '" +
-                ForMessage(graph_.op(plan_.tensor_producer[t]).name) + "' needs " + FormatBytes(plan_.tensor_bytes[t]) +
-                " more with " + FormatBytes(ledger_.in_use(to)) + " in use of " + FormatBytes(d.usable_memory_bytes()) +
-                " usable",
-            /*oom=*/true);
-      return;
-    }
-    const at::Tensor source = Value(t, from);
-    lock.unlock();
-
-    std::string failure;
-    at::Tensor copy;
-    const double start_us = NowUs();
-    try {
-      // Fresh memory of the receiver's, written by the receiver's thread.
-      copy = at::empty(source.sizes(), source.options().device(torch_device));
-      copy.copy_(source);
-      if (torch_device.is_cuda()) torch::cuda::synchronize(torch_device.index());
-      if (source.is_cuda()) torch::cuda::synchronize(source.device().index());
-    } catch (const std::exception& e) {
-      failure = FirstLine(e.what());
-    }
-    const double end_us = NowUs();
-
-    lock.lock();
-    if (!failure.empty()) {
-      Abort("copy to " + ForMessage(d.name) + " failed: " + failure, /*oom=*/false);
-      return;
-    }
-    if (stop_) return;
-    Arrived(t, from, to, start_us, end_us, std::move(copy));
+    if (!Copy(t, from, to, lock)) return;
   }
+}
+
+void Step::StartCopy(int32_t from, int32_t to) {
+  Channel& channel = channels_.at({from, to});
+  if (channel.busy || channel.queue.empty() || stop_) return;
+  channel.busy = true;
+  copy_tasks_.push_back({channel.queue.front(), from, to});
+  channel.queue.pop_front();
+  ready_[channel.engine].push_back(~static_cast<int32_t>(copy_tasks_.size() - 1));
+  device_cv_[channel.engine]->notify_all();
+}
+
+bool Step::Copy(int32_t t, int32_t from, int32_t to, std::unique_lock<std::mutex>& lock) {
+  const Device& d = cluster_.devices[to];
+  if (!ledger_.Allocate(to, plan_.tensor_bytes[t], NowUs())) {
+    Abort("out of memory on " + ForMessage(d.name) + ": a copy of '" +
+              ForMessage(graph_.op(plan_.tensor_producer[t]).name) + "' needs " + FormatBytes(plan_.tensor_bytes[t]) +
+              " more with " + FormatBytes(ledger_.in_use(to)) + " in use of " + FormatBytes(d.usable_memory_bytes()) +
+              " usable",
+          /*oom=*/true);
+    return false;
+  }
+  const at::Tensor source = Value(t, from);
+  lock.unlock();
+
+  std::string failure;
+  at::Tensor copy;
+  const double start_us = NowUs();
+  try {
+    // Fresh memory of the receiver's, written by a thread on the receiver's
+    // cores where it has any.
+    copy = at::empty(source.sizes(), source.options().device(TorchDevice(d)));
+    copy.copy_(source);
+    if (copy.is_cuda()) torch::cuda::synchronize(copy.device().index());
+    if (source.is_cuda()) torch::cuda::synchronize(source.device().index());
+  } catch (const std::exception& e) {
+    failure = FirstLine(e.what());
+  }
+  const double end_us = NowUs();
+
+  lock.lock();
+  if (!failure.empty()) {
+    Abort("copy to " + ForMessage(d.name) + " failed: " + failure, /*oom=*/false);
+    return false;
+  }
+  if (stop_) return false;
+  Arrived(t, from, to, start_us, end_us, std::move(copy));
+  return true;
 }
 
 void Step::Arrived(int32_t tensor, int32_t from, int32_t to, double start_us, double end_us, at::Tensor value) {
@@ -504,7 +551,17 @@ ExecStep Step::Run() {
   }
   if (n == 0) return finish();
 
-  int32_t threads = static_cast<int32_t>(channels_.size());
+  // A channel touching a CPU device of this machine is served by that
+  // device's workers, between its ops: the receiver's, or the sender's when
+  // the receiver is a GPU (the simulator's copy engine). A copy on a core
+  // then neither preempts the op running there nor waits for a thread of
+  // its own to wake. GPU to GPU copies have a thread each.
+  int32_t threads = 0;
+  for (auto& [pair, channel] : channels_) {
+    const auto [from, to] = pair;
+    channel.engine = cluster_.devices[to].is_host_cpu() ? to : cluster_.devices[from].is_host_cpu() ? from : -1;
+    threads += channel.engine < 0;
+  }
   for (const Device& d : cluster_.devices) threads += d.kind == DeviceKind::kGpu ? 1 : d.parallel_ops;
   std::latch ready(threads + 1), go(1);
   std::vector<std::thread> pool;
@@ -523,11 +580,9 @@ ExecStep Step::Run() {
     for (int32_t w = 0; w < workers; ++w) start_thread(device.cores, [this, d] { Worker(d); });
   }
   for (auto& [pair, channel] : channels_) {
+    if (channel.engine >= 0) continue;
     const auto [from, to] = pair;
-    // The receiver's cores: the copy is memory it owns, touched first there.
-    const std::vector<int32_t>& cores =
-        cluster_.devices[to].kind == DeviceKind::kCpu ? cluster_.devices[to].cores : cluster_.devices[from].cores;
-    start_thread(cores, [this, from = from, to = to] { Copier(from, to); });
+    start_thread(cluster_.devices[from].cores, [this, from = from, to = to] { Copier(from, to); });
   }
   ready.arrive_and_wait();
   {

@@ -5,8 +5,9 @@
 // driving its CUDA device. An op starts when its inputs have arrived; each
 // device runs its ready ops in the order they became ready (ops released
 // together go by the simulator's rank); a tensor read on another device is
-// copied there, by a thread of the receiver's, one copy at a time per
-// ordered pair of devices; memory is accounted by the simulator's rules and
+// copied there, one copy at a time per ordered pair of devices, by the
+// worker of the pair's CPU device between its ops (by a thread of its own
+// between two GPUs); memory is accounted by the simulator's rules and
 // a device that would pass its usable memory stops the step, cleanly.
 //
 // The answer has the simulator's shape (SimResult), so everything that
