@@ -54,6 +54,28 @@ TEST(ExecutorTest, OneDeviceTakesAboutTheSumOfItsKernels) {
   EXPECT_NEAR(step.result.devices[0].compute_total_us(), kernels_us, 1e-6 * kernels_us);
 }
 
+// The protocol drops the first step; a fresh executor's second step still
+// grows the heap, so a fresh executor runs one step more and drops it too.
+TEST(ExecutorTest, AFreshExecutorDropsTwoWarmUpSteps) {
+  const Cluster cluster = HostCluster(1);
+  REQUIRE_CLUSTER(cluster, 1);
+  const Graph graph = MatmulChain(2, 32);
+  const Placement placement(graph.num_ops(), 0);
+  Executor executor(graph, cluster);
+  EXPECT_EQ(executor.steps_run(), 0);
+  const ExecMeasurement fresh = MeasureRealStepTime(executor, placement, 3);
+  ASSERT_TRUE(fresh.protocol.ok) << fresh.last.result.reason;
+  EXPECT_EQ(executor.steps_run(), 4);
+  EXPECT_EQ(fresh.protocol.steps_averaged, 2);
+  const ExecMeasurement warm = MeasureRealStepTime(executor, placement, 3);
+  EXPECT_EQ(executor.steps_run(), 7);
+  EXPECT_EQ(warm.protocol.steps_averaged, 2);
+  // One step alone is measured as it is, fresh or not.
+  Executor single(graph, cluster);
+  EXPECT_EQ(MeasureRealStepTime(single, placement, 1).protocol.steps_averaged, 1);
+  EXPECT_EQ(single.steps_run(), 1);
+}
+
 TEST(ExecutorTest, ChainSplitAcrossTwoDevicesCopiesTheTensor) {
   const Cluster cluster = HostCluster(2);
   REQUIRE_CLUSTER(cluster, 2);

@@ -1,6 +1,7 @@
 #include "exec/host_allocator.h"
 
 #include <gtest/gtest.h>
+#include <torch/torch.h>
 
 #include <cstdlib>
 #include <vector>
@@ -47,6 +48,27 @@ TEST(HostAllocatorTest, FreedTensorSizedBlocksStayInTheHeap) {
   EXPECT_GE(after.arena, held.arena) << "the heap was trimmed after the frees";
   EXPECT_GE(after.fordblks, 8 * kBlockBytes) << "the freed blocks were not kept for reuse";
 #endif
+}
+
+// A freed tensor's block goes back to the executor's cache and the next
+// tensor of its size gets it, pages already touched: a step then faults
+// nothing in that the step before had.
+TEST(HostAllocatorTest, AFreedTensorsBlockIsReusedBySize) {
+  if (kSanitizedMalloc) GTEST_SKIP() << "the cache is off under the sanitizer";
+  KeepFreedHostMemory();
+  const HostCacheStats before = HostCache();
+  // A size no other test uses, so that the cache holds none of it yet.
+  const int64_t elements = (int64_t{3} << 20) / 4 + 7;
+  const void* first = nullptr;
+  {
+    at::Tensor t = at::empty({elements}, at::kFloat);
+    first = t.data_ptr();
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(first) % 64, 0u) << "torch's alignment";
+  }
+  EXPECT_GE(HostCache().cached_bytes, before.cached_bytes + elements * 4) << "the freed block was not kept";
+  at::Tensor again = at::empty({elements}, at::kFloat);
+  EXPECT_EQ(again.data_ptr(), first);
+  EXPECT_EQ(HostCache().reused, before.reused + 1);
 }
 
 }  // namespace

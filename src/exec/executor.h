@@ -80,6 +80,8 @@ class Executor {
 
   const Graph& graph() const;
   const Cluster& cluster() const;
+  // Steps this executor has run (RunStep calls past the placement check).
+  int64_t steps_run() const;
 
   struct Impl;  // executor.cc's; public so that its step can name it
 
@@ -89,7 +91,9 @@ class Executor {
 
 // The papers' protocol on the real machine: `steps` steps (at least 2), the
 // first dropped (it pays for first-touch allocation and kernels' set-up),
-// the mean of the rest. `last` is the last step in full; the protocol's
+// the mean of the rest. A fresh executor (no step run yet) runs one more
+// step first and drops it too: its second step still faults the heap's new
+// pages in. `last` is the last step in full; the protocol's
 // `last` field is its result.
 struct ExecMeasurement {
   Measurement protocol;
