@@ -23,6 +23,9 @@ graphs=${GRAPHS:-"rnnlm_small nmt_small inception_small resnet18 mobilenet_v2"}
 random=${RANDOM_PLACEMENTS:-100}
 mcmc=${MCMC_RUNS:-8}
 steps=${RUN_STEPS:-5}
+# The profiled device's one-device placement, run after every N runs: the
+# machine's drift, and errors at the profile's speed beside the raw ones.
+reference_every=${REFERENCE_EVERY:-10}
 
 [ -f "$out/host.json" ] || "$devplace" clusters --detect --no-gpus --cpu-devices 2 -o "$out/host.json" > /dev/null
 
@@ -43,8 +46,8 @@ for name in $graphs; do
   "$devplace" profile --graph "$out/$name.json" --cluster "$out/host.json" -o "$out/$name.op_times.json" \
     > "$out/$name.profile.txt"
   "$bench" --graph "$out/$name.json" --cluster "$out/host.json" --op-times "$out/$name.op_times.json" \
-    --random "$random" --mcmc "$mcmc" --steps "$steps" --remeasure --csv "$out/$name.samples.csv" > "$out/$name.fidelity.txt"
+    --random "$random" --mcmc "$mcmc" --steps "$steps" --remeasure --reference-every "$reference_every" --csv "$out/$name.samples.csv" > "$out/$name.fidelity.txt"
   echo "== $name"
-  tail -4 "$out/$name.fidelity.txt"
+  awk 'summary { print } /^graph / { summary = 1 }' "$out/$name.fidelity.txt"
 done
 echo "(samples and profiles in $out)"

@@ -7,7 +7,7 @@
 //
 //   build/bench/fidelity_bench --graph G.json --cluster host.json --op-times T.json
 //       [--random 100] [--mcmc 8] [--mcmc-evaluations 300] [--steps 3] [--seed 1]
-//       [--placements a.json,b.json] [--remeasure] [--csv out.csv]
+//       [--placements a.json,b.json] [--remeasure] [--reference-every N] [--csv out.csv]
 //
 // Prints one line per placement (kind, simulated s, measured s, error) and
 // a summary: the median absolute percentage error and Spearman's rank
@@ -39,6 +39,45 @@ struct Sample {
   double first_run_s = 0;
   double second_run_s = 0;  // 0 without --remeasure
   double simulated_links_only_s = 0;  // the model before copies took host cores
+  // How much slower than at the profile the machine ran when each run
+  // ran: measured over simulated of the profiled device's one-device
+  // placement, run now and then (1 without --reference-every).
+  double first_slowdown = 1;
+  double second_slowdown = 1;
+  // measured_s with each run divided by its slowdown: what the machine
+  // would have measured at the profile's speed.
+  double steady_measured_s() const {
+    return second_run_s > 0 ? (first_run_s / first_slowdown + second_run_s / second_slowdown) / 2 : first_run_s / first_slowdown;
+  }
+};
+
+// The machine's slowdown over a benchmark: the reference placement
+// measured before, between and after the placements' runs, by run index.
+class SlowdownTrack {
+ public:
+  void Add(int64_t run_index, double slowdown) { points_.push_back({run_index, slowdown}); }
+  bool empty() const { return points_.empty(); }
+  // Linear between the reference runs around `run_index`.
+  double At(int64_t run_index) const {
+    if (points_.empty()) return 1;
+    if (run_index <= points_.front().first) return points_.front().second;
+    for (size_t i = 1; i < points_.size(); ++i) {
+      if (run_index <= points_[i].first) {
+        const auto [a, sa] = points_[i - 1];
+        const auto [b, sb] = points_[i];
+        return sa + (sb - sa) * static_cast<double>(run_index - a) / static_cast<double>(b - a);
+      }
+    }
+    return points_.back().second;
+  }
+  std::pair<double, double> range() const {
+    double lo = INFINITY, hi = 0;
+    for (const auto& [index, value] : points_) lo = std::min(lo, value), hi = std::max(hi, value);
+    return {lo, hi};
+  }
+
+ private:
+  std::vector<std::pair<int64_t, double>> points_;
 };
 
 double Median(std::vector<double> v) {
@@ -79,8 +118,10 @@ double Spearman(const std::vector<double>& a, const std::vector<double>& b) {
   return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : NAN;
 }
 
-void Summarise(const char* label, const std::vector<Sample>& samples, bool random_only, bool optimised_only) {
-  std::vector<double> errors, simulated, measured, first, second, rerun_errors, before_errors, before;
+void Summarise(const char* label, const std::vector<Sample>& samples, bool random_only, bool optimised_only,
+               bool steady) {
+  std::vector<double> errors, simulated, measured, first, second, rerun_errors, before_errors, before, steady_errors,
+      steady_measured;
   for (const Sample& s : samples) {
     const bool random = s.kind == "random";
     if ((random_only && !random) || (optimised_only && random)) continue;
@@ -89,6 +130,8 @@ void Summarise(const char* label, const std::vector<Sample>& samples, bool rando
     before_errors.push_back(std::abs(s.simulated_links_only_s - s.measured_s) / s.measured_s);
     before.push_back(s.simulated_links_only_s);
     measured.push_back(s.measured_s);
+    steady_measured.push_back(s.steady_measured_s());
+    steady_errors.push_back(std::abs(s.simulated_s - s.steady_measured_s()) / s.steady_measured_s());
     if (s.second_run_s > 0) {
       first.push_back(s.first_run_s);
       second.push_back(s.second_run_s);
@@ -107,6 +150,11 @@ void Summarise(const char* label, const std::vector<Sample>& samples, bool rando
   }
   std::printf("\n%-10s copies on links only (before the host-core copy model): median |error| %6.1f %%  spearman %.3f\n",
               "", 100 * Median(before_errors), Spearman(before, measured));
+  if (steady) {
+    std::printf("%-10s at the profile's machine speed (runs over the reference's speed then): median |error| %6.1f %%  "
+                "spearman %.3f\n",
+                "", 100 * Median(steady_errors), Spearman(simulated, steady_measured));
+  }
 }
 
 int Run(int argc, char** argv) {
@@ -116,6 +164,7 @@ int Run(int argc, char** argv) {
   int64_t mcmc_evaluations = 300;
   uint64_t seed = 1;
   bool remeasure = false;
+  int32_t reference_every = 0;
   app.add_option("--graph", graph_path)->required();
   app.add_option("--cluster", cluster_path)->required();
   app.add_option("--op-times", op_times_path, "the table devplace profile wrote; without it the roofline");
@@ -129,6 +178,11 @@ int Run(int argc, char** argv) {
   app.add_flag("--remeasure", remeasure,
                "run every placement a second time, after all the first runs: the machine's own noise, and the "
                "measured time becomes the mean of the two");
+  app.add_option("--reference-every", reference_every,
+                 "run the profiled device's one-device placement before the first run, after every N runs and "
+                 "after the last, and also report errors against the machine's speed then (the machine drifts: "
+                 "its speed varies by 10-20 % over minutes)")
+      ->check(CLI::Range(1, 1000));
   CLI11_PARSE(app, argc, argv);
 
   const Graph graph = LoadGraphFile(graph_path);
@@ -177,9 +231,27 @@ int Run(int argc, char** argv) {
   std::ofstream out;
   if (!csv.empty()) {
     out.open(csv);
-    out << "kind,simulated_s,measured_s,first_run_s,second_run_s,simulated_links_only_s\n";
+    out << "kind,simulated_s,measured_s,first_run_s,second_run_s,simulated_links_only_s,first_slowdown,second_slowdown\n";
   }
   std::vector<const Placement*> ran;
+  // The reference: every op on the device the profile timed (the first of
+  // its kind), whose simulated step is the profile's own measurement.
+  SlowdownTrack slowdown;
+  int64_t runs = 0;
+  const Placement reference = SingleDevicePlacement(graph, cluster, 0);
+  const double reference_simulated_us = simulator.Run(reference).step_time_us;
+  auto measure_reference = [&] {
+    const ExecMeasurement real = MeasureRealStepTime(executor, reference, steps);
+    if (real.protocol.ok && reference_simulated_us > 0) {
+      slowdown.Add(runs, real.protocol.mean_step_time_us / reference_simulated_us);
+    }
+  };
+  auto after_run = [&] {
+    ++runs;
+    if (reference_every > 0 && runs % reference_every == 0) measure_reference();
+  };
+  if (reference_every > 0) measure_reference();
+  std::vector<int64_t> first_run_index;
   for (const auto& [kind, placement] : candidates) {
     const SimResult simulated = simulator.Run(placement);
     if (!simulated.ok()) {
@@ -187,10 +259,12 @@ int Run(int argc, char** argv) {
       continue;
     }
     const ExecMeasurement real = MeasureRealStepTime(executor, placement, steps);
+    after_run();
     if (!real.protocol.ok) {
       std::printf("%-24s run failed: %s (left out)\n", kind.c_str(), real.last.result.reason.c_str());
       continue;
     }
+    first_run_index.push_back(runs - 1);
     Sample s{kind, simulated.step_time_s(), real.protocol.mean_step_time_us * 1e-6};
     s.first_run_s = s.measured_s;
     s.simulated_links_only_s = links_only.Run(placement).step_time_s();
@@ -202,23 +276,36 @@ int Run(int argc, char** argv) {
   }
   // The second runs come after all the first ones, so that a slow spell of
   // the machine does not hit both runs of one placement.
+  std::vector<int64_t> second_run_index(samples.size(), -1);
   for (size_t i = 0; remeasure && i < samples.size(); ++i) {
     const ExecMeasurement real = MeasureRealStepTime(executor, *ran[i], steps);
+    after_run();
     if (!real.protocol.ok) continue;
+    second_run_index[i] = runs - 1;
     samples[i].second_run_s = real.protocol.mean_step_time_us * 1e-6;
     samples[i].measured_s = (samples[i].first_run_s + samples[i].second_run_s) / 2;
+  }
+  if (reference_every > 0 && runs % reference_every != 0) measure_reference();
+  for (size_t i = 0; i < samples.size(); ++i) {
+    samples[i].first_slowdown = slowdown.At(first_run_index[i]);
+    if (second_run_index[i] >= 0) samples[i].second_slowdown = slowdown.At(second_run_index[i]);
   }
   for (const Sample& s : samples) {
     if (out) {
       out << s.kind << "," << s.simulated_s << "," << s.measured_s << "," << s.first_run_s << "," << s.second_run_s
-          << "," << s.simulated_links_only_s << "\n";
+          << "," << s.simulated_links_only_s << "," << s.first_slowdown << "," << s.second_slowdown << "\n";
     }
   }
   std::printf("graph %s (%d ops), cluster %s, op times %s, %d steps a run\n", graph.name.c_str(), graph.num_ops(),
               cluster.name.c_str(), op_times_path.empty() ? "(roofline)" : op_times_path.c_str(), steps);
-  Summarise("all", samples, false, false);
-  Summarise("random", samples, true, false);
-  Summarise("optimised", samples, false, true);
+  if (!slowdown.empty()) {
+    const auto [slowest, fastest] = slowdown.range();
+    std::printf("machine slowdown (reference measured over simulated, every %d runs): %.3f to %.3f\n", reference_every,
+                slowest, fastest);
+  }
+  Summarise("all", samples, false, false, !slowdown.empty());
+  Summarise("random", samples, true, false, !slowdown.empty());
+  Summarise("optimised", samples, false, true, !slowdown.empty());
   return 0;
 }
 
