@@ -13,18 +13,6 @@
 namespace devplace {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitizedMalloc = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kSanitizedMalloc = true;
-#else
-constexpr bool kSanitizedMalloc = false;
-#endif
-#else
-constexpr bool kSanitizedMalloc = false;
-#endif
-
 // A step's tensors of a few MiB each, freed, must stay with the process:
 // from the heap, not mmap, and the heap not trimmed after the frees, so the
 // next step does not fault its pages in again.
@@ -32,7 +20,7 @@ TEST(HostAllocatorTest, FreedTensorSizedBlocksStayInTheHeap) {
 #if !defined(__GLIBC__)
   GTEST_SKIP() << "not glibc";
 #else
-  if (kSanitizedMalloc) GTEST_SKIP() << "the sanitizer's malloc replaces glibc's";
+  if (MallocIsSanitized()) GTEST_SKIP() << "the sanitizer's malloc replaces glibc's";
   KeepFreedHostMemory();
   KeepFreedHostMemory();  // a second call changes nothing
   const struct mallinfo2 before = mallinfo2();
@@ -54,7 +42,7 @@ TEST(HostAllocatorTest, FreedTensorSizedBlocksStayInTheHeap) {
 // tensor of its size gets it, pages already touched: a step then faults
 // nothing in that the step before had.
 TEST(HostAllocatorTest, AFreedTensorsBlockIsReusedBySize) {
-  if (kSanitizedMalloc) GTEST_SKIP() << "the cache is off under the sanitizer";
+  if (MallocIsSanitized()) GTEST_SKIP() << "the cache is off under the sanitizer";
   KeepFreedHostMemory();
   const HostCacheStats before = HostCache();
   // A size no other test uses, so that the cache holds none of it yet.

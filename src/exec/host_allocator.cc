@@ -140,4 +140,6 @@ void KeepFreedHostMemory() {
 
 HostCacheStats HostCache() { return Cache().stats(); }
 
+bool MallocIsSanitized() { return kSanitizedMalloc; }
+
 }  // namespace devplace

@@ -28,6 +28,10 @@ namespace devplace {
 // Safe to call many times; glibc's part is a no-op elsewhere.
 void KeepFreedHostMemory();
 
+// Whether AddressSanitizer replaces malloc in this build: then glibc's
+// settings do nothing and the cache is off.
+bool MallocIsSanitized();
+
 // The torch CPU allocator's cache: bytes of freed blocks held for reuse, and
 // allocations served from it so far.
 struct HostCacheStats {
