@@ -102,6 +102,17 @@ class Cluster {
     return link.latency_us + static_cast<double>(bytes) / link.bandwidth_bytes_per_s * 1e6;
   }
 
+  // The CPU device of this machine whose core does a copy from `from` to
+  // `to` (one hop): the receiver, or the sender when the receiver is not
+  // one (a GPU's copy is driven from the host); -1 where neither is (GPU to
+  // GPU, and every preset, whose devices own no cores). The executor runs
+  // the copy on that device's worker, and the simulator models it so.
+  int32_t CopyEngine(int32_t from, int32_t to) const {
+    if (devices[to].is_host_cpu()) return to;
+    if (devices[from].is_host_cpu()) return from;
+    return -1;
+  }
+
   // Device kinds present, as a mask.
   DeviceKindMask kinds_present() const;
 

@@ -560,7 +560,7 @@ ExecStep Step::Run() {
   int32_t threads = 0;
   for (auto& [pair, channel] : channels_) {
     const auto [from, to] = pair;
-    channel.engine = cluster_.devices[to].is_host_cpu() ? to : cluster_.devices[from].is_host_cpu() ? from : -1;
+    channel.engine = cluster_.CopyEngine(from, to);
     threads += channel.engine < 0;
   }
   for (const Device& d : cluster_.devices) threads += d.kind == DeviceKind::kGpu ? 1 : d.parallel_ops;
@@ -627,9 +627,8 @@ Executor::~Executor() {
 }
 
 const Graph& Executor::graph() const { return impl_->graph; }
-int64_t Executor::steps_run() const { return impl_->steps_run; }
-
 const Cluster& Executor::cluster() const { return impl_->cluster; }
+int64_t Executor::steps_run() const { return impl_->steps_run; }
 
 ExecStep Executor::RunStep(const Placement& placement) {
   if (auto problem = CheckPlacement(impl_->graph, impl_->cluster, placement)) {
@@ -668,8 +667,9 @@ ExecMeasurement MeasureRealStepTime(Executor& executor, const Placement& placeme
   // made in the first, now sits among the freed tensors): on this machine's
   // VM it took 6,000-15,000 page faults and 1.5-2x a later step's time
   // (docs/executor.md, "Measuring"). So a fresh executor drops two.
-  const int32_t dropped = steps == 1 ? 0 : executor.steps_run() == 0 ? 2 : 1;
-  for (int32_t s = 0; s < std::max(steps, 1) + std::max(dropped - 1, 0); ++s) {
+  const int32_t warm_up = steps > 1 && executor.steps_run() == 0 ? 1 : 0;
+  const int32_t dropped = (steps == 1 ? 0 : 1) + warm_up;
+  for (int32_t s = 0; s < std::max(steps, 1) + warm_up; ++s) {
     m.last = executor.RunStep(placement);
     if (!m.last.result.ok()) {
       m.protocol.ok = false;

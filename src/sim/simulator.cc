@@ -174,6 +174,9 @@ Simulator::Simulator(const Graph& graph, const Cluster& cluster, const CostModel
     shares_host_.push_back(d.is_host_cpu());
     host_devices += shares_host_.back();
   }
+  for (int32_t from = 0; from < num_devices_; ++from) {
+    for (int32_t to = 0; to < num_devices_; ++to) copy_engine_.push_back(cluster.CopyEngine(from, to));
+  }
   set_copies_use_host_cores(true);
   if (host_devices > 1) contention_per_busy_device_ = cost.measured().host_contention() / (host_devices - 1);
 
@@ -628,19 +631,16 @@ class Simulator::Step {
   }
 
   // The host device whose core does a hop's copy, or -1 (a DMA engine or
-  // a preset's link): the executor's copier thread runs on the receiver's
-  // cores, or on the sender's when the receiver is a GPU.
+  // a preset's link): Cluster::CopyEngine.
   int32_t CopyEngine(const Hop& hop) const {
     if (kPlain || !sim_.copies_use_host_cores_) return -1;
-    if (sim_.shares_host_[hop.to]) return hop.to;
-    if (sim_.shares_host_[hop.from]) return hop.from;
-    return -1;
+    return sim_.copy_engine_[hop.from * D_ + hop.to];
   }
 
   // Takes the channel's next transfer. Its hop runs now, or, where a host
   // core does the copy, waits its turn in that device's ready queue behind
-  // the ops already there (the channel stays taken meanwhile, as the
-  // executor's one copier thread per channel would be).
+  // the ops already there (the channel stays taken meanwhile: the executor
+  // copies one tensor at a time per pair of devices).
   void StartHop(int32_t channel) {
     if (s_.channel_busy[channel] || s_.channel_queue[channel].empty()) return;
     int32_t id = s_.channel_queue[channel].Pop();

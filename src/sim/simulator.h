@@ -207,10 +207,11 @@ class Simulator {
   // such device busy when it starts.
   std::vector<char> shares_host_;          // device -> 1 if a CPU device owning cores
   double contention_per_busy_device_ = 0;
-  // A copy to or from a host device is done by a host core (the
-  // executor's copier thread), which runs nothing else meanwhile: the hop
+  // A copy to or from a host device is done by a host core (that device's
+  // worker in the executor), which runs nothing else meanwhile: the hop
   // takes a compute slot of that device (docs/simulator.md).
   bool copies_use_host_cores_ = false;
+  std::vector<int32_t> copy_engine_;       // [from * devices + to] -> Cluster::CopyEngine
   std::vector<int32_t> slot_of_;           // op -> slot
   std::vector<int32_t> producer_begin_;    // slot -> first predecessor slot (data and control); size ops+1
   std::vector<int32_t> producers_;
