@@ -8,6 +8,12 @@
 //   build/bench/fidelity_bench --graph G.json --cluster host.json --op-times T.json
 //       [--random 100] [--mcmc 8] [--mcmc-evaluations 300] [--steps 3] [--seed 1]
 //       [--placements a.json,b.json] [--remeasure] [--reference-every N] [--csv out.csv]
+//   build/bench/fidelity_bench ... --measured out.csv
+//       # no runs: the measured times of an earlier --csv of the same graph,
+//       # placements and seeds, against this binary's simulator and cluster
+//       # file (a model change scored against recorded runs, free of the
+//       # machine's drift between two sessions; --search-cluster: the
+//       # recorded run's cluster file, so that mcmc finds the same placements)
 //
 // Prints one line per placement (kind, simulated s, measured s, error) and
 // a summary: the median absolute percentage error and Spearman's rank
@@ -50,6 +56,34 @@ struct Sample {
     return second_run_s > 0 ? (first_run_s / first_slowdown + second_run_s / second_slowdown) / 2 : first_run_s / first_slowdown;
   }
 };
+
+// The measured columns of an earlier run's --csv, in its order.
+std::vector<Sample> ReadMeasuredCsv(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error("cannot read " + path);
+  std::string line;
+  std::getline(in, line);  // the header
+  std::vector<Sample> rows;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    for (size_t start = 0;;) {
+      const size_t comma = line.find(',', start);
+      cells.push_back(line.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    if (cells.size() != 8) throw Error(path + ": a row has " + std::to_string(cells.size()) + " cells, not 8");
+    Sample s;
+    s.kind = cells[0];
+    s.measured_s = std::stod(cells[2]);
+    s.first_run_s = std::stod(cells[3]);
+    s.second_run_s = std::stod(cells[4]);
+    s.first_slowdown = std::stod(cells[6]);
+    s.second_slowdown = std::stod(cells[7]);
+    rows.push_back(s);
+  }
+  return rows;
+}
 
 // The machine's slowdown over a benchmark: the reference placement
 // measured before, between and after the placements' runs, by run index.
@@ -159,7 +193,7 @@ void Summarise(const char* label, const std::vector<Sample>& samples, bool rando
 
 int Run(int argc, char** argv) {
   CLI::App app{"simulated against measured step times of random and optimised placements"};
-  std::string graph_path, cluster_path, op_times_path, placements, csv;
+  std::string graph_path, cluster_path, op_times_path, placements, csv, measured_csv, search_cluster_path;
   int32_t random = 100, mcmc = 8, steps = 3;
   int64_t mcmc_evaluations = 300;
   uint64_t seed = 1;
@@ -175,6 +209,10 @@ int Run(int argc, char** argv) {
   app.add_option("--seed", seed);
   app.add_option("--placements", placements, "more placement files, comma-separated (learned placers')");
   app.add_option("--csv", csv, "also write every sample here");
+  app.add_option("--measured", measured_csv,
+                 "run nothing: take the measured times from this earlier --csv of the same graph, placements and seeds");
+  app.add_option("--search-cluster", search_cluster_path,
+                 "the cluster file the placers search with (default: --cluster): the recorded run's, with --measured");
   app.add_flag("--remeasure", remeasure,
                "run every placement a second time, after all the first runs: the machine's own noise, and the "
                "measured time becomes the mean of the two");
@@ -185,6 +223,9 @@ int Run(int argc, char** argv) {
       ->check(CLI::Range(1, 1000));
   CLI11_PARSE(app, argc, argv);
 
+  const std::vector<Sample> recorded = measured_csv.empty() ? std::vector<Sample>{} : ReadMeasuredCsv(measured_csv);
+  bool recorded_slowdowns = false;
+  for (const Sample& r : recorded) recorded_slowdowns = recorded_slowdowns || r.first_slowdown != 1 || r.second_slowdown != 1;
   const Graph graph = LoadGraphFile(graph_path);
   const Cluster cluster = ResolveCluster(cluster_path);
   OpTimeTable table;
@@ -194,14 +235,19 @@ int Run(int argc, char** argv) {
   Simulator links_only(graph, cluster, cost);
   links_only.set_copies_use_host_cores(false);
   Executor executor(graph, cluster);
+  // The placers search with the cluster the recorded runs were searched
+  // with, so that a changed model scores the same placements.
+  const Cluster search_cluster = search_cluster_path.empty() ? cluster : ResolveCluster(search_cluster_path);
+  const CostModel search_cost(search_cluster, table);
+  Simulator search_simulator(graph, search_cluster, search_cost);
 
   std::vector<std::pair<std::string, Placement>> candidates;
   for (int32_t i = 0; i < random; ++i) {
-    PlacementProblem problem{graph, cluster, cost, simulator, seed + static_cast<uint64_t>(i)};
+    PlacementProblem problem{graph, search_cluster, search_cost, search_simulator, seed + static_cast<uint64_t>(i)};
     candidates.emplace_back("random", FindPlacer("random").place(problem).placement);
   }
   {
-    PlacementProblem problem{graph, cluster, cost, simulator, seed};
+    PlacementProblem problem{graph, search_cluster, search_cost, search_simulator, seed};
     for (const char* name : {"single_cpu", "expert", "scotch", "mincut", "metis", "m_topo", "m_etf", "m_sct",
                              "dp_split"}) {
       try {
@@ -215,7 +261,7 @@ int Run(int argc, char** argv) {
     }
   }
   for (int32_t i = 0; i < mcmc; ++i) {
-    PlacementProblem problem{graph, cluster, cost, simulator, seed + 1000 + static_cast<uint64_t>(i)};
+    PlacementProblem problem{graph, search_cluster, search_cost, search_simulator, seed + 1000 + static_cast<uint64_t>(i)};
     problem.budget.max_evaluations = mcmc_evaluations;
     candidates.emplace_back("mcmc", FindPlacer("mcmc").place(problem).placement);
   }
@@ -250,12 +296,24 @@ int Run(int argc, char** argv) {
     ++runs;
     if (reference_every > 0 && runs % reference_every == 0) measure_reference();
   };
-  if (reference_every > 0) measure_reference();
+  if (reference_every > 0 && recorded.empty()) measure_reference();
   std::vector<int64_t> first_run_index;
   for (const auto& [kind, placement] : candidates) {
     const SimResult simulated = simulator.Run(placement);
     if (!simulated.ok()) {
       std::printf("%-24s simulated: %s (left out)\n", kind.c_str(), simulated.reason.c_str());
+      continue;
+    }
+    if (!recorded.empty()) {
+      if (samples.size() >= recorded.size() || recorded[samples.size()].kind != kind) {
+        throw Error(measured_csv + ": its rows do not follow this run's placements (at " + kind + ")");
+      }
+      Sample s = recorded[samples.size()];
+      s.simulated_s = simulated.step_time_s();
+      s.simulated_links_only_s = links_only.Run(placement).step_time_s();
+      std::printf("%-24s simulated %.6f s  measured %.6f s  error %+6.1f %%\n", kind.c_str(), s.simulated_s,
+                  s.measured_s, 100 * (s.simulated_s - s.measured_s) / s.measured_s);
+      samples.push_back(s);
       continue;
     }
     const ExecMeasurement real = MeasureRealStepTime(executor, placement, steps);
@@ -277,7 +335,10 @@ int Run(int argc, char** argv) {
   // The second runs come after all the first ones, so that a slow spell of
   // the machine does not hit both runs of one placement.
   std::vector<int64_t> second_run_index(samples.size(), -1);
-  for (size_t i = 0; remeasure && i < samples.size(); ++i) {
+  if (!recorded.empty() && samples.size() != recorded.size()) {
+    throw Error(measured_csv + ": " + std::to_string(recorded.size()) + " rows for " + std::to_string(samples.size()) + " placements");
+  }
+  for (size_t i = 0; recorded.empty() && remeasure && i < samples.size(); ++i) {
     const ExecMeasurement real = MeasureRealStepTime(executor, *ran[i], steps);
     after_run();
     if (!real.protocol.ok) continue;
@@ -285,8 +346,8 @@ int Run(int argc, char** argv) {
     samples[i].second_run_s = real.protocol.mean_step_time_us * 1e-6;
     samples[i].measured_s = (samples[i].first_run_s + samples[i].second_run_s) / 2;
   }
-  if (reference_every > 0 && runs % reference_every != 0) measure_reference();
-  for (size_t i = 0; i < samples.size(); ++i) {
+  if (recorded.empty() && reference_every > 0 && runs % reference_every != 0) measure_reference();
+  for (size_t i = 0; recorded.empty() && i < samples.size(); ++i) {
     samples[i].first_slowdown = slowdown.At(first_run_index[i]);
     if (second_run_index[i] >= 0) samples[i].second_slowdown = slowdown.At(second_run_index[i]);
   }
@@ -303,9 +364,10 @@ int Run(int argc, char** argv) {
     std::printf("machine slowdown (reference measured over simulated, every %d runs): %.3f to %.3f\n", reference_every,
                 slowest, fastest);
   }
-  Summarise("all", samples, false, false, !slowdown.empty());
-  Summarise("random", samples, true, false, !slowdown.empty());
-  Summarise("optimised", samples, false, true, !slowdown.empty());
+  const bool slowdowns = !slowdown.empty() || recorded_slowdowns;
+  Summarise("all", samples, false, false, slowdowns);
+  Summarise("random", samples, true, false, slowdowns);
+  Summarise("optimised", samples, false, true, slowdowns);
   return 0;
 }
 

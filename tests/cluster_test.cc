@@ -190,6 +190,28 @@ TEST(ClusterJsonTest, CoresAndCudaIndexAreOptionalRoundTripAndChecked) {
   EXPECT_NE(ClusterError(OneDevice(R"("cuda_index": 64)")).find("cuda_index"), std::string::npos);
 }
 
+// A device's wake-up (clusters --detect): optional, kept through a round
+// trip, written only where there is one, and checked.
+TEST(ClusterJsonTest, WakeUpIsOptionalRoundTripsAndIsChecked) {
+  const Cluster c = ClusterFromJson(nlohmann::json::parse(OneDevice(R"("wake_up_us": 70.5, "wake_up_after_idle_us": 200)")),
+                                    "host.json");
+  EXPECT_EQ(c.devices[0].wake_up_us, 70.5);
+  EXPECT_EQ(c.devices[0].wake_up_after_idle_us, 200);
+  const Cluster again = ClusterFromJson(ClusterToJson(c), "again.json");
+  EXPECT_EQ(again.devices[0].wake_up_us, 70.5);
+  EXPECT_EQ(again.devices[0].wake_up_after_idle_us, 200);
+  const Cluster plain = ClusterFromJson(nlohmann::json::parse(OneDevice("")), "plain.json");
+  EXPECT_EQ(plain.devices[0].wake_up_us, 0);
+  EXPECT_FALSE(ClusterToJson(plain)["devices"][0].contains("wake_up_us"));
+  for (const char* fields : {R"("wake_up_us": -1)", R"("wake_up_us": "70")", R"("wake_up_us": 1e7)",
+                             R"("wake_up_after_idle_us": -5)", R"("wake_up_after_idle_us": 2e6)"}) {
+    SCOPED_TRACE(fields);
+    const std::string error = ClusterError(OneDevice(fields));
+    ExpectOneLineError(error);
+    EXPECT_NE(error.find("wake_up"), std::string::npos) << error;
+  }
+}
+
 TEST(ClusterJsonHostileTest, OneDeviceHelperLoads) { EXPECT_EQ(ClusterError(OneDevice("")), ""); }
 
 TEST(ClusterJsonHostileTest, DeepNestingAndHugeNumbersAreNamedErrors) {

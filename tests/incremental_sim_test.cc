@@ -156,6 +156,16 @@ TEST(IncrementalSimulatorTest, EqualsFullRunsWhenHostCoresDoTheCopies) {
   host.links = {{0, 1, 2e10, 10, -1}, {0, 2, 2e10, 10, -1}, {1, 2, 2e10, 10, -1}};
   host.Finalize("three host devices");
   CheckRandomMoves(graph, host, 600, 12);
+  if (HasFatalFailure()) return;
+
+  // Idle devices that wake late: a resumed run must know since when each
+  // device was idle at its snapshot.
+  for (Device& d : host.devices) {
+    d.wake_up_us = 40;
+    d.wake_up_after_idle_us = 15;
+  }
+  host.Finalize("three host devices that wake late");
+  CheckRandomMoves(graph, host, 600, 13);
 }
 
 // Devices small enough that many placements run out of memory: peaks and

@@ -972,5 +972,47 @@ TEST(SimulatorTest, CopiesIntoAHostDeviceWaitForItsCore) {
   EXPECT_DOUBLE_EQ(run(true, false).step_time_us, 11.0);
 }
 
+// a (1 us, cpu:0) sends 4 bytes to b (1 us, cpu:1). cpu:1 has been idle
+// since the step began when a ends at 1 us. If it wakes 3 us late after
+// 0.5 us idle, its core starts the copy at 4 us (4.504), and b follows the
+// copy at once (the core is awake): 5.504 us. After 2 us idle, it does not
+// wake late: 2.504 us. Where its core does not do the copy (the copy runs
+// on the link), b itself starts late: 5.504 us again.
+TEST(SimulatorTest, AnIdleDeviceStartsLateByItsWakeUp) {
+  auto run = [](double after_idle_us, bool own_cores) {
+    Graph graph;
+    const int32_t a = graph.AddOp(MakeOp(0, "a", 1e6, 4));
+    const int32_t b = graph.AddOp(MakeOp(1, "b", 1e6, 4));
+    graph.AddDataEdge(a, 0, b);
+    graph.Finalize("test graph");
+    Cluster cluster = TwoCpuDevices(own_cores);
+    for (Device& d : cluster.devices) {
+      d.wake_up_us = 3;
+      d.wake_up_after_idle_us = after_idle_us;
+    }
+    cluster.Finalize("test cluster");
+    const CostModel cost(cluster, OpTimeTable{}, PerfectEfficiency());
+    Simulator sim(graph, cluster, cost);
+    SimOptions options;
+    options.record_events = true;
+    SimResult recorded = sim.Run({0, 1}, options);
+    EXPECT_EQ(sim.Run({0, 1}).step_time_us, recorded.step_time_us);  // the run a search makes agrees
+    return recorded;
+  };
+  const SimResult woken = run(0.5, true);
+  ASSERT_TRUE(woken.ok()) << woken.reason;
+  EXPECT_DOUBLE_EQ(woken.step_time_us, 5.504);
+  ASSERT_EQ(woken.transfer_events.size(), 1u);
+  EXPECT_DOUBLE_EQ(woken.transfer_events[0].start_us, 4.0);
+  ASSERT_EQ(woken.op_events.size(), 2u);
+  EXPECT_DOUBLE_EQ(woken.op_events[0].start_us, 0.0);  // cpu:0 starts the step: not idle yet
+  EXPECT_DOUBLE_EQ(woken.op_events[1].start_us, 4.504);
+  EXPECT_DOUBLE_EQ(run(2, true).step_time_us, 2.504);
+  const SimResult on_link = run(0.5, false);
+  EXPECT_DOUBLE_EQ(on_link.step_time_us, 5.504);
+  ASSERT_EQ(on_link.op_events.size(), 2u);
+  EXPECT_DOUBLE_EQ(on_link.op_events[1].start_us, 4.504);
+}
+
 }  // namespace
 }  // namespace devplace

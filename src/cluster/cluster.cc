@@ -57,6 +57,13 @@ void Cluster::CheckDevices(const std::string& where) const {
       throw Error(what + "reserved memory must be at least 0 and less than the capacity");
     }
     if (!NonNegativeFinite(d.launch_overhead_us)) throw Error(what + "launch overhead must be finite and not negative");
+    // A second at most: more is no wake-up, and keeps step times finite.
+    if (!NonNegativeFinite(d.wake_up_us) || d.wake_up_us > kMaxWakeUpUs) {
+      throw Error(what + "wake_up_us must be 0.." + std::to_string(static_cast<int64_t>(kMaxWakeUpUs)));
+    }
+    if (!NonNegativeFinite(d.wake_up_after_idle_us) || d.wake_up_after_idle_us > kMaxWakeUpUs) {
+      throw Error(what + "wake_up_after_idle_us must be 0.." + std::to_string(static_cast<int64_t>(kMaxWakeUpUs)));
+    }
     if (d.parallel_ops < 1 || d.parallel_ops > kMaxParallelOps) {
       throw Error(what + "parallel_ops must be 1.." + std::to_string(kMaxParallelOps));
     }

@@ -20,6 +20,9 @@ inline constexpr int32_t kMaxDevices = 64;
 inline constexpr int32_t kMaxParallelOps = 1024;
 // CPU core numbers a device may own: those a cpu_set_t holds (CPU_SETSIZE).
 inline constexpr int32_t kMaxCores = 1024;
+// The longest wake-up (and idle time before one) a device may declare: a
+// second.
+inline constexpr double kMaxWakeUpUs = 1e6;
 
 struct Device {
   std::string name;  // "cpu:0", "gpu:1", ...
@@ -32,6 +35,13 @@ struct Device {
   int64_t reserved_bytes = 0;
   double launch_overhead_us = 0;  // fixed cost added to every op
   int32_t parallel_ops = 1;       // ops it runs at once, each at full speed
+  // Waking an idle device: once it has run nothing for at least
+  // wake_up_after_idle_us, its next op or copy starts wake_up_us late. A
+  // CPU device of this machine is worker threads that sleep when idle, and
+  // a core the guest let sleep long takes tens of microseconds to run again
+  // (`clusters --detect` measures both); 0 for devices that stay awake.
+  double wake_up_us = 0;
+  double wake_up_after_idle_us = 0;
   // Where the device is on this machine, for the real executor (devplace
   // run): the CPU cores a CPU device owns, or a GPU's CUDA index. Empty / -1
   // in a cluster that describes another machine (every preset); only

@@ -52,6 +52,8 @@ Device ReadDevice(const json& node, const std::string& source, size_t index) {
   d.reserved_bytes = ReadBytes(r, "reserved_bytes", "reserved_gib", /*required=*/false);
   d.launch_overhead_us = r.Number("launch_overhead_us", 0, Sign::kNonNegative);
   d.parallel_ops = static_cast<int32_t>(r.Integer("parallel_ops", 1, IntRange{1, kMaxParallelOps}));
+  d.wake_up_us = r.Number("wake_up_us", 0, Sign::kNonNegative);
+  d.wake_up_after_idle_us = r.Number("wake_up_after_idle_us", 0, Sign::kNonNegative);
   // Optional: where the device is on this machine (clusters --detect).
   const json& cores = r.Array("cores");
   if (cores.size() > static_cast<size_t>(kMaxCores)) r.Fail("field 'cores' lists more than " + std::to_string(kMaxCores));
@@ -146,6 +148,10 @@ json ClusterToJson(const Cluster& cluster) {
                        {"reserved_bytes", d.reserved_bytes},
                        {"launch_overhead_us", d.launch_overhead_us},
                        {"parallel_ops", d.parallel_ops}});
+    if (d.wake_up_us > 0) {
+      devices.back()["wake_up_us"] = d.wake_up_us;
+      devices.back()["wake_up_after_idle_us"] = d.wake_up_after_idle_us;
+    }
     if (!d.cores.empty()) devices.back()["cores"] = d.cores;
     if (d.cuda_index >= 0) devices.back()["cuda_index"] = d.cuda_index;
   }

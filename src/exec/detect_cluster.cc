@@ -9,6 +9,7 @@
 #include "exec/device_probes.h"
 #include "exec/host_allocator.h"
 #include "exec/host_cpus.h"
+#include "exec/wake_probe.h"
 #include "util/error.h"
 
 namespace devplace {
@@ -24,6 +25,27 @@ Link MeasuredLink(int32_t a, int32_t b, const LinkFit& there, const LinkFit& bac
   link.latency_us = (there.latency_us + back.latency_us) / 2;
   link.bandwidth_bytes_per_s = (there.bandwidth_bytes_per_s + back.bandwidth_bytes_per_s) / 2;
   return link;
+}
+
+// Idle times from a short nap to a long sleep: the guest's idle polling
+// (or the OS's) ends somewhere between.
+const std::vector<double> kIdleTimesUs{10, 20, 50, 100, 200, 500, 1000, 2000};
+
+// Device `i`'s wake-up, woken by a thread on another device's cores (as a
+// producer's worker wakes its consumer's), or on its own other cores when
+// it is the only CPU device; none on a one-core machine.
+WakeUpFit MeasuredWakeUp(const std::vector<std::vector<int32_t>>& core_sets, size_t i, int32_t repeats) {
+  std::vector<int32_t> sleeper = core_sets[i];
+  std::vector<int32_t> waker;
+  if (core_sets.size() > 1) {
+    waker = core_sets[(i + 1) % core_sets.size()];
+  } else if (sleeper.size() > 1) {
+    waker.assign(sleeper.begin() + 1, sleeper.end());
+    sleeper.resize(1);
+  } else {
+    return {};
+  }
+  return FitWakeUp(MeasureWakeUps(waker, sleeper, kIdleTimesUs, repeats));
 }
 
 std::string HostName() {
@@ -57,6 +79,9 @@ Cluster DetectCluster(const DetectOptions& options) {
     d.memory_bandwidth_bytes_per_s =
         MeasureMemoryBandwidth(cores) / efficiency.memory[static_cast<int>(DeviceKind::kCpu)];
     d.launch_overhead_us = MeasureKernelCallUs(cores);
+    const WakeUpFit wake = MeasuredWakeUp(core_sets, static_cast<size_t>(i), options.wake_repeats);
+    d.wake_up_us = wake.wake_up_us;
+    d.wake_up_after_idle_us = wake.wake_up_after_idle_us;
     cluster.devices.push_back(std::move(d));
   }
   for (int32_t i = 0; i < options.cpu_devices; ++i) {

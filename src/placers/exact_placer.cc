@@ -56,7 +56,7 @@ bool SameDevice(const Device& x, const Device& y) {
   return x.kind == y.kind && x.peak_flops_per_s == y.peak_flops_per_s &&
          x.memory_bandwidth_bytes_per_s == y.memory_bandwidth_bytes_per_s && x.memory_bytes == y.memory_bytes &&
          x.reserved_bytes == y.reserved_bytes && x.launch_overhead_us == y.launch_overhead_us &&
-         x.parallel_ops == y.parallel_ops;
+         x.parallel_ops == y.parallel_ops && x.wake_up_us == y.wake_up_us && x.wake_up_after_idle_us == y.wake_up_after_idle_us;
 }
 
 }  // namespace
@@ -69,7 +69,9 @@ bool SameDevice(const Device& x, const Device& y) {
 // about the simulator (docs/simulator.md, sim/simulator.cc) used below:
 //  (F1) an op runs without interruption for exactly its cost-model time on
 //       its device, time_us_[op][device] (PlaceExact's runs have no noise);
-//       a device runs at most parallel_ops ops at any instant;
+//       a device runs at most parallel_ops ops at any instant (a wake-up
+//       or host contention holds the slot longer, never shorter, which
+//       every use of F1 below tolerates: each bound needs "at least");
 //  (F2) an op starts only after each control predecessor has finished and
 //       each input tensor is on its device: at once if its producer is on
 //       the same device, otherwise after the tensor's trip over its route,

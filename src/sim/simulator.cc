@@ -54,6 +54,7 @@ struct Simulator::Scratch {
   std::vector<Transfer> transfers;
   std::vector<Fifo> ready;            // per device
   std::vector<int32_t> running;       // per device
+  std::vector<double> idle_since_us;  // per device: when it last ran nothing (wake-ups)
   // What a run changes of a device's memory, together: memory changes
   // several times per event. The peak goes to the result's DeviceStats as
   // the run ends (FlushPeaks).
@@ -178,6 +179,11 @@ Simulator::Simulator(const Graph& graph, const Cluster& cluster, const CostModel
     for (int32_t to = 0; to < num_devices_; ++to) copy_engine_.push_back(cluster.CopyEngine(from, to));
   }
   set_copies_use_host_cores(true);
+  for (const Device& d : cluster.devices) {
+    wake_up_us_.push_back(d.wake_up_us);
+    wake_up_after_idle_us_.push_back(d.wake_up_after_idle_us);
+    wakes_ = wakes_ || d.wake_up_us > 0;
+  }
   if (host_devices > 1) contention_per_busy_device_ = cost.measured().host_contention() / (host_devices - 1);
 
   // Co-location is checked by op index, against the group's first op by
@@ -259,6 +265,7 @@ struct Simulator::Snapshot {
   std::vector<Transfer> transfers;
   std::vector<Fifo> ready;
   std::vector<int32_t> running;
+  std::vector<double> idle_since_us;
   std::vector<int64_t> dynamic_memory_bytes;  // in use, less the persistent bytes
   std::vector<Fifo> channel_queue;
   std::vector<char> channel_busy;
@@ -317,8 +324,8 @@ double Simulator::PlainPassUs(const Placement& placement) const {
 // snapshot with the persistent memory of the new placement.
 //
 // kPlain: no recorded events, no noise, no byte count that can saturate
-// (Simulator::may_saturate_ is false), and no copies done by host cores
-// (the presets' clusters). That is the run a search evaluates thousands of
+// (Simulator::may_saturate_ is false), no copies done by host cores and
+// no wake-ups (the presets' clusters). That is the run a search evaluates thousands of
 // times; its hot paths then skip those checks, and give the same answer as
 // the general ones, which never saturate then.
 template <bool kPlain>
@@ -381,6 +388,7 @@ class Simulator::Step {
     s_.ready.resize(D_);
     for (Fifo& f : s_.ready) f.Clear();
     s_.running.assign(D_, 0);
+    s_.idle_since_us.assign(D_, 0);  // idle from the step's start
     s_.memory.resize(D_);
     for (int32_t d = 0; d < D_; ++d) s_.memory[d] = {0, 0, cluster_.devices[d].usable_memory_bytes()};
     s_.channel_queue.resize(cluster_.num_channels());
@@ -444,6 +452,7 @@ class Simulator::Step {
     }
     s_.ready = snapshot.ready;
     s_.running = snapshot.running;
+    s_.idle_since_us = snapshot.idle_since_us;
     s_.memory.resize(D_);
     for (int32_t d = 0; d < D_; ++d) {
       s_.memory[d] = {persistent_bytes_[d] + snapshot.dynamic_memory_bytes[d], result_.devices[d].peak_memory_bytes,
@@ -510,6 +519,7 @@ class Simulator::Step {
     snapshot.transfers = s_.transfers;
     snapshot.ready = s_.ready;
     snapshot.running = s_.running;
+    snapshot.idle_since_us = s_.idle_since_us;
     snapshot.dynamic_memory_bytes.resize(D_);
     snapshot.devices = result_.devices;
     for (int32_t d = 0; d < D_; ++d) {
@@ -602,18 +612,29 @@ class Simulator::Step {
     Fifo& ready = s_.ready[d];
     while (running_[d] < slots && !ready.empty()) {
       int32_t op = ready.Pop();
+      double start_us = now_us_;
+      if constexpr (!kPlain) start_us += WakeUpUs(d);
       ++running_[d];
       if (!kPlain && op < 0) {
-        RunHop(~op);
+        RunHop(~op, start_us);
         continue;
       }
       if (op_start_bytes_[op] > 0) Allocate(d, op_start_bytes_[op]);
       double duration_us = Perturb(time_us_[op]);
       if (sim_.contention_per_busy_device_ > 0 && sim_.shares_host_[d]) duration_us *= ContentionFactor(d);
       devices_[d].compute_us[op_phase_[op]] += duration_us;
-      if (!kPlain && record_events_) result_.op_events.push_back({sim_.order_[op], d, now_us_, now_us_ + duration_us});
-      Schedule(now_us_ + duration_us, EventKind::kOpDone, op);
+      if (!kPlain && record_events_) result_.op_events.push_back({sim_.order_[op], d, start_us, start_us + duration_us});
+      Schedule(start_us + duration_us, EventKind::kOpDone, op);
     }
+  }
+
+  // How late device d starts what it starts now: its wake-up, if it ran
+  // nothing for at least its idle time before one (Device::wake_up_us).
+  // A device with work running is awake.
+  double WakeUpUs(int32_t d) const {
+    if (!sim_.wakes_ || running_[d] > 0) return 0;
+    const double idle_us = now_us_ - s_.idle_since_us[d];
+    return idle_us > 0 && idle_us >= sim_.wake_up_after_idle_us_[d] ? sim_.wake_up_us_[d] : 0;
   }
 
   // An op starting on host device d runs longer for each other host device
@@ -652,11 +673,12 @@ class Simulator::Step {
       dirty_devices_ |= uint64_t{1} << engine;
       return;
     }
-    RunHop(id);
+    RunHop(id, now_us_);
   }
 
-  // The hop's copy, from now: its channel (and core, if any) already taken.
-  void RunHop(int32_t id) {
+  // The hop's copy, from start_us (now, or later by its core's wake-up):
+  // its channel (and core, if any) already taken.
+  void RunHop(int32_t id, double start_us) {
     Transfer& tr = s_.transfers[id];
     const Hop& hop = tr.route[tr.next_hop];
     const int32_t channel = hop.channel;
@@ -672,14 +694,14 @@ class Simulator::Step {
     to.bytes_in = AddBytes(to.bytes_in, bytes);
     if (!kPlain && record_events_) {
       result_.transfer_events.push_back({sim_.order_[tr.src_op], tr.tensor - tensor_begin_[tr.src_op], hop.from, hop.to,
-                                         channel, now_us_, now_us_ + duration_us, bytes});
+                                         channel, start_us, start_us + duration_us, bytes});
     }
-    Schedule(now_us_ + duration_us, EventKind::kHopDone, id);
+    Schedule(start_us + duration_us, EventKind::kHopDone, id);
   }
 
   void FinishOp(int32_t op) {
     const int32_t d = device_[op];
-    --running_[d];
+    if (--running_[d] == 0 && !kPlain) s_.idle_since_us[d] = now_us_;
     dirty_devices_ |= uint64_t{1} << d;
     if (op_temporary_bytes_[op] > 0) Free(d, op_temporary_bytes_[op]);
 
@@ -736,7 +758,7 @@ class Simulator::Step {
     s_.channel_busy[channel] = 0;
     const int32_t engine = CopyEngine(tr.route[tr.next_hop]);
     if (engine >= 0) {
-      --running_[engine];
+      if (--running_[engine] == 0) s_.idle_since_us[engine] = now_us_;
       dirty_devices_ |= uint64_t{1} << engine;
     }
     s_.freed_channels.push_back(channel);
@@ -881,7 +903,7 @@ bool Simulator::Prepare(const Placement& placement, SimResult& result) {
 
 template <typename Body>
 void Simulator::WithStep(SimResult& result, const SimOptions& options, Body&& body) {
-  if (!options.record_events && !options.noise.enabled() && !may_saturate_ && !copies_use_host_cores_) {
+  if (!options.record_events && !options.noise.enabled() && !may_saturate_ && !copies_use_host_cores_ && !wakes_) {
     Step<true> step(*this, result, options);
     body(step);
   } else {
