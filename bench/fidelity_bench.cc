@@ -45,6 +45,7 @@ struct Sample {
   double first_run_s = 0;
   double second_run_s = 0;  // 0 without --remeasure
   double simulated_links_only_s = 0;  // the model before copies took host cores
+  double simulated_no_wake_s = 0;     // the model without the devices' wake-ups
   // How much slower than at the profile the machine ran when each run
   // ran: measured over simulated of the profiled device's one-device
   // placement, run now and then (1 without --reference-every).
@@ -155,7 +156,7 @@ double Spearman(const std::vector<double>& a, const std::vector<double>& b) {
 void Summarise(const char* label, const std::vector<Sample>& samples, bool random_only, bool optimised_only,
                bool steady) {
   std::vector<double> errors, simulated, measured, first, second, rerun_errors, before_errors, before, steady_errors,
-      steady_measured;
+      steady_measured, no_wake_errors, no_wake_steady_errors;
   for (const Sample& s : samples) {
     const bool random = s.kind == "random";
     if ((random_only && !random) || (optimised_only && random)) continue;
@@ -166,6 +167,8 @@ void Summarise(const char* label, const std::vector<Sample>& samples, bool rando
     measured.push_back(s.measured_s);
     steady_measured.push_back(s.steady_measured_s());
     steady_errors.push_back(std::abs(s.simulated_s - s.steady_measured_s()) / s.steady_measured_s());
+    no_wake_errors.push_back(std::abs(s.simulated_no_wake_s - s.measured_s) / s.measured_s);
+    no_wake_steady_errors.push_back(std::abs(s.simulated_no_wake_s - s.steady_measured_s()) / s.steady_measured_s());
     if (s.second_run_s > 0) {
       first.push_back(s.first_run_s);
       second.push_back(s.second_run_s);
@@ -184,6 +187,9 @@ void Summarise(const char* label, const std::vector<Sample>& samples, bool rando
   }
   std::printf("\n%-10s copies on links only (before the host-core copy model): median |error| %6.1f %%  spearman %.3f\n",
               "", 100 * Median(before_errors), Spearman(before, measured));
+  std::printf("%-10s without wake-ups (before them): median |error| %6.1f %%", "", 100 * Median(no_wake_errors));
+  if (steady) std::printf(", at the profile's machine speed %6.1f %%", 100 * Median(no_wake_steady_errors));
+  std::printf("\n");
   if (steady) {
     std::printf("%-10s at the profile's machine speed (runs over the reference's speed then): median |error| %6.1f %%  "
                 "spearman %.3f\n",
@@ -234,6 +240,11 @@ int Run(int argc, char** argv) {
   Simulator simulator(graph, cluster, cost);
   Simulator links_only(graph, cluster, cost);
   links_only.set_copies_use_host_cores(false);
+  Cluster no_wake_cluster = cluster;
+  for (Device& d : no_wake_cluster.devices) d.wake_up_us = 0;
+  no_wake_cluster.Finalize(cluster_path);
+  const CostModel no_wake_cost(no_wake_cluster, table);
+  Simulator no_wake(graph, no_wake_cluster, no_wake_cost);
   Executor executor(graph, cluster);
   // The placers search with the cluster the recorded runs were searched
   // with, so that a changed model scores the same placements.
@@ -311,6 +322,7 @@ int Run(int argc, char** argv) {
       Sample s = recorded[samples.size()];
       s.simulated_s = simulated.step_time_s();
       s.simulated_links_only_s = links_only.Run(placement).step_time_s();
+      s.simulated_no_wake_s = no_wake.Run(placement).step_time_s();
       std::printf("%-24s simulated %.6f s  measured %.6f s  error %+6.1f %%\n", kind.c_str(), s.simulated_s,
                   s.measured_s, 100 * (s.simulated_s - s.measured_s) / s.measured_s);
       samples.push_back(s);
@@ -326,6 +338,7 @@ int Run(int argc, char** argv) {
     Sample s{kind, simulated.step_time_s(), real.protocol.mean_step_time_us * 1e-6};
     s.first_run_s = s.measured_s;
     s.simulated_links_only_s = links_only.Run(placement).step_time_s();
+    s.simulated_no_wake_s = no_wake.Run(placement).step_time_s();
     std::printf("%-24s simulated %.6f s  measured %.6f s  error %+6.1f %%\n", kind.c_str(), s.simulated_s,
                 s.measured_s, 100 * (s.simulated_s - s.measured_s) / s.measured_s);
     std::fflush(stdout);
