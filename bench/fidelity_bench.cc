@@ -33,6 +33,7 @@
 #include "exec/executor.h"
 #include "graph/graph_json.h"
 #include "placers/placer.h"
+#include "util/csv.h"
 #include "util/error.h"
 
 namespace devplace {
@@ -65,22 +66,20 @@ std::vector<Sample> ReadMeasuredCsv(const std::string& path) {
   std::string line;
   std::getline(in, line);  // the header
   std::vector<Sample> rows;
-  while (std::getline(in, line)) {
-    std::vector<std::string> cells;
-    for (size_t start = 0;;) {
-      const size_t comma = line.find(',', start);
-      cells.push_back(line.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-    if (cells.size() != 8) throw Error(path + ": a row has " + std::to_string(cells.size()) + " cells, not 8");
+  for (int64_t row = 2; std::getline(in, line); ++row) {
+    const std::vector<std::string> cells = SplitCsvLine(line);
+    const std::string where = path + ": line " + std::to_string(row);
+    if (cells.size() != 8) throw Error(where + " has " + std::to_string(cells.size()) + " cells, not 8");
     Sample s;
     s.kind = cells[0];
-    s.measured_s = std::stod(cells[2]);
-    s.first_run_s = std::stod(cells[3]);
-    s.second_run_s = std::stod(cells[4]);
-    s.first_slowdown = std::stod(cells[6]);
-    s.second_slowdown = std::stod(cells[7]);
+    for (auto [cell, value] : {std::pair{2, &s.measured_s}, {3, &s.first_run_s}, {4, &s.second_run_s},
+                               {6, &s.first_slowdown}, {7, &s.second_slowdown}}) {
+      if (!ParseCsvNumber(cells[cell], *value) || !std::isfinite(*value) || *value < 0) {
+        throw Error(where + ": cell " + std::to_string(cell + 1) + " is not a finite number at least 0");
+      }
+    }
+    // Errors divide by these.
+    if (s.measured_s <= 0 || s.first_slowdown <= 0 || s.second_slowdown <= 0) throw Error(where + ": a time or slowdown of 0");
     rows.push_back(s);
   }
   return rows;

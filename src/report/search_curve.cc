@@ -1,34 +1,12 @@
 #include "report/search_curve.h"
 
-#include <charconv>
 #include <filesystem>
 
+#include "util/csv.h"
 #include "util/error.h"
 #include "util/files.h"
 
 namespace devplace {
-namespace {
-
-std::vector<std::string> SplitCsvLine(const std::string& line) {
-  std::vector<std::string> cells;
-  size_t start = 0;
-  while (true) {
-    size_t comma = line.find(',', start);
-    cells.push_back(line.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  if (!cells.empty() && !cells.back().empty() && cells.back().back() == '\r') cells.back().pop_back();
-  return cells;
-}
-
-bool ParseNumber(const std::string& cell, double& value) {
-  const char* end = cell.data() + cell.size();
-  auto [ptr, ec] = std::from_chars(cell.data(), end, value);
-  return ec == std::errc() && ptr == end;
-}
-
-}  // namespace
 
 std::vector<CurvePoint> ParseSearchCurve(const std::string& text, const std::string& source) {
   std::vector<std::string> lines;
@@ -64,7 +42,7 @@ std::vector<CurvePoint> ParseSearchCurve(const std::string& text, const std::str
     double values[5] = {0, 0, 0, 0, -1};
     const size_t wanted[5] = {step, seconds, mean, best, samples};
     bool ok = cells.size() == header.size();
-    for (int k = 0; k < 5 && ok; ++k) ok = wanted[k] == header.size() || ParseNumber(cells[wanted[k]], values[k]);
+    for (int k = 0; k < 5 && ok; ++k) ok = wanted[k] == header.size() || ParseCsvNumber(cells[wanted[k]], values[k]);
     ok = ok && values[4] >= -1 && values[4] < 9.2e18;
     if (!ok) {
       if (i + 1 == lines.size() && last_unfinished) break;  // the run is writing this row now
