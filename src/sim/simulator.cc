@@ -179,11 +179,7 @@ Simulator::Simulator(const Graph& graph, const Cluster& cluster, const CostModel
     for (int32_t to = 0; to < num_devices_; ++to) copy_engine_.push_back(cluster.CopyEngine(from, to));
   }
   set_copies_use_host_cores(true);
-  for (const Device& d : cluster.devices) {
-    wake_up_us_.push_back(d.wake_up_us);
-    wake_up_after_idle_us_.push_back(d.wake_up_after_idle_us);
-    wakes_ = wakes_ || d.wake_up_us > 0;
-  }
+  for (const Device& d : cluster.devices) wakes_ = wakes_ || d.wake_up_us > 0;
   if (host_devices > 1) contention_per_busy_device_ = cost.measured().host_contention() / (host_devices - 1);
 
   // Co-location is checked by op index, against the group's first op by
@@ -633,8 +629,9 @@ class Simulator::Step {
   // A device with work running is awake.
   double WakeUpUs(int32_t d) const {
     if (!sim_.wakes_ || running_[d] > 0) return 0;
+    const Device& device = cluster_.devices[d];
     const double idle_us = now_us_ - s_.idle_since_us[d];
-    return idle_us > 0 && idle_us >= sim_.wake_up_after_idle_us_[d] ? sim_.wake_up_us_[d] : 0;
+    return idle_us > 0 && idle_us >= device.wake_up_after_idle_us ? device.wake_up_us : 0;
   }
 
   // An op starting on host device d runs longer for each other host device

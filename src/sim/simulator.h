@@ -212,11 +212,7 @@ class Simulator {
   // takes a compute slot of that device (docs/simulator.md).
   bool copies_use_host_cores_ = false;
   std::vector<int32_t> copy_engine_;       // [from * devices + to] -> Cluster::CopyEngine
-  // Wake-ups of idle devices (Device::wake_up_us), by device; wakes_ if
-  // any device has one.
-  std::vector<double> wake_up_us_;
-  std::vector<double> wake_up_after_idle_us_;
-  bool wakes_ = false;
+  bool wakes_ = false;  // some device wakes late when idle (Device::wake_up_us)
   std::vector<int32_t> slot_of_;           // op -> slot
   std::vector<int32_t> producer_begin_;    // slot -> first predecessor slot (data and control); size ops+1
   std::vector<int32_t> producers_;
