@@ -26,6 +26,7 @@
 #include <cstdio>
 #include <fstream>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -239,17 +240,30 @@ int Run(int argc, char** argv) {
   Simulator simulator(graph, cluster, cost);
   Simulator links_only(graph, cluster, cost);
   links_only.set_copies_use_host_cores(false);
+  // The model without wake-ups: the same simulator where no device has one.
   Cluster no_wake_cluster = cluster;
   for (Device& d : no_wake_cluster.devices) d.wake_up_us = 0;
   no_wake_cluster.Finalize(cluster_path);
   const CostModel no_wake_cost(no_wake_cluster, table);
-  Simulator no_wake(graph, no_wake_cluster, no_wake_cost);
+  std::optional<Simulator> own_no_wake;
+  if (std::any_of(cluster.devices.begin(), cluster.devices.end(), [](const Device& d) { return d.wake_up_us > 0; })) {
+    own_no_wake.emplace(graph, no_wake_cluster, no_wake_cost);
+  }
+  Simulator& no_wake = own_no_wake ? *own_no_wake : simulator;
   Executor executor(graph, cluster);
   // The placers search with the cluster the recorded runs were searched
   // with, so that a changed model scores the same placements.
-  const Cluster search_cluster = search_cluster_path.empty() ? cluster : ResolveCluster(search_cluster_path);
-  const CostModel search_cost(search_cluster, table);
-  Simulator search_simulator(graph, search_cluster, search_cost);
+  std::optional<Cluster> recorded_cluster;
+  std::optional<CostModel> recorded_cost;
+  std::optional<Simulator> recorded_simulator;
+  if (!search_cluster_path.empty()) {
+    recorded_cluster.emplace(ResolveCluster(search_cluster_path));
+    recorded_cost.emplace(*recorded_cluster, table);
+    recorded_simulator.emplace(graph, *recorded_cluster, *recorded_cost);
+  }
+  const Cluster& search_cluster = recorded_cluster ? *recorded_cluster : cluster;
+  const CostModel& search_cost = recorded_cost ? *recorded_cost : cost;
+  Simulator& search_simulator = recorded_simulator ? *recorded_simulator : simulator;
 
   std::vector<std::pair<std::string, Placement>> candidates;
   for (int32_t i = 0; i < random; ++i) {
