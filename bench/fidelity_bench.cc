@@ -12,8 +12,9 @@
 //       # no runs: the measured times of an earlier --csv of the same graph,
 //       # placements and seeds, against this binary's simulator and cluster
 //       # file (a model change scored against recorded runs, free of the
-//       # machine's drift between two sessions; --search-cluster: the
-//       # recorded run's cluster file, so that mcmc finds the same placements)
+//       # machine's drift between two sessions; --search-cluster and
+//       # --search-op-times: the recorded run's cluster file and table, so
+//       # that mcmc finds the same placements)
 //
 // Prints one line per placement (kind, simulated s, measured s, error) and
 // a summary: the median absolute percentage error and Spearman's rank
@@ -199,7 +200,8 @@ void Summarise(const char* label, const std::vector<Sample>& samples, bool rando
 
 int Run(int argc, char** argv) {
   CLI::App app{"simulated against measured step times of random and optimised placements"};
-  std::string graph_path, cluster_path, op_times_path, placements, csv, measured_csv, search_cluster_path;
+  std::string graph_path, cluster_path, op_times_path, placements, csv, measured_csv, search_cluster_path,
+      search_op_times_path;
   int32_t random = 100, mcmc = 8, steps = 3;
   int64_t mcmc_evaluations = 300;
   uint64_t seed = 1;
@@ -219,6 +221,8 @@ int Run(int argc, char** argv) {
                  "run nothing: take the measured times from this earlier --csv of the same graph, placements and seeds");
   app.add_option("--search-cluster", search_cluster_path,
                  "the cluster file the placers search with (default: --cluster): the recorded run's, with --measured");
+  app.add_option("--search-op-times", search_op_times_path,
+                 "with --measured: the recorded run's op-times table, so that mcmc finds the same placements");
   app.add_flag("--remeasure", remeasure,
                "run every placement a second time, after all the first runs: the machine's own noise, and the "
                "measured time becomes the mean of the two");
@@ -256,9 +260,9 @@ int Run(int argc, char** argv) {
   std::optional<Cluster> recorded_cluster;
   std::optional<CostModel> recorded_cost;
   std::optional<Simulator> recorded_simulator;
-  if (!search_cluster_path.empty()) {
-    recorded_cluster.emplace(ResolveCluster(search_cluster_path));
-    recorded_cost.emplace(*recorded_cluster, table);
+  if (!search_cluster_path.empty() || !search_op_times_path.empty()) {
+    recorded_cluster.emplace(search_cluster_path.empty() ? cluster : ResolveCluster(search_cluster_path));
+    recorded_cost.emplace(*recorded_cluster, search_op_times_path.empty() ? table : OpTimeTable::Load(search_op_times_path));
     recorded_simulator.emplace(graph, *recorded_cluster, *recorded_cost);
   }
   const Cluster& search_cluster = recorded_cluster ? *recorded_cluster : cluster;

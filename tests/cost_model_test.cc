@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <tuple>
 
 #include "cli/inputs.h"
 #include "import/onnx_training.h"
@@ -71,6 +72,69 @@ TEST(CostModelTest, MeasuredTimeOverridesTheFormula) {
   EXPECT_DOUBLE_EQ(cost.OpTimeUs(op, 0), 3.0);  // no CPU entry: formula
   Op other_shape = MakeOp(1, "mm2", 3e6, 4 * 8);
   EXPECT_DOUBLE_EQ(cost.OpTimeUs(other_shape, 1), 3.0);
+}
+
+// Devices of one kind need not run at one speed (two vCPUs of one VM): an
+// entry naming a device applies to that device only, before the kind's.
+TEST(CostModelTest, ADevicesOwnEntryComesBeforeItsKinds) {
+  Cluster c = MakeTestCluster();
+  OpTimeTable table;
+  Op op = MakeOp(0, "mm", 3e6, 4 * 7);
+  table.Add("MatMul", {7}, DeviceKind::kGpu, 123.0);
+  table.Add("MatMul", {7}, DeviceKind::kGpu, 170.0, std::nullopt, "gpu:1");
+  table.Add("MatMul", {7}, DeviceKind::kGpu, 171.0, 3e6, "gpu:1");
+  CostModel cost(c, table, PerfectEfficiency());
+  EXPECT_DOUBLE_EQ(cost.OpTimeUs(op, 1), 123.0);  // gpu:0: the kind's entry
+  EXPECT_DOUBLE_EQ(cost.OpTimeUs(op, 2), 171.0);  // gpu:1: its own, by FLOPs first
+  Op other_flops = MakeOp(1, "mm2", 2e6, 4 * 7);
+  EXPECT_DOUBLE_EQ(cost.OpTimeUs(other_flops, 2), 170.0);
+  EXPECT_DOUBLE_EQ(cost.OpTimeUs(other_flops, 1), 123.0);
+  EXPECT_EQ(table.Find(op, DeviceKind::kGpu), 123.0);  // no device named: the kind's
+
+  // Written and read back, the device stays; the same key on two devices
+  // is two entries, on one device twice a repeat naming it.
+  testing::TempDir dir;
+  const OpTimeTable loaded = OpTimeTable::Load(dir.Write("t.json", OpTimeTableToJson(table).dump()));
+  ASSERT_EQ(loaded.size(), 3u);
+  EXPECT_EQ(loaded.Entries()[1].device, "gpu:1");
+  EXPECT_EQ(loaded.Find(op, DeviceKind::kGpu, "gpu:1"), 171.0);
+  const std::string entry = R"({"op_type": "MatMul", "shape": [7], "device_kind": "gpu", "time_us": 1, "device": "gpu:1"})";
+  try {
+    OpTimeTable::Load(dir.Write("twice.json", R"({"times": [)" + entry + ", " + entry + "]}"));
+    FAIL() << "a repeated device entry was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("repeats times[0]"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'gpu:1'"), std::string::npos) << e.what();
+  }
+  for (const char* bad : {R"("device": "")", R"("device": 3)", R"("device": null)"}) {
+    EXPECT_THROW(OpTimeTable::Load(dir.Write("bad.json", std::string(R"({"times": [{"op_type": "MatMul", "shape": [7], "device_kind": "gpu", "time_us": 1, )") + bad + "}]}")),
+                 Error)
+        << bad;
+  }
+}
+
+// An entry for a device the cluster lacks, or has of another kind, applies
+// to nothing: an error naming it, a warning when unmatched entries are
+// allowed.
+TEST(OpTimeTableTest, AnEntryForADeviceTheClusterLacksIsAnError) {
+  const Cluster c = MakeTestCluster();
+  for (const auto& [device, kind, hint] : {std::tuple{"gpu:7", DeviceKind::kGpu, "does not have"},
+                                           std::tuple{"cpu:0", DeviceKind::kGpu, "is a cpu"}}) {
+    OpTimeTable table;
+    table.Add("MatMul", {7}, kind, 1.0, std::nullopt, device);
+    try {
+      CheckOpTimesDevices(table, c, false);
+      FAIL() << "an entry for " << device << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(hint), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("times[0]"), std::string::npos) << e.what();
+    }
+    EXPECT_NE(CheckOpTimesDevices(table, c, true).find("ignored"), std::string::npos);
+  }
+  OpTimeTable good;
+  good.Add("MatMul", {7}, DeviceKind::kGpu, 1.0, std::nullopt, "gpu:1");
+  good.Add("MatMul", {7}, DeviceKind::kGpu, 1.0);
+  EXPECT_EQ(CheckOpTimesDevices(good, c, false), "");
 }
 
 TEST(CostModelTest, MeasuredTableLoadsFromJsonAndRejectsBadEntries) {

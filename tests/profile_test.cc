@@ -79,6 +79,21 @@ TEST(ProfileTest, TwoHostDevicesGetTheirContentionMeasured) {
   const double expected = std::clamp(profile.loaded_step_time_us / profile.alone_step_time_us - 1, 0.0, 10.0);
   EXPECT_DOUBLE_EQ(profile.table.host_contention(), expected);
 
+  // Each device is timed: the first gives the kind's entries, the second
+  // entries of its own, one per key, that the cost model reads for it.
+  ASSERT_EQ(profile.devices.size(), 2u);
+  EXPECT_EQ(profile.devices[1].device, 1);
+  EXPECT_EQ(profile.devices[1].ops, m.graph.num_ops());
+  size_t own = 0;
+  for (const OpTimeEntry& e : profile.table.Entries()) own += e.device == cluster.devices[1].name;
+  EXPECT_EQ(own * 2, profile.table.size());
+  EXPECT_EQ(CheckOpTimesDevices(profile.table, cluster, /*allow_unmatched=*/false), "");
+  const CostModel cost(cluster, profile.table);
+  for (const Op& op : m.graph.ops()) {
+    EXPECT_EQ(cost.OpTimeUs(op, 1), profile.table.Find(op, DeviceKind::kCpu, cluster.devices[1].name)) << op.name;
+    EXPECT_EQ(cost.OpTimeUs(op, 0), profile.table.Find(op, DeviceKind::kCpu)) << op.name;
+  }
+
   const OpTimeProfile one_device = ProfileOpTimes(m.graph, HostCluster(1), options);
   EXPECT_EQ(one_device.loaded_step_time_us, 0);
   EXPECT_EQ(one_device.table.host_contention(), 0);

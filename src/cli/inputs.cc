@@ -45,8 +45,10 @@ void AddOpTimesFlags(CLI::App* command, OpTimesFlags* flags, const std::string& 
 CostModel MakeCostModel(const Cluster& cluster, const Graph& graph, const OpTimesFlags& flags) {
   if (flags.path.empty()) return CostModel(cluster);
   OpTimeTable table = OpTimeTable::Load(flags.path);
-  const std::string warning = CheckOpTimesApply(table, graph, flags.allow_unmatched);
-  if (!warning.empty()) std::fprintf(stderr, "devplace: warning: %s\n", warning.c_str());
+  for (const std::string& warning :
+       {CheckOpTimesApply(table, graph, flags.allow_unmatched), CheckOpTimesDevices(table, cluster, flags.allow_unmatched)}) {
+    if (!warning.empty()) std::fprintf(stderr, "devplace: warning: %s\n", warning.c_str());
+  }
   return CostModel(cluster, std::move(table));
 }
 

@@ -233,7 +233,7 @@ CostModel::CostModel(const Cluster& cluster, OpTimeTable measured, EfficiencyTab
 double CostModel::OpTimeUs(const Op& op, int32_t device) const {
   if (!CanRun(op, device)) return kCannotRun;
   const Device& d = cluster_->devices[device];
-  if (auto measured = measured_.Find(op, d.kind)) return *measured;
+  if (auto measured = measured_.Find(op, d.kind, d.name)) return *measured;
   const int kind = static_cast<int>(d.kind);
   double compute_s = op.flops / (d.peak_flops_per_s * efficiency_.Compute(op.type, d.kind));
   int64_t traffic_bytes = op.bytes_read + op.bytes_written;

@@ -67,7 +67,8 @@ std::string JoinQuoted(const std::vector<std::string>& names) {
 // Keys an entry may have; anything else is a typo that would otherwise be
 // ignored (a misspelt "shape" would make the entry match scalars only).
 bool IsEntryKey(const std::string& key) {
-  return key == "op_type" || key == "shape" || key == "device_kind" || key == "time_us" || key == "flops";
+  return key == "op_type" || key == "shape" || key == "device_kind" || key == "time_us" || key == "flops" ||
+         key == "device";
 }
 
 OpTimeEntry ReadEntry(const nlohmann::json& node, size_t index, const std::string& where) {
@@ -76,7 +77,7 @@ OpTimeEntry ReadEntry(const nlohmann::json& node, size_t index, const std::strin
   for (const auto& [key, value] : node.items()) {
     if (!IsEntryKey(key)) {
       fields.Fail("unknown field '" + ForMessage(key, 60) +
-                  "' (an entry has op_type, shape, device_kind, time_us, and may have flops)");
+                  "' (an entry has op_type, shape, device_kind, time_us, and may have flops and device)");
     }
   }
   OpTimeEntry entry;
@@ -101,47 +102,57 @@ OpTimeEntry ReadEntry(const nlohmann::json& node, size_t index, const std::strin
     entry.shape.push_back(*dim);
   }
   if (node.contains("flops")) entry.flops = fields.Number("flops", Sign::kNonNegative);
+  if (node.contains("device")) {
+    entry.device = fields.String("device");
+    if (entry.device.empty()) fields.Fail("'device' must not be empty (leave it out for every device of the kind)");
+  }
   return entry;
 }
 
 }  // namespace
 
 void OpTimeTable::Add(const std::string& op_type, const std::vector<int64_t>& shape, DeviceKind kind, double time_us,
-                      std::optional<double> flops) {
-  Insert({op_type, shape, kind, time_us, flops, size()});
+                      std::optional<double> flops, const std::string& device) {
+  Insert({op_type, shape, kind, time_us, flops, device, size()});
 }
 
 void OpTimeTable::Insert(OpTimeEntry entry) {
   const OpTimeEntry* earlier = nullptr;
   if (entry.flops) {
     auto [it, inserted] =
-        times_by_flops_us_.try_emplace({entry.op_type, entry.shape, entry.kind, *entry.flops}, entry);
+        times_by_flops_us_.try_emplace({entry.op_type, entry.shape, entry.kind, entry.device, *entry.flops}, entry);
     if (!inserted) earlier = &it->second;
   } else {
-    auto [it, inserted] = times_us_.try_emplace({entry.op_type, entry.shape, entry.kind}, entry);
+    auto [it, inserted] = times_us_.try_emplace({entry.op_type, entry.shape, entry.kind, entry.device}, entry);
     if (!inserted) earlier = &it->second;
   }
   if (earlier) {
     throw Error((source_.empty() ? std::string("op times") : ForMessage(source_)) + ": " + DescribeOpTimeEntry(entry) +
                 " repeats times[" + std::to_string(earlier->index) +
-                "]; give each op type, shape, device kind (and FLOPs) once");
+                "]; give each op type, shape, device kind (device, FLOPs) once");
   }
+  has_device_entries_ = has_device_entries_ || !entry.device.empty();
 }
 
-const OpTimeEntry* OpTimeTable::FindEntry(const Op& op, DeviceKind kind) const {
-  if (!times_by_flops_us_.empty()) {
-    auto it = times_by_flops_us_.find({op.type, FirstOutputShape(op), kind, op.flops});
-    if (it != times_by_flops_us_.end()) return &it->second;
-  }
-  if (!times_us_.empty()) {
-    auto it = times_us_.find({op.type, FirstOutputShape(op), kind});
-    if (it != times_us_.end()) return &it->second;
+const OpTimeEntry* OpTimeTable::FindEntry(const Op& op, DeviceKind kind, const std::string& device) const {
+  // The device's own entries, then the kind's; within each, by FLOPs first.
+  static const std::string kAnyDevice;
+  for (const std::string* name : {&device, &kAnyDevice}) {
+    if (name == &device && (device.empty() || !has_device_entries_)) continue;
+    if (!times_by_flops_us_.empty()) {
+      auto it = times_by_flops_us_.find({op.type, FirstOutputShape(op), kind, *name, op.flops});
+      if (it != times_by_flops_us_.end()) return &it->second;
+    }
+    if (!times_us_.empty()) {
+      auto it = times_us_.find({op.type, FirstOutputShape(op), kind, *name});
+      if (it != times_us_.end()) return &it->second;
+    }
   }
   return nullptr;
 }
 
-std::optional<double> OpTimeTable::Find(const Op& op, DeviceKind kind) const {
-  const OpTimeEntry* entry = FindEntry(op, kind);
+std::optional<double> OpTimeTable::Find(const Op& op, DeviceKind kind, const std::string& device) const {
+  const OpTimeEntry* entry = FindEntry(op, kind, device);
   if (!entry) return std::nullopt;
   return entry->time_us;
 }
@@ -157,25 +168,22 @@ std::vector<OpTimeEntry> OpTimeTable::Entries() const {
 
 std::vector<OpTimeEntry> OpTimeTable::Unmatched(const Graph& graph) const {
   // An entry applies when some op has its type and shape (and FLOPs, where
-  // it gives them), whatever the devices: which kind an op runs on is the
+  // it gives them), whatever the devices: which device an op runs on is the
   // placement's choice. An entry without FLOPs that every op of its key
   // finds a more exact entry before still applies: it is the rule for the
   // rest, and a user who wrote it meant it.
   if (empty()) return {};
-  std::set<size_t> matched;
+  std::set<std::pair<std::string, std::vector<int64_t>>> keys;
+  std::set<std::tuple<std::string, std::vector<int64_t>, double>> keys_with_flops;
   for (const Op& op : graph.ops()) {
-    for (int k = 0; k < kNumDeviceKinds; ++k) {
-      const DeviceKind kind = static_cast<DeviceKind>(k);
-      auto general = times_us_.find({op.type, FirstOutputShape(op), kind});
-      if (general != times_us_.end()) matched.insert(general->second.index);
-      if (times_by_flops_us_.empty()) continue;
-      auto exact = times_by_flops_us_.find({op.type, FirstOutputShape(op), kind, op.flops});
-      if (exact != times_by_flops_us_.end()) matched.insert(exact->second.index);
-    }
+    keys.emplace(op.type, FirstOutputShape(op));
+    if (!times_by_flops_us_.empty()) keys_with_flops.emplace(op.type, FirstOutputShape(op), op.flops);
   }
   std::vector<OpTimeEntry> out;
   for (const OpTimeEntry& entry : Entries()) {
-    if (!matched.count(entry.index)) out.push_back(entry);
+    const bool matched = entry.flops ? keys_with_flops.count({entry.op_type, entry.shape, *entry.flops}) > 0
+                                     : keys.count({entry.op_type, entry.shape}) > 0;
+    if (!matched) out.push_back(entry);
   }
   return out;
 }
@@ -224,6 +232,7 @@ nlohmann::json OpTimeTableToJson(const OpTimeTable& table) {
                            {"device_kind", DeviceKindName(entry.kind)},
                            {"time_us", entry.time_us}};
     if (entry.flops) node["flops"] = *entry.flops;
+    if (!entry.device.empty()) node["device"] = entry.device;
     times.push_back(std::move(node));
   }
   nlohmann::json document = {{"times", std::move(times)}};
@@ -239,7 +248,8 @@ std::string DescribeOpTimeEntry(const OpTimeEntry& entry) {
     flops = text;
   }
   return "times[" + std::to_string(entry.index) + "] (op_type '" + ForMessage(entry.op_type, 80) + "', shape " +
-         FormatShape(entry.shape) + ", " + DeviceKindName(entry.kind) + flops + ")";
+         FormatShape(entry.shape) + ", " + DeviceKindName(entry.kind) +
+         (entry.device.empty() ? "" : " '" + ForMessage(entry.device, 60) + "'") + flops + ")";
 }
 
 std::string ExplainUnmatched(const OpTimeEntry& entry, const Graph& graph) {
@@ -286,6 +296,30 @@ std::string CheckOpTimesApply(const OpTimeTable& table, const Graph& graph, bool
   }
   if (!allow_unmatched) throw Error(text + " (--allow-unmatched-op-times makes this a warning)");
   return text + "; " + (unmatched.size() == 1 ? "it is" : "they are") + " ignored";
+}
+
+std::string CheckOpTimesDevices(const OpTimeTable& table, const Cluster& cluster, bool allow_unmatched) {
+  std::vector<OpTimeEntry> stray;
+  for (const OpTimeEntry& entry : table.Entries()) {
+    if (entry.device.empty()) continue;
+    const int32_t d = cluster.FindDevice(entry.device);
+    if (d < 0 || cluster.devices[d].kind != entry.kind) stray.push_back(entry);
+  }
+  if (stray.empty()) return "";
+  const OpTimeEntry& first = stray.front();
+  const int32_t d = cluster.FindDevice(first.device);
+  std::string text = "op times '" + ForMessage(table.source()) + "': " + DescribeOpTimeEntry(first) +
+                     (d < 0 ? " names a device cluster '" + ForMessage(cluster.name) + "' does not have"
+                            : " names a device that is a " + std::string(DeviceKindName(cluster.devices[d].kind)) +
+                                  " in cluster '" + ForMessage(cluster.name) + "'");
+  if (stray.size() > 1) {
+    text += "; " + std::to_string(stray.size() - 1) +
+            (stray.size() == 2 ? " more entry names such a device" : " more entries name such devices");
+  }
+  if (!allow_unmatched) {
+    throw Error(text + " (profile with this cluster file, or --allow-unmatched-op-times makes this a warning)");
+  }
+  return text + "; " + (stray.size() == 1 ? "it is" : "they are") + " ignored";
 }
 
 }  // namespace devplace

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cluster/cluster.h"
 #include "graph/graph.h"
 
 namespace devplace {
@@ -32,20 +33,26 @@ struct OpTimeEntry {
   // convolution with the same output), and `devplace profile` times them
   // apart. An entry with FLOPs comes before one without for the same key.
   std::optional<double> flops;
+  // When set, the entry applies only to the device of this name (and kind),
+  // before any entry for the whole kind: devices of one kind need not run
+  // at one speed (two vCPUs of one VM, where the host shares one of them
+  // with another guest), and `devplace profile` times each device.
+  std::string device;
   size_t index = 0;  // position in the file's "times" array, for messages
 };
 
 class OpTimeTable {
  public:
-  // Adds an entry; a second entry for the same (type, shape, kind, FLOPs)
-  // is an Error, as the two would silently disagree.
+  // Adds an entry; a second entry for the same (type, shape, kind, device,
+  // FLOPs) is an Error, as the two would silently disagree.
   void Add(const std::string& op_type, const std::vector<int64_t>& shape, DeviceKind kind, double time_us,
-           std::optional<double> flops = std::nullopt);
+           std::optional<double> flops = std::nullopt, const std::string& device = "");
 
   // The measured time of `op` (keyed by its type and first output's shape,
-  // and its FLOPs where an entry gives them) on a device of `kind`, if the
-  // table has one.
-  std::optional<double> Find(const Op& op, DeviceKind kind) const;
+  // and its FLOPs where an entry gives them) on the device named `device`
+  // of `kind`, if the table has one: that device's own entry first, then
+  // the kind's.
+  std::optional<double> Find(const Op& op, DeviceKind kind, const std::string& device = "") const;
 
   size_t size() const { return times_us_.size() + times_by_flops_us_.size(); }
   bool empty() const { return size() == 0; }
@@ -72,15 +79,17 @@ class OpTimeTable {
   static OpTimeTable Load(const std::string& path);
 
  private:
-  using Key = std::tuple<std::string, std::vector<int64_t>, DeviceKind>;
-  using FlopsKey = std::tuple<std::string, std::vector<int64_t>, DeviceKind, double>;
+  // The device's name ("" for the whole kind) is part of every key.
+  using Key = std::tuple<std::string, std::vector<int64_t>, DeviceKind, std::string>;
+  using FlopsKey = std::tuple<std::string, std::vector<int64_t>, DeviceKind, std::string, double>;
   void Insert(OpTimeEntry entry);
-  const OpTimeEntry* FindEntry(const Op& op, DeviceKind kind) const;
+  const OpTimeEntry* FindEntry(const Op& op, DeviceKind kind, const std::string& device) const;
 
   std::map<Key, OpTimeEntry> times_us_;
   std::map<FlopsKey, OpTimeEntry> times_by_flops_us_;
   std::string source_;
   double host_contention_ = 0;
+  bool has_device_entries_ = false;  // some entry names a device
 };
 
 // The table as the file format has it ({"times": [...]}, entries in order),
@@ -100,5 +109,10 @@ std::string ExplainUnmatched(const OpTimeEntry& entry, const Graph& graph);
 // unless `allow_unmatched`, when the same text is returned as a warning
 // (empty when everything matched).
 std::string CheckOpTimesApply(const OpTimeTable& table, const Graph& graph, bool allow_unmatched);
+
+// The same for the devices entries name: an entry for a device `cluster`
+// does not have, or has of another kind, applies to nothing (a table
+// profiled on another machine's cluster file, or a renamed device).
+std::string CheckOpTimesDevices(const OpTimeTable& table, const Cluster& cluster, bool allow_unmatched);
 
 }  // namespace devplace

@@ -24,9 +24,9 @@ struct ProfileOptions {
   uint64_t seed = 0;  // the values of the step's inputs and variables
 };
 
-// What profiling one device kind found.
+// What profiling one device found.
 struct ProfiledDevice {
-  int32_t device = 0;  // the device of this kind every op that can ran on
+  int32_t device = 0;  // the device every op that can ran on
   DeviceKind kind = DeviceKind::kCpu;
   int32_t ops = 0;          // ops timed on it
   double step_time_us = 0;  // the measured step (median of the kept steps)
@@ -45,19 +45,22 @@ struct OpTimeProfile {
   // cores.
   double loaded_step_time_us = 0;
   double alone_step_time_us = 0;
-  std::vector<ProfiledDevice> devices;  // one per device kind of the cluster
+  std::vector<ProfiledDevice> devices;  // one per device of the cluster, in order
   int32_t entries_with_flops = 0;       // entries told apart by FLOPs
 };
 
-// Runs the graph on one device of each kind the cluster has (ops that
-// cannot run on that kind go to the first device that can) and builds the
-// table. Where two or more CPU devices own cores of this machine, it also
-// runs the step on all of them at once, each its own copy, and writes how
-// much slower the first ran as the table's host_contention. The table: one entry per (type, first-output shape, kind), the mean of its
-// ops' median times plus the executor's overhead per op; where ops of one
-// such key differ in FLOPs, one entry per FLOP count instead. Throws Error
-// when the cluster is not this machine or the graph does not fit on the
-// profiled device (naming it).
+// Runs the graph on each device of the cluster in turn (ops that cannot
+// run on its kind go to the first device that can) and builds the table:
+// the first device of a kind gives the kind's entries, every other device
+// of that kind entries of its own (OpTimeEntry::device), as devices of one
+// kind need not run at one speed. Per device, one entry per (type,
+// first-output shape), the mean of its ops' median times plus the
+// executor's overhead per op; where ops of one such key differ in FLOPs,
+// one entry per FLOP count instead. Where two or more CPU devices own
+// cores of this machine, it also runs the step on all of them at once,
+// each its own copy, and writes how much slower the first ran as the
+// table's host_contention. Throws Error when the cluster is not this
+// machine or the graph does not fit on a profiled device (naming it).
 OpTimeProfile ProfileOpTimes(const Graph& graph, const Cluster& cluster, const ProfileOptions& options);
 
 // The cost model's uncalibrated roofline against the profile, per op type
