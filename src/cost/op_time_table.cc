@@ -136,19 +136,21 @@ void OpTimeTable::Insert(OpTimeEntry entry) {
 
 const OpTimeEntry* OpTimeTable::FindEntry(const Op& op, DeviceKind kind, const std::string& device) const {
   // The device's own entries, then the kind's; within each, by FLOPs first.
-  static const std::string kAnyDevice;
-  for (const std::string* name : {&device, &kAnyDevice}) {
-    if (name == &device && (device.empty() || !has_device_entries_)) continue;
+  auto find_for = [&](const std::string& name) -> const OpTimeEntry* {
     if (!times_by_flops_us_.empty()) {
-      auto it = times_by_flops_us_.find({op.type, FirstOutputShape(op), kind, *name, op.flops});
+      auto it = times_by_flops_us_.find({op.type, FirstOutputShape(op), kind, name, op.flops});
       if (it != times_by_flops_us_.end()) return &it->second;
     }
     if (!times_us_.empty()) {
-      auto it = times_us_.find({op.type, FirstOutputShape(op), kind, *name});
+      auto it = times_us_.find({op.type, FirstOutputShape(op), kind, name});
       if (it != times_us_.end()) return &it->second;
     }
+    return nullptr;
+  };
+  if (has_device_entries_ && !device.empty()) {
+    if (const OpTimeEntry* own = find_for(device)) return own;
   }
-  return nullptr;
+  return find_for("");
 }
 
 std::optional<double> OpTimeTable::Find(const Op& op, DeviceKind kind, const std::string& device) const {
@@ -284,18 +286,28 @@ std::string ExplainUnmatched(const OpTimeEntry& entry, const Graph& graph) {
          JoinQuoted(some) + (types.size() > kMaxListed ? ", ..." : "") + ")";
 }
 
+namespace {
+
+// The end of a check's message about `count` entries, the first of which
+// `text` describes: how many more there are, then an error (with `fix`)
+// or, allowed, a warning that says they are ignored.
+std::string FinishUnmatchedMessage(std::string text, size_t count, const char* one_more, const char* more,
+                                   const std::string& fix, bool allow_unmatched) {
+  if (count > 1) text += "; " + std::to_string(count - 1) + (count == 2 ? one_more : more);
+  if (!allow_unmatched) throw Error(text + " (" + fix + ")");
+  return text + "; " + (count == 1 ? "it is" : "they are") + " ignored";
+}
+
+}  // namespace
+
 std::string CheckOpTimesApply(const OpTimeTable& table, const Graph& graph, bool allow_unmatched) {
   const std::vector<OpTimeEntry> unmatched = table.Unmatched(graph);
   if (unmatched.empty()) return "";
   const OpTimeEntry& first = unmatched.front();
-  std::string text = "op times '" + ForMessage(table.source()) + "': " + DescribeOpTimeEntry(first) +
-                     " matches no op of graph '" + ForMessage(graph.name) + "': " + ExplainUnmatched(first, graph);
-  if (unmatched.size() > 1) {
-    text += "; " + std::to_string(unmatched.size() - 1) +
-            (unmatched.size() == 2 ? " more entry matches nothing" : " more entries match nothing");
-  }
-  if (!allow_unmatched) throw Error(text + " (--allow-unmatched-op-times makes this a warning)");
-  return text + "; " + (unmatched.size() == 1 ? "it is" : "they are") + " ignored";
+  const std::string text = "op times '" + ForMessage(table.source()) + "': " + DescribeOpTimeEntry(first) +
+                           " matches no op of graph '" + ForMessage(graph.name) + "': " + ExplainUnmatched(first, graph);
+  return FinishUnmatchedMessage(text, unmatched.size(), " more entry matches nothing", " more entries match nothing",
+                                "--allow-unmatched-op-times makes this a warning", allow_unmatched);
 }
 
 std::string CheckOpTimesDevices(const OpTimeTable& table, const Cluster& cluster, bool allow_unmatched) {
@@ -308,18 +320,13 @@ std::string CheckOpTimesDevices(const OpTimeTable& table, const Cluster& cluster
   if (stray.empty()) return "";
   const OpTimeEntry& first = stray.front();
   const int32_t d = cluster.FindDevice(first.device);
-  std::string text = "op times '" + ForMessage(table.source()) + "': " + DescribeOpTimeEntry(first) +
-                     (d < 0 ? " names a device cluster '" + ForMessage(cluster.name) + "' does not have"
-                            : " names a device that is a " + std::string(DeviceKindName(cluster.devices[d].kind)) +
-                                  " in cluster '" + ForMessage(cluster.name) + "'");
-  if (stray.size() > 1) {
-    text += "; " + std::to_string(stray.size() - 1) +
-            (stray.size() == 2 ? " more entry names such a device" : " more entries name such devices");
-  }
-  if (!allow_unmatched) {
-    throw Error(text + " (profile with this cluster file, or --allow-unmatched-op-times makes this a warning)");
-  }
-  return text + "; " + (stray.size() == 1 ? "it is" : "they are") + " ignored";
+  const std::string text = "op times '" + ForMessage(table.source()) + "': " + DescribeOpTimeEntry(first) +
+                           (d < 0 ? " names a device cluster '" + ForMessage(cluster.name) + "' does not have"
+                                  : " names a device that is a " + std::string(DeviceKindName(cluster.devices[d].kind)) +
+                                        " in cluster '" + ForMessage(cluster.name) + "'");
+  return FinishUnmatchedMessage(text, stray.size(), " more entry names such a device", " more entries name such devices",
+                                "profile with this cluster file, or --allow-unmatched-op-times makes this a warning",
+                                allow_unmatched);
 }
 
 }  // namespace devplace
