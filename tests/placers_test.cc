@@ -309,6 +309,49 @@ TEST(PlacersTest, SingleDevicePlacersUseTheirDevice) {
   EXPECT_TRUE(h.simulator.Run(gpu).oom);  // as in Table 2: single GPU can run out of memory
 }
 
+// Devices of one kind can differ (a profile times two vCPUs of one VM
+// apart): the single-device baselines take the fastest one that fits, and
+// simulate nothing where the devices are alike.
+TEST(PlacersTest, SingleDevicePlacersTakeTheFastestDeviceOfTheirKind) {
+  const Placement on_gpu0(6, 1), on_gpu1(6, 2);
+  {
+    Harness h(TwoHeavyBranches(), testing::MakeSlowCpuCluster());
+    PlacerOutput out = h.Place("single_gpu");
+    EXPECT_EQ(out.placement, on_gpu0);
+    EXPECT_EQ(out.evaluations, 0);
+  }
+  {
+    Cluster c = testing::MakeSlowCpuCluster();
+    c.devices[2].peak_flops_per_s *= 2;
+    Harness h(TwoHeavyBranches(), c);
+    PlacerOutput out = h.Place("single_gpu");
+    EXPECT_EQ(out.placement, on_gpu1);
+    EXPECT_EQ(out.evaluations, 2);
+  }
+  {
+    // The faster device is out of memory: the slower one that fits wins.
+    Cluster c = testing::MakeSlowCpuCluster();
+    c.devices[1].peak_flops_per_s *= 2;
+    c.devices[1].memory_bytes = 100;
+    Harness h(TwoHeavyBranches(), c);
+    ASSERT_TRUE(h.simulator.Run(on_gpu0).oom);
+    EXPECT_EQ(h.Place("single_gpu").placement, on_gpu1);
+  }
+  {
+    // Equal specifications, but the profile timed gpu:1 faster.
+    Graph g = TwoHeavyBranches();
+    g.Finalize("test");
+    Cluster c = testing::MakeSlowCpuCluster();
+    OpTimeTable table;
+    table.Add("MatMul", {250}, DeviceKind::kGpu, 5.0, std::nullopt, "gpu:1");
+    CostModel cost(c, table, testing::PerfectEfficiency());
+    Simulator simulator(g, c, cost);
+    PlacementProblem problem{g, c, cost, simulator, 0};
+    EXPECT_EQ(FindPlacer("single_gpu").place(problem).placement, on_gpu1);
+    EXPECT_EQ(FindPlacer("single_cpu").place(problem).placement, Placement(6, 0));
+  }
+}
+
 TEST(PlacersTest, WhenNothingFitsThePlacerSaysSo) {
   Harness h(OversizedOp(), testing::MakeSlowCpuCluster());
   h.cluster.devices[0].memory_bytes = 1'000'000'000;  // the CPU is too small too

@@ -55,6 +55,8 @@ class OpTimeTable {
   std::optional<double> Find(const Op& op, DeviceKind kind, const std::string& device = "") const;
 
   size_t size() const { return times_us_.size() + times_by_flops_us_.size(); }
+  // Whether some entry names a device (OpTimeEntry::device).
+  bool has_device_entries() const { return has_device_entries_; }
   bool empty() const { return size() == 0; }
   // Every entry, in the order they were added (file order).
   std::vector<OpTimeEntry> Entries() const;
