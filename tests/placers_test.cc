@@ -327,6 +327,7 @@ TEST(PlacersTest, SingleDevicePlacersTakeTheFastestDeviceOfTheirKind) {
     PlacerOutput out = h.Place("single_gpu");
     EXPECT_EQ(out.placement, on_gpu1);
     EXPECT_EQ(out.evaluations, 2);
+    EXPECT_EQ(out.note, "on gpu:1, the fastest gpu here for a one-device step");
   }
   {
     // The faster device is out of memory: the slower one that fits wins.

@@ -83,6 +83,7 @@ PlacerOutput PlaceOnFastestOfKind(const PlacementProblem& problem, DeviceKind ki
   }
   if (candidates.size() == 1) return out;
   std::optional<SimResult> best;
+  int32_t chosen = first;
   for (int32_t d : candidates) {
     Placement placement = KeepColocated(problem, SingleDevicePlacement(problem.graph, problem.cluster, d));
     SimResult result = problem.simulator.Run(placement);
@@ -92,7 +93,12 @@ PlacerOutput PlaceOnFastestOfKind(const PlacementProblem& problem, DeviceKind ki
     if (better) {
       best = std::move(result);
       out.placement = std::move(placement);
+      chosen = d;
     }
+  }
+  if (chosen != first) {
+    out.note = "on " + ForMessage(problem.cluster.devices[chosen].name) + ", the fastest " + DeviceKindName(kind) +
+               " here for a one-device step";
   }
   return out;
 }
