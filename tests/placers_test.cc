@@ -330,6 +330,17 @@ TEST(PlacersTest, SingleDevicePlacersTakeTheFastestDeviceOfTheirKind) {
     EXPECT_EQ(out.note, "on gpu:1, the fastest gpu here for a one-device step");
   }
   {
+    // Alike GPUs, but gpu:1's link to the CPU (where ops without a GPU
+    // kernel would go) is slower: compared, and gpu:0 kept on the tie.
+    Cluster c = testing::MakeSlowCpuCluster();
+    c.links[1].bandwidth_bytes_per_s /= 2;
+    Harness h(TwoHeavyBranches(), c);
+    PlacerOutput out = h.Place("single_gpu");
+    EXPECT_EQ(out.placement, on_gpu0);
+    EXPECT_EQ(out.evaluations, 2);
+    EXPECT_EQ(out.note, "");
+  }
+  {
     // The faster device is out of memory: the slower one that fits wins.
     Cluster c = testing::MakeSlowCpuCluster();
     c.devices[1].peak_flops_per_s *= 2;

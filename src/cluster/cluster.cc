@@ -10,6 +10,17 @@
 
 namespace devplace {
 
+bool SameDevice(const Device& x, const Device& y) {
+  return x.kind == y.kind && x.peak_flops_per_s == y.peak_flops_per_s &&
+         x.memory_bandwidth_bytes_per_s == y.memory_bandwidth_bytes_per_s && x.memory_bytes == y.memory_bytes &&
+         x.reserved_bytes == y.reserved_bytes && x.launch_overhead_us == y.launch_overhead_us &&
+         x.parallel_ops == y.parallel_ops && x.wake_up_us == y.wake_up_us && x.wake_up_after_idle_us == y.wake_up_after_idle_us;
+}
+
+bool SameLinkSpeed(const Link& x, const Link& y) {
+  return x.bandwidth_bytes_per_s == y.bandwidth_bytes_per_s && x.latency_us == y.latency_us;
+}
+
 int32_t Cluster::FindDevice(std::string_view device_name) const {
   for (int32_t d = 0; d < num_devices(); ++d) {
     if (devices[d].name == device_name) return d;

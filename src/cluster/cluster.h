@@ -69,6 +69,11 @@ struct Link {
   int32_t bus = -1;  // index into Cluster::buses, or -1
 };
 
+// Two devices with the same specification (everything but name and where
+// they are on this machine), and two links of the same speed.
+bool SameDevice(const Device& x, const Device& y);
+bool SameLinkSpeed(const Link& x, const Link& y);
+
 // One leg of a route: a link, in one direction, and the serial channel that
 // direction occupies.
 struct Hop {

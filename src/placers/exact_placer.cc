@@ -48,17 +48,6 @@ int32_t LinkBetween(const Cluster& cluster, int32_t a, int32_t b) {
   return found;
 }
 
-bool SameLinkSpeed(const Link& x, const Link& y) {
-  return x.bandwidth_bytes_per_s == y.bandwidth_bytes_per_s && x.latency_us == y.latency_us;
-}
-
-bool SameDevice(const Device& x, const Device& y) {
-  return x.kind == y.kind && x.peak_flops_per_s == y.peak_flops_per_s &&
-         x.memory_bandwidth_bytes_per_s == y.memory_bandwidth_bytes_per_s && x.memory_bytes == y.memory_bytes &&
-         x.reserved_bytes == y.reserved_bytes && x.launch_overhead_us == y.launch_overhead_us &&
-         x.parallel_ops == y.parallel_ops && x.wake_up_us == y.wake_up_us && x.wake_up_after_idle_us == y.wake_up_after_idle_us;
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------

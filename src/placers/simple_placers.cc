@@ -1,5 +1,5 @@
 // The simple baselines: single devices, the expert, and random.
-#include <optional>
+#include <span>
 #include <stdexcept>
 
 #include "placers/methods.h"
@@ -40,21 +40,34 @@ Placement KeepColocated(const PlacementProblem& problem, Placement placement) {
   return placement;
 }
 
-// Whether every op takes the same time on devices a and b, and the two
-// hold and run the same: then either gives the same one-device step.
-bool SameForOneDeviceStep(const PlacementProblem& problem, int32_t a, int32_t b) {
-  const Device& x = problem.cluster.devices[a];
-  const Device& y = problem.cluster.devices[b];
-  if (x.usable_memory_bytes() != y.usable_memory_bytes() || x.parallel_ops != y.parallel_ops ||
-      x.wake_up_us != y.wake_up_us || x.wake_up_after_idle_us != y.wake_up_after_idle_us) {
-    return false;
+// Whether a route from or to device a runs at the speeds of the one for b.
+bool SameRouteSpeeds(const Cluster& cluster, std::span<const Hop> x, std::span<const Hop> y) {
+  if (x.size() != y.size()) return false;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (!SameLinkSpeed(cluster.links[x[i].link], cluster.links[y[i].link])) return false;
   }
-  // Equal specifications and no table entry of a device's own: equal
+  return true;
+}
+
+// Whether a one-device step gives the same simulation on device a as on b
+// (of one kind): the same specification, op times, and routes to and from
+// every device of another kind, where the ops their kind cannot run go
+// (SingleDevicePlacement, KeepColocated). Only a or b sends in such a
+// step, so shared buses, which stop exact::InterchangeableDevices
+// relabelling whole placements, do not matter here.
+bool SameForOneDeviceStep(const PlacementProblem& problem, int32_t a, int32_t b) {
+  const Cluster& cluster = problem.cluster;
+  if (!SameDevice(cluster.devices[a], cluster.devices[b])) return false;
+  for (int32_t x = 0; x < cluster.num_devices(); ++x) {
+    if (cluster.devices[x].kind == cluster.devices[a].kind) continue;
+    if (!SameRouteSpeeds(cluster, cluster.Route(a, x), cluster.Route(b, x)) ||
+        !SameRouteSpeeds(cluster, cluster.Route(x, a), cluster.Route(x, b))) {
+      return false;
+    }
+  }
+  // Same specification and no table entry of a device's own: the same op
   // times, without a pass over a million ops per device.
-  const bool same_specs = x.kind == y.kind && x.peak_flops_per_s == y.peak_flops_per_s &&
-                          x.memory_bandwidth_bytes_per_s == y.memory_bandwidth_bytes_per_s &&
-                          x.launch_overhead_us == y.launch_overhead_us;
-  if (same_specs && !problem.cost.measured().has_device_entries()) return true;
+  if (!problem.cost.measured().has_device_entries()) return true;
   for (const Op& op : problem.graph.ops()) {
     if (problem.cost.OpTimeUs(op, a) != problem.cost.OpTimeUs(op, b)) return false;
   }
@@ -77,19 +90,20 @@ PlacerOutput PlaceOnFastestOfKind(const PlacementProblem& problem, DeviceKind ki
     out.note = std::string("the cluster has no ") + DeviceKindName(kind) + "; used " + problem.cluster.devices[0].name;
     return out;
   }
-  std::vector<int32_t> candidates = {first};
+  std::vector<int32_t> others;
   for (int32_t d : devices) {
-    if (d != first && !SameForOneDeviceStep(problem, first, d)) candidates.push_back(d);
+    if (d != first && !SameForOneDeviceStep(problem, first, d)) others.push_back(d);
   }
-  if (candidates.size() == 1) return out;
-  std::optional<SimResult> best;
+  if (others.empty()) return out;
+  SimResult best = problem.simulator.Run(out.placement);
+  out.evaluations = 1;
   int32_t chosen = first;
-  for (int32_t d : candidates) {
+  for (int32_t d : others) {
     Placement placement = KeepColocated(problem, SingleDevicePlacement(problem.graph, problem.cluster, d));
     SimResult result = problem.simulator.Run(placement);
     ++out.evaluations;
-    const bool better = !best || (result.ok() && !best->ok()) ||
-                        (result.ok() == best->ok() && result.step_time_us < best->step_time_us);
+    const bool better =
+        (result.ok() && !best.ok()) || (result.ok() == best.ok() && result.step_time_us < best.step_time_us);
     if (better) {
       best = std::move(result);
       out.placement = std::move(placement);
