@@ -827,6 +827,80 @@ def make_model(batch):
   EXPECT_EQ(g.op(g.FindOp("0.weight")).colocation_group, "0");
 }
 
+// Runs tools/export_pytorch.py with `arguments`; its exit status and what
+// it printed.
+std::pair<int, std::string> ExportPyTorch(const TempDir& dir, const std::string& arguments) {
+  const std::string log = dir.File("export.log");
+  const std::string command = "/usr/bin/python3 " + std::string(DEVPLACE_TOOLS) + "/export_pytorch.py " + arguments + " > " + log + " 2>&1";
+  const int status = std::system(command.c_str());
+  std::ifstream in(log);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text};
+}
+
+// GoogLeNet and Inception return their auxiliary classifiers' logits beside
+// the main ones when training: the default loss takes them all (the
+// auxiliary heads get a backward pass and updates), not only a tensor.
+TEST(PyTorchExporterTest, TrainsAuxiliaryOutputsOfAModelThatReturnsSeveral) {
+  if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3 lacks torch";
+  TempDir dir;
+  const std::string script = dir.Write("aux.py", R"(import collections
+import torch
+Outputs = collections.namedtuple("Outputs", ["logits", "aux_logits"])
+class TwoHeads(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = torch.nn.Linear(8, 16)
+        self.main = torch.nn.Linear(16, 4)
+        self.aux = torch.nn.Linear(16, 4)
+    def forward(self, x):
+        h = torch.relu(self.body(x))
+        return Outputs(self.main(h), self.aux(h))
+def make_model(batch):
+    return TwoHeads(), (torch.randn(batch, 8),), torch.randint(0, 4, (batch,))
+)");
+  const std::string out = dir.File("aux.json");
+  auto [code, log] = ExportPyTorch(dir, script + " --batch 4 -o " + out);
+  ASSERT_EQ(code, 0) << log;
+  Graph g = LoadGraphFile(out);
+  int aux_backward = 0, aux_updates = 0, main_backward = 0;
+  for (const Op& op : g.ops()) {
+    aux_backward += op.phase == Phase::kBackward && op.colocation_group == "aux";
+    aux_updates += op.phase == Phase::kUpdate && op.colocation_group == "aux";
+    main_backward += op.phase == Phase::kBackward && op.colocation_group == "main";
+  }
+  EXPECT_GT(main_backward, 0);
+  EXPECT_GT(aux_backward, 0);  // the auxiliary loss reaches its head
+  EXPECT_GT(aux_updates, 0);
+}
+
+// A bad model argument, flag or output path: one line naming it, exit
+// status 1, and no graph file (nor its temporary) left behind.
+TEST(PyTorchExporterTest, RefusesBadArgumentsInOneLineAndWritesNothing) {
+  if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3 lacks torch";
+  TempDir dir;
+  const std::string no_maker = dir.Write("no_maker.py", "x = 1\n");
+  const std::string raises = dir.Write("raises.py", "def make_model(batch):\n    raise RuntimeError('no weights here')\n");
+  const std::string out = dir.File("g.json");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"no_such_model -o " + out, "no_such_model"},
+      {"resnet18 --batch 0 -o " + out, "--batch"},
+      {no_maker + " -o " + out, "make_model"},
+      {raises + " --batch 2 -o " + out, "no weights here"},
+      {dir.File("missing.py") + " -o " + out, "no such file"},
+      {no_maker + " -o " + dir.File("no_dir/g.json"), "no_dir"},
+  };
+  for (const auto& [arguments, named] : cases) {
+    auto [code, log] = ExportPyTorch(dir, arguments);
+    EXPECT_EQ(code, 1) << arguments << ": " << log;
+    EXPECT_EQ(log.rfind("export_pytorch: error: ", 0), 0u) << arguments << ": " << log;
+    EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 1) << arguments << ": " << log;
+    EXPECT_NE(log.find(named), std::string::npos) << arguments << ": " << log;
+    EXPECT_FALSE(std::filesystem::exists(out)) << arguments;
+    EXPECT_FALSE(std::filesystem::exists(out + ".tmp")) << arguments;
+  }
+}
+
 TEST(OnnxImportCliTest, ImportWritesAGraphAndOtherCommandsReadOnnx) {
   TempDir dir;
   const std::string model = Save(dir, SmallCnn("batch"));

@@ -15,8 +15,12 @@ modules. A file argument is a Python file defining
 
     def make_model(batch):   # -> (model, inputs tuple, target tensor)
 
-and optionally loss(output, target) (default: cross entropy) and
-optimizer(parameters) (default: Adam). See docs/import.md.
+and optionally loss(output, target) and optimizer(parameters) (default:
+Adam). The default loss is cross entropy on the main output, plus 0.3 x
+each auxiliary output's (GoogLeNet's and Inception's training outputs);
+an output that is not (batch, classes) gets the mean square instead.
+A problem with the model, its trace or the output file is one line on
+stderr and exit status 1, with no file written. See docs/import.md.
 """
 import argparse
 import importlib.util
@@ -166,10 +170,54 @@ def _bytes(spec):
     return _numel(spec["shape"]) * size
 
 
+# The weight of an auxiliary classifier's loss: GoogLeNet's paper uses 0.3
+# (torchvision's reference training, 0.3 for GoogLeNet and 0.4 for
+# Inception-V3); it changes no op of the step, only a constant.
+_AUX_LOSS_WEIGHT = 0.3
+
+
+def _output_tensors(out):
+    """The tensors of a model's output, the main one first: a tensor; a
+    tuple, list or namedtuple (GoogLeNet's and Inception's training outputs:
+    logits, then the auxiliary classifiers'); or a dict ("out" first, as
+    torchvision's segmentation models)."""
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, dict):
+        values = ([out["out"]] if "out" in out else []) + [v for k, v in out.items() if k != "out"]
+    elif isinstance(out, (tuple, list)):
+        values = list(out)
+    else:
+        raise ValueError(f"the model returns a {type(out).__name__}, not tensors; define loss(output, target)")
+    tensors = [t for v in values for t in _output_tensors(v) if t is not None]
+    if not tensors:
+        raise ValueError("the model returns no tensor; define loss(output, target)")
+    return tensors
+
+
+def _one_loss(output, target):
+    # Cross entropy where the output is (batch, classes) and the target
+    # class indices; otherwise the mean square, a stand-in whose gradient
+    # reaches every element, so the backward pass is the model's own.
+    if output.dim() == 2 and target.dim() == 1 and not target.is_floating_point() and output.shape[0] == target.shape[0]:
+        return torch.nn.functional.cross_entropy(output, target)
+    return output.float().pow(2).mean()
+
+
+def default_loss(out, target):
+    """Cross entropy on the main output, plus the auxiliary outputs' at
+    _AUX_LOSS_WEIGHT each."""
+    main, *aux = _output_tensors(out)
+    loss = _one_loss(main, target)
+    for t in aux:
+        loss = loss + _AUX_LOSS_WEIGHT * _one_loss(t, target)
+    return loss
+
+
 def trace_training_step(model, inputs, target, loss_fn=None, make_optimizer=None):
     """Traces forward, loss, backward and the optimizer step; returns the
     fx GraphModule and the parameter names in placeholder order."""
-    loss_fn = loss_fn or torch.nn.functional.cross_entropy
+    loss_fn = loss_fn or default_loss
     make_optimizer = make_optimizer or (lambda params: torch.optim.Adam(params, lr=1e-3))
     names = [name for name, _ in model.named_parameters()]
     params = [p.detach().clone().requires_grad_(p.requires_grad) for p in model.parameters()]
@@ -288,17 +336,51 @@ def to_devplace_graph(graph_module, names, num_data_inputs, graph_name):
 
 def _load(spec, batch, image_size):
     if spec.endswith(".py"):
+        if not os.path.isfile(spec):
+            raise ExportError("no such file")
         module_spec = importlib.util.spec_from_file_location("user_model", spec)
         user = importlib.util.module_from_spec(module_spec)
         module_spec.loader.exec_module(user)
-        model, inputs, target = user.make_model(batch)
-        return model, tuple(inputs), target, getattr(user, "loss", None), getattr(user, "optimizer", None)
-    import torchvision
-    model = getattr(torchvision.models, spec)()
+        if not callable(getattr(user, "make_model", None)):
+            raise ExportError("defines no make_model(batch)")
+        made = user.make_model(batch)
+        if not isinstance(made, (tuple, list)) or len(made) != 3:
+            raise ExportError("make_model(batch) must return (model, inputs tuple, target tensor)")
+        model, inputs, target = made
+        if not isinstance(model, torch.nn.Module):
+            raise ExportError(f"make_model(batch) returned a {type(model).__name__} as the model, not a torch.nn.Module")
+        inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+        return model, inputs, target, getattr(user, "loss", None), getattr(user, "optimizer", None)
+    try:
+        import torchvision
+    except ImportError:
+        raise ExportError("torchvision is not installed (apt-get install python3-torchvision)") from None
+    # Classification models only: detection, segmentation and video models
+    # take other inputs than one batch of images.
+    if spec not in torchvision.models.list_models(module=torchvision.models):
+        raise ExportError("neither a torchvision classification model (resnet18, densenet121, ...) nor a .py file")
+    import warnings
+    with warnings.catch_warnings():  # GoogLeNet's note on its weights' initialisation: not ours to act on
+        warnings.simplefilter("ignore", FutureWarning)
+        model = getattr(torchvision.models, spec)()
     if spec == "inception_v3":
         model = torchvision.models.inception_v3(aux_logits=False, init_weights=False)
         image_size = max(image_size, 299)
     return model, (torch.randn(batch, 3, image_size, image_size),), torch.randint(0, 1000, (batch,)), None, None
+
+
+class ExportError(Exception):
+    """A problem with the model argument, said in one line."""
+
+
+def _fail(subject, problem):
+    print(f"export_pytorch: error: {subject}: {problem}", file=sys.stderr)
+    return 1
+
+
+def _one_line(error):
+    text = " ".join(str(error).split()) or type(error).__name__
+    return text if isinstance(error, ExportError) else f"{type(error).__name__}: {text}"
 
 
 def main():
@@ -308,14 +390,32 @@ def main():
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--image-size", type=int, default=224, help="for torchvision models")
     options = parser.parse_args()
-    model, inputs, target, loss_fn, make_optimizer = _load(options.model, options.batch, options.image_size)
-    model.train()
-    graph_module, names = trace_training_step(model, inputs, target, loss_fn, make_optimizer)
-    name = os.path.splitext(os.path.basename(options.model))[0]
-    graph = to_devplace_graph(graph_module, names, len(inputs), name)
-    with open(options.output + ".tmp", "w") as f:
-        json.dump(graph, f)
-    os.replace(options.output + ".tmp", options.output)
+    if options.batch < 1:
+        return _fail("--batch", f"{options.batch} is not a batch size (at least 1)")
+    if options.image_size < 1:
+        return _fail("--image-size", f"{options.image_size} is not an image size (at least 1 pixel)")
+    out_dir = os.path.dirname(os.path.abspath(options.output))
+    if not os.path.isdir(out_dir):
+        return _fail(options.output, "its folder does not exist")
+    # Anything the model or the trace raises is the model's problem: one
+    # line naming it, never a traceback, and no file written.
+    try:
+        model, inputs, target, loss_fn, make_optimizer = _load(options.model, options.batch, options.image_size)
+        model.train()
+        graph_module, names = trace_training_step(model, inputs, target, loss_fn, make_optimizer)
+        name = os.path.splitext(os.path.basename(options.model))[0]
+        graph = to_devplace_graph(graph_module, names, len(inputs), name)
+    except Exception as error:  # noqa: BLE001 -- reported, not hidden
+        return _fail(options.model, _one_line(error))
+    temporary = options.output + ".tmp"
+    try:
+        with open(temporary, "w") as f:
+            json.dump(graph, f)
+        os.replace(temporary, options.output)
+    except OSError as error:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+        return _fail(options.output, error.strerror or str(error))
     forward = sum(op.get("flops", 0) for op in graph["ops"] if op["phase"] == "forward")
     total = sum(op.get("flops", 0) for op in graph["ops"])
     params = sum(p.numel() for p in model.parameters())

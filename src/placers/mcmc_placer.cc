@@ -62,12 +62,8 @@ struct Start {
 
 // The best of the one-shot baselines (not the searches, not random).
 Start BestOneShot(const PlacementProblem& problem, int64_t& evaluations) {
-  std::vector<std::string> names;
-  for (const PlacerInfo& placer : ListPlacers()) {
-    if (!placer.search && placer.name != "random") names.push_back(placer.name);
-  }
   Start best;
-  for (PlacerRun& run : RunPlacers(problem, names)) {
+  for (PlacerRun& run : RunPlacers(problem, OneShotBaselineNames())) {
     ++evaluations;
     const double cost = CostOf(run.result, problem.cluster);
     if (cost < best.cost) best = {run.method, std::move(run.placement), cost};

@@ -106,6 +106,14 @@ Grouping ConstraintGroups(const Graph& graph) {
   return BuildGrouping(graph, options);
 }
 
+std::vector<std::string> OneShotBaselineNames() {
+  std::vector<std::string> names;
+  for (const PlacerInfo& placer : ListPlacers()) {
+    if (!placer.search && placer.name != "random") names.push_back(placer.name);
+  }
+  return names;
+}
+
 std::vector<PlacerRun> RunPlacers(const PlacementProblem& problem, const std::vector<std::string>& names) {
   std::vector<PlacerRun> runs;
   for (const std::string& name : names) {

@@ -109,6 +109,11 @@ struct PlacerRun {
 // What the searches start from.
 std::vector<PlacerRun> RunPlacers(const PlacementProblem& problem, const std::vector<std::string>& names);
 
+// The one-shot baselines, in ListPlacers' order: every placer but the
+// searches and `random`. What mcmc starts from and what exact falls back
+// to on a graph too large for it.
+std::vector<std::string> OneShotBaselineNames();
+
 // Devices of a kind, in cluster order.
 std::vector<int32_t> DevicesOfKind(const Cluster& cluster, DeviceKind kind);
 
