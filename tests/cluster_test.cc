@@ -108,6 +108,27 @@ std::string ClusterError(const std::string& text) {
 
 const char* kDevice = R"({"name": "gpu:0", "kind": "gpu", "peak_tflops": 10, "memory_bandwidth_gb_per_s": 700, "memory_gib": 16})";
 
+// JSON has one number type: a byte count written as 1.6e10 or 17071734784.0
+// (as Python's json writes a float) is the integer it names; a fraction, or
+// a decimal too large for a double to hold exactly, is refused by name.
+TEST(ClusterJsonTest, WholeNumbersWrittenAsDecimalsAreIntegers) {
+  auto one_gpu = [](const std::string& memory_bytes) {
+    return std::string(R"({"version": 1, "devices": [{"name": "gpu:0", "kind": "gpu", "peak_tflops": 10,)") +
+           R"( "memory_bandwidth_gb_per_s": 700, "memory_bytes": )" + memory_bytes + "}]}";
+  };
+  TempDir dir;
+  for (const char* written : {"16000000000", "16000000000.0", "1.6e10", "1.6E+10"}) {
+    const Cluster c = LoadClusterFile(dir.Write("c.json", one_gpu(written)));
+    EXPECT_EQ(c.devices[0].memory_bytes, 16'000'000'000) << written;
+  }
+  const std::string fraction = ClusterError(one_gpu("1.5"));
+  EXPECT_NE(fraction.find("'memory_bytes' must be an integer, not 1.5"), std::string::npos) << fraction;
+  const std::string inexact = ClusterError(one_gpu("1e20"));
+  EXPECT_NE(inexact.find("write its digits"), std::string::npos) << inexact;
+  const std::string negative = ClusterError(one_gpu("-2.0"));
+  EXPECT_NE(negative.find("must be at least 1"), std::string::npos) << negative;
+}
+
 TEST(ClusterJsonTest, BadClustersGiveClearErrors) {
   std::string two = std::string(R"({"version": 1, "devices": [)") + kDevice +
                     R"(, {"name": "cpu:0", "kind": "cpu", "peak_tflops": 1, "memory_bandwidth_gb_per_s": 60, "memory_gib": 64}])";

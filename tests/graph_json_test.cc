@@ -66,6 +66,30 @@ TEST(GraphJsonTest, LoadsEveryFieldAndToleratesUnknownOnes) {
   ASSERT_EQ(g.control_edges().size(), 1u);
 }
 
+// Ids, shapes and byte counts written as whole decimals (7.0, 1.28e3) are
+// the integers they name, as in every devplace file; 7.5 is refused.
+TEST(GraphJsonTest, WholeNumbersWrittenAsDecimalsAreIntegers) {
+  std::string text = kValidGraph;
+  auto replace = [&text](const std::string& from, const std::string& to) {
+    const size_t at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+  };
+  replace(R"("id": 7,)", R"("id": 7.0,)");
+  replace(R"("shape": [64, 128])", R"("shape": [64.0, 1.28e2])");
+  replace(R"("bytes": 1280)", R"("bytes": 1.28e3)");
+  replace(R"("inputs": [{"op": 7, "output": 0}])", R"("inputs": [{"op": 7e0, "output": 0.0}])");
+  ASSERT_EQ(LoadError(text), "");
+  TempDir dir;
+  const Graph g = LoadGraphFile(dir.Write("g.json", text));
+  ASSERT_EQ(g.num_ops(), 2);
+  EXPECT_EQ(g.op(0).outputs[0].bytes, 64 * 128 * 4);
+  EXPECT_EQ(g.op(1).outputs[0].bytes, 1280);
+  ASSERT_EQ(g.data_edges().size(), 1u);
+  replace(R"("id": 7.0,)", R"("id": 7.5,)");
+  EXPECT_NE(LoadError(text).find("7.5"), std::string::npos) << LoadError(text);
+}
+
 TEST(GraphJsonTest, RoundTripsThroughAFile) {
   TempDir dir;
   Graph g = LoadGraphFile(dir.Write("g.json", kValidGraph));
@@ -240,7 +264,7 @@ TEST(GraphJsonHostileTest, EveryFieldOfTheWrongTypeIsANamedError) {
     std::string message = LoadError(OneOp(fields));
     ExpectOneLineError(message);
   }
-  const char* bad_tops[] = {R"({"version": "1", "ops": []})", R"({"version": 1.0, "ops": []})",
+  const char* bad_tops[] = {R"({"version": "1", "ops": []})", R"({"version": 1.5, "ops": []})",
                             R"({"version": 1, "ops": {}})",   R"({"version": 1, "ops": [], "name": 5})",
                             R"({"version": 1, "ops": [], "expert_stages": "2"})", R"({"version": 1, "ops": [5]})"};
   for (const char* text : bad_tops) {

@@ -9,6 +9,20 @@ namespace devplace {
 
 using nlohmann::json;
 
+namespace {
+
+// 2^53: every integer up to it is a double, and none is lost.
+constexpr double kLargestExactDouble = 9007199254740992.0;
+
+}  // namespace
+
+std::optional<int64_t> WholeNumber(const json& value) {
+  if (!value.is_number_float()) return std::nullopt;
+  const double d = value.get<double>();
+  if (!std::isfinite(d) || std::trunc(d) != d || std::fabs(d) > kLargestExactDouble) return std::nullopt;
+  return static_cast<int64_t>(d);
+}
+
 std::optional<int64_t> IntegerIn(const json& value, IntRange range) {
   int64_t v = 0;
   if (value.is_number_unsigned()) {
@@ -17,6 +31,8 @@ std::optional<int64_t> IntegerIn(const json& value, IntRange range) {
     v = static_cast<int64_t>(u);
   } else if (value.is_number_integer()) {
     v = value.get<int64_t>();
+  } else if (auto whole = WholeNumber(value)) {
+    v = *whole;
   } else {
     return std::nullopt;
   }
@@ -100,7 +116,13 @@ double JsonFields::Number(const char* field, double fallback, Sign sign) const {
 }
 
 int64_t JsonFields::CheckInteger(const char* field, const json& value, IntRange range) const {
-  if (!value.is_number_integer()) {
+  if (value.is_number_float() && !WholeNumber(value)) {
+    const double d = value.get<double>();
+    Fail(std::string("field '") + field + "' must be an integer, not " + DescribeJsonValue(value) +
+         (std::trunc(d) == d ? " (a number this large written with a decimal point or exponent is not exact: write its digits)"
+                             : ""));
+  }
+  if (!value.is_number()) {
     Fail(std::string("field '") + field + "' must be an integer, not " + DescribeJsonValue(value));
   }
   auto v = IntegerIn(value, range);
@@ -109,7 +131,9 @@ int64_t JsonFields::CheckInteger(const char* field, const json& value, IntRange 
   if (range.max != std::numeric_limits<int64_t>::max()) {
     Fail(is + ", outside " + std::to_string(range.min) + ".." + std::to_string(range.max));
   }
-  if (value.is_number_integer() && !value.is_number_unsigned() && value.get<int64_t>() < range.min) {
+  const bool below = value.is_number_float() ? value.get<double>() < static_cast<double>(range.min)
+                                              : !value.is_number_unsigned() && value.get<int64_t>() < range.min;
+  if (below) {
     Fail(is + "; it must be at least " + std::to_string(range.min));
   }
   Fail(is + ", more than a signed 64-bit integer holds");

@@ -28,7 +28,13 @@ inline constexpr IntRange kNonNegative{0, std::numeric_limits<int64_t>::max()};
 enum class Sign { kAny, kNonNegative, kPositive };
 
 // `value` as an int64 if it is a JSON integer within `range` (unsigned
-// values above INT64_MAX are out of every range), else nullopt.
+// values above INT64_MAX are out of every range), else nullopt. A number
+// written with a decimal point or exponent counts where it is whole and at
+// most 2^53 in size (1.6e10 bytes, 3.0): JSON has one number type, and
+// tools (Python's json, spreadsheets) write whole numbers so; above 2^53 a
+// double no longer tells which integer was meant.
+std::optional<int64_t> WholeNumber(const nlohmann::json& value);
+std::optional<int64_t> IntegerIn(const nlohmann::json& value, IntRange range);
 std::optional<int64_t> IntegerIn(const nlohmann::json& value, IntRange range);
 
 // A short, message-safe description of a JSON value for an error: a string's
