@@ -179,6 +179,32 @@ TEST(CliTest, CompareJsonHasARowPerMethodWithTheDocumentedFields) {
   }
 }
 
+// METIS prints warnings to stdout when asked for many parts of a small
+// graph (NMT on 64 devices: "***Cannot bisect a graph with 0 vertices!");
+// they must not reach devplace's stdout, which --json promises is one JSON
+// document, and which the table shares.
+TEST(CliTest, ALibraryCannotWriteIntoCompareOutput) {
+  TempDir dir;
+  nlohmann::json devices = nlohmann::json::array();
+  nlohmann::json links = nlohmann::json::array();
+  devices.push_back({{"name", "cpu:0"}, {"kind", "cpu"}, {"peak_tflops", 1}, {"memory_bandwidth_gb_per_s", 60}, {"memory_gib", 64}});
+  for (int g = 0; g < 63; ++g) {
+    const std::string name = "gpu:" + std::to_string(g);
+    devices.push_back({{"name", name}, {"kind", "gpu"}, {"peak_tflops", 10}, {"memory_bandwidth_gb_per_s", 700}, {"memory_gib", 16}});
+    links.push_back({{"between", {"cpu:0", name}}, {"bandwidth_gb_per_s", 12}, {"latency_us", 10}});
+  }
+  const nlohmann::json cluster = {{"format", "devplace-cluster"}, {"version", 1}, {"devices", devices}, {"links", links}};
+  const std::string path = dir.Write("c64.json", cluster.dump());
+  Outcome json = Devplace("compare --graph nmt --cluster " + path + " --methods metis --json");
+  ASSERT_EQ(json.exit_code, 0) << json.out;
+  EXPECT_EQ(json.out.find("***"), std::string::npos) << json.out.substr(0, 400);
+  nlohmann::json rows = nlohmann::json::parse(json.out, nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(rows.is_array()) << json.out.substr(0, 400);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]["method"], "metis");
+  EXPECT_FALSE(rows[0]["invalid"].get<bool>());
+}
+
 TEST(CliTest, CompareTableShowsBoundSpeedupsAndChosenMethods) {
   Outcome o = Devplace("compare --graph tiny --cluster k80x4 --methods single_gpu,m_etf");
   ASSERT_EQ(o.exit_code, 0) << o.out;

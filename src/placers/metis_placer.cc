@@ -9,6 +9,7 @@
 #include "placers/methods.h"
 #include "placers/partition_input.h"
 #include "util/error.h"
+#include "util/quiet_stdout.h"
 
 namespace devplace {
 
@@ -42,9 +43,15 @@ PlacerOutput PlaceMetis(const PlacementProblem& problem) {
     options[METIS_OPTION_SEED] = static_cast<idx_t>(problem.seed & 0x7fffffff);
     options[METIS_OPTION_NUMBERING] = 0;
     std::vector<idx_t> result(n);
-    int status = METIS_PartGraphKway(&vertices, &constraints, input.adjacency_begin.data(), input.adjacency.data(),
+    int status = METIS_ERROR;
+    {
+      // METIS prints warnings to stdout on many parts of a small graph;
+      // stdout is devplace's (a table, --json).
+      QuietStdout quiet;
+      status = METIS_PartGraphKway(&vertices, &constraints, input.adjacency_begin.data(), input.adjacency.data(),
                                      input.vertex_weight.data(), nullptr, input.edge_weight.data(), &nparts,
                                      target_share.data(), nullptr, options, &cut, result.data());
+    }
     if (status != METIS_OK) throw Error("metis: partitioning failed (status " + std::to_string(status) + ")");
     for (int32_t v = 0; v < n; ++v) part[v] = result[v];
   } else if (nparts > 1) {
