@@ -4,6 +4,7 @@
 
 #include "report/sim_report.h"
 #include "util/format_bytes.h"
+#include "util/str_format.h"
 
 namespace devplace {
 
@@ -26,8 +27,8 @@ std::string Cell(const char* format, double value) {
 
 std::string FormatComparisonText(const Cluster& cluster, const Comparison& c) {
   std::string out;
-  char line[512];
-  std::snprintf(line, sizeof line, "graph %s (%d ops) on cluster %s\n", c.graph_name.c_str(), c.num_ops,
+  std::string line;
+  line = StrFormat("graph %s (%d ops) on cluster %s\n", c.graph_name.c_str(), c.num_ops,
                 c.cluster_name.c_str());
   out += line;
   // The work bound divides by the ops the cluster runs at once (each
@@ -35,13 +36,12 @@ std::string FormatComparisonText(const Cluster& cluster, const Comparison& c) {
   // device runs one op at a time.
   int64_t slots = 0;
   for (const Device& d : cluster.devices) slots += d.parallel_ops;
-  std::snprintf(line, sizeof line,
-                "step-time lower bound: %.6f s (critical path %.6f s, total work over %lld op slots on %d devices "
+  line = StrFormat("step-time lower bound: %.6f s (critical path %.6f s, total work over %lld op slots on %d devices "
                 "%.6f s)\n\n",
                 c.bound.step_time_us() * 1e-6, c.bound.critical_path_us * 1e-6, static_cast<long long>(slots),
                 cluster.num_devices(), c.bound.work_us * 1e-6);
   out += line;
-  std::snprintf(line, sizeof line, "%-11s %12s %9s %9s %10s  %s\n", "method", "step_time_s", "vs_1gpu", "vs_bound",
+  line = StrFormat("%-11s %12s %9s %9s %10s  %s\n", "method", "step_time_s", "vs_1gpu", "vs_bound",
                 "placer_s", "peak memory per device (* = out of memory)");
   out += line;
   const double single_gpu = c.single_gpu_us();
@@ -67,12 +67,12 @@ std::string FormatComparisonText(const Cluster& cluster, const Comparison& c) {
         memory += cluster.devices[d].name + " " + FormatBytes(s.peak_memory_bytes) + (s.oom ? "*" : "");
       }
     }
-    std::snprintf(line, sizeof line, "%-11s %12s %9s %9s %10.3f  %s\n", m.method.c_str(), step.c_str(),
+    line = StrFormat("%-11s %12s %9s %9s %10.3f  %s\n", m.method.c_str(), step.c_str(),
                   speedup.c_str(), ratio.c_str(), m.placer_seconds, memory.c_str());
     out += line;
   }
   for (const RefusedMethod& r : c.refused) {
-    std::snprintf(line, sizeof line, "%-11s %12s %9s %9s %10.3f\n", r.method.c_str(), "refused", "-", "-",
+    line = StrFormat("%-11s %12s %9s %9s %10.3f\n", r.method.c_str(), "refused", "-", "-",
                   r.placer_seconds);
     out += line;
   }

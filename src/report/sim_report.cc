@@ -3,14 +3,15 @@
 #include <cstdio>
 
 #include "util/format_bytes.h"
+#include "util/str_format.h"
 
 namespace devplace {
 
 namespace {
 
 std::string StepLine(const char* label, const SimResult& result) {
-  char line[256];
-  std::snprintf(line, sizeof line, "%s: %.6f s%s%s\n", label, result.step_time_s(), result.oom ? "  (OUT OF MEMORY)" : "",
+  std::string line;
+  line = StrFormat("%s: %.6f s%s%s\n", label, result.step_time_s(), result.oom ? "  (OUT OF MEMORY)" : "",
                 result.failed ? "  (FAILED)" : "");
   return line;
 }
@@ -18,15 +19,15 @@ std::string StepLine(const char* label, const SimResult& result) {
 // The reason, if any, and the per-device table.
 std::string Details(const Cluster& cluster, const SimResult& result) {
   std::string out;
-  char line[256];
+  std::string line;
   if (!result.reason.empty()) out += "reason: " + result.reason + "\n";
-  std::snprintf(line, sizeof line, "%-8s %6s %12s %12s %12s %12s %12s %12s  %s\n", "device", "ops", "forward_s",
+  line = StrFormat("%-8s %6s %12s %12s %12s %12s %12s %12s  %s\n", "device", "ops", "forward_s",
                 "backward_s", "other_s", "copy_s", "peak_memory", "usable", "oom");
   out += line;
   for (int32_t d = 0; d < cluster.num_devices(); ++d) {
     const DeviceStats& s = result.devices[d];
     double other_us = s.compute_us[static_cast<int>(Phase::kUpdate)] + s.compute_us[static_cast<int>(Phase::kOther)];
-    std::snprintf(line, sizeof line, "%-8s %6d %12.6f %12.6f %12.6f %12.6f %12s %12s  %s\n",
+    line = StrFormat("%-8s %6d %12.6f %12.6f %12.6f %12.6f %12s %12s  %s\n",
                   cluster.devices[d].name.c_str(), s.num_ops, s.compute_us[0] * 1e-6, s.compute_us[1] * 1e-6,
                   other_us * 1e-6, (s.copy_in_us + s.copy_out_us) * 1e-6, FormatBytes(s.peak_memory_bytes).c_str(),
                   FormatBytes(cluster.devices[d].usable_memory_bytes()).c_str(), s.oom ? "OOM" : "-");
@@ -45,12 +46,12 @@ std::string FormatSimResultText(const Cluster& cluster, const SimResult& result)
 std::string FormatSimulateText(const Cluster& cluster, const SimResult& step, const Measurement* protocol,
                                int32_t steps) {
   if (protocol == nullptr || step.invalid) return FormatSimResultText(cluster, step);
-  char line[256];
+  std::string line;
   if (protocol->ok) {
-    std::snprintf(line, sizeof line, "step time: %.6f s  (measuring protocol: mean of steps 2..%d)\n",
+    line = StrFormat("step time: %.6f s  (measuring protocol: mean of steps 2..%d)\n",
                   protocol->mean_step_time_us * 1e-6, steps);
   } else {
-    std::snprintf(line, sizeof line, "step time: none  (measuring protocol: a step of %d failed)\n", steps);
+    line = StrFormat("step time: none  (measuring protocol: a step of %d failed)\n", steps);
   }
   std::string out = line;
   if (!protocol->ok) out += "measurement failed: " + protocol->last.reason + "\n";
