@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "exec/executor.h"
@@ -30,6 +31,10 @@ Graph ImportedCnn() {
 }
 
 Graph ExportedCnn() { return LoadGraphFile(TestData("small_cnn_pytorch.json")); }
+
+// EfficientNet's SiLU (whose backward make_fx writes with fill_) and
+// ShuffleNet's channel split: ops that ran as stand-ins until 2026-11-28.
+Graph ExportedBlocks() { return LoadGraphFile(TestData("small_blocks_pytorch.json")); }
 
 // Every op of `graph` run once on the CPU in topological order with the
 // kernel the executor would pick, each reading its producers' outputs.
@@ -72,10 +77,26 @@ TEST(ExecImportTest, EveryKernelOfAnImportedCnnGivesTheGraphsShapes) {
 
 TEST(ExecImportTest, EveryKernelOfAnExportedCnnGivesTheGraphsShapes) { RunEveryKernel(ExportedCnn()); }
 
+TEST(ExecImportTest, EveryKernelOfExportedSiluAndSplitBlocksGivesTheGraphsShapes) {
+  const Graph graph = ExportedBlocks();
+  for (const char* type : {"aten.silu", "aten.fill_", "aten.split"}) {
+    EXPECT_TRUE(std::any_of(graph.ops().begin(), graph.ops().end(), [&](const Op& op) { return op.type == type; }))
+        << type << " is no longer in the test model";
+  }
+  const auto values = RunEveryKernel(graph);
+  // SiLU's values, not only its shape.
+  for (int32_t op = 0; op < graph.num_ops(); ++op) {
+    if (graph.op(op).type != "aten.silu") continue;
+    const DataEdge& in = graph.data_edges()[graph.in_data_edges(op)[0]];
+    const at::Tensor& x = values[in.src].at(in.src_output);
+    EXPECT_TRUE(at::allclose(values[op].at(0), x * at::sigmoid(x))) << graph.op(op).name;
+  }
+}
+
 TEST(ExecImportTest, ImportedAndExportedCnnsRunWithoutStandIns) {
   const Cluster cluster = HostCluster(1);
   REQUIRE_CLUSTER(cluster, 1);
-  for (const Graph& graph : {ImportedCnn(), ExportedCnn()}) {
+  for (const Graph& graph : {ImportedCnn(), ExportedCnn(), ExportedBlocks()}) {
     Executor executor(graph, cluster);
     const ExecStep step = executor.RunStep(Placement(graph.num_ops(), 0));
     ASSERT_TRUE(step.result.ok()) << step.result.reason;

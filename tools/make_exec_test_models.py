@@ -4,7 +4,9 @@
     /usr/bin/python3 tools/make_exec_test_models.py --out tests/data
 
 writes small_cnn.onnx (batch 2, 3 x 16 x 16) and small_cnn_pytorch.json,
-the same network traced by tools/export_pytorch.py. The network has one
+the same network traced by tools/export_pytorch.py, and
+small_blocks_pytorch.json, the ops of later torchvision families traced
+alone: EfficientNet's SiLU and ShuffleNet's channel split and shuffle. The network has one
 of each layer torchvision's CNNs are made of (convolutions with and
 without bias, strided and grouped, batch norm, ReLU, ReLU6, max and
 average pooling, a residual add, a concatenation, global average pooling,
@@ -42,8 +44,35 @@ class SmallCnn(nn.Module):
         return self.fc(x)
 
 
+class SmallBlocks(nn.Module):
+    """SiLU (EfficientNet, MobileNet-V3's relatives), a channel split, a
+    concatenation and a channel shuffle (ShuffleNet-V2)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(8), nn.SiLU())
+        self.branch = nn.Sequential(nn.Conv2d(4, 4, 1), nn.SiLU())
+        self.fc = nn.Linear(8, 10)
+
+    def forward(self, x):
+        x = self.stem(x)
+        keep, work = x.chunk(2, dim=1)
+        x = torch.cat([keep, self.branch(work)], dim=1)
+        n, c, h, w = x.shape
+        x = x.view(n, 2, c // 2, h, w).transpose(1, 2).reshape(n, c, h, w)
+        return self.fc(x.mean(dim=(2, 3)))
+
+
+def make_blocks(batch):
+    """For tools/export_pytorch.py (make_model, with DEVPLACE_TEST_MODEL=blocks)."""
+    torch.manual_seed(0)
+    return SmallBlocks(), (torch.randn(batch, 3, 16, 16),), torch.randint(0, 10, (batch,))
+
+
 def make_model(batch):
     """For tools/export_pytorch.py."""
+    if os.environ.get("DEVPLACE_TEST_MODEL") == "blocks":
+        return make_blocks(batch)
     torch.manual_seed(0)
     return SmallCnn(), (torch.randn(batch, 3, 16, 16),), torch.randint(0, 10, (batch,))
 
@@ -60,6 +89,9 @@ def main():
     exporter = os.path.join(os.path.dirname(os.path.abspath(__file__)), "export_pytorch.py")
     subprocess.run([sys.executable, exporter, os.path.abspath(__file__), "--batch", "2", "-o",
                     os.path.join(options.out, "small_cnn_pytorch.json")], check=True)
+    subprocess.run([sys.executable, exporter, os.path.abspath(__file__), "--batch", "2", "-o",
+                    os.path.join(options.out, "small_blocks_pytorch.json")], check=True,
+                   env=dict(os.environ, DEVPLACE_TEST_MODEL="blocks"))
     return 0
 
 

@@ -9,6 +9,7 @@ namespace devplace::kernels {
 // kernels_math.cc
 bool MatMul(KernelCall& c);
 bool Sigmoid(KernelCall& c);
+bool Silu(KernelCall& c);
 bool Tanh(KernelCall& c);
 bool Relu(KernelCall& c);
 bool Exp(KernelCall& c);

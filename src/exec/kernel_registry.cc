@@ -93,6 +93,11 @@ constexpr Entry kKernels[] = {
     {"aten.sigmoid_backward", AtenSigmoidBackward}, {"aten.tanh_backward", AtenTanhBackward}, {"aten.neg", Neg},
     {"aten.exp", Exp}, {"aten.log", Log}, {"aten.rsqrt", Rsqrt}, {"aten.abs", Abs}, {"aten.maximum", Maximum},
     {"aten.minimum", Minimum}, {"aten.where", Select}, {"aten.permute", Transpose}, {"aten.transpose", Transpose},
+    // SiLU (EfficientNet), whose backward make_fx writes as sigmoid, fill_
+    // (ones: the scalar is not in the graph, and no step time depends on
+    // it), sub, mul and add; channel splits (ShuffleNet).
+    {"aten.silu", Silu}, {"aten.fill_", Fill}, {"aten.split", Split}, {"aten.split_with_sizes", Split},
+    {"aten.unbind", Unpack},
 };
 
 // ONNX import's gradient ops by their forward op's type: they read their

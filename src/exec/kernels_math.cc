@@ -143,6 +143,10 @@ bool Binary(KernelCall& c, const std::function<void(at::Tensor&, const at::Tenso
 bool Sigmoid(KernelCall& c) {
   return Unary(c, [](at::Tensor& o, const at::Tensor& x) { at::sigmoid_out(o, x); });
 }
+// x * sigmoid(x) (EfficientNet's activation; PyTorch's SiLU / swish).
+bool Silu(KernelCall& c) {
+  return Unary(c, [](at::Tensor& o, const at::Tensor& x) { at::silu_out(o, x); });
+}
 bool Tanh(KernelCall& c) {
   return Unary(c, [](at::Tensor& o, const at::Tensor& x) { at::tanh_out(o, x); });
 }
