@@ -8,6 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
 #include <string>
 
 #include "exec/executor.h"
@@ -32,8 +35,10 @@ Graph ImportedCnn() {
 
 Graph ExportedCnn() { return LoadGraphFile(TestData("small_cnn_pytorch.json")); }
 
-// EfficientNet's SiLU (whose backward make_fx writes with fill_) and
-// ShuffleNet's channel split: ops that ran as stand-ins until 2026-11-28.
+// EfficientNet's SiLU (whose backward make_fx writes with fill_),
+// ShuffleNet's channel split, MobileNet-V3's hard swish and hard sigmoid, a
+// vision transformer's GELU and attention softmax, with their gradients:
+// ops that ran as stand-ins until 2026-11-28.
 Graph ExportedBlocks() { return LoadGraphFile(TestData("small_blocks_pytorch.json")); }
 
 // Every op of `graph` run once on the CPU in topological order with the
@@ -77,19 +82,35 @@ TEST(ExecImportTest, EveryKernelOfAnImportedCnnGivesTheGraphsShapes) {
 
 TEST(ExecImportTest, EveryKernelOfAnExportedCnnGivesTheGraphsShapes) { RunEveryKernel(ExportedCnn()); }
 
-TEST(ExecImportTest, EveryKernelOfExportedSiluAndSplitBlocksGivesTheGraphsShapes) {
+TEST(ExecImportTest, EveryKernelOfExportedActivationAndAttentionBlocksIsRight) {
   const Graph graph = ExportedBlocks();
-  for (const char* type : {"aten.silu", "aten.fill_", "aten.split"}) {
-    EXPECT_TRUE(std::any_of(graph.ops().begin(), graph.ops().end(), [&](const Op& op) { return op.type == type; }))
-        << type << " is no longer in the test model";
-  }
+  using Reference = std::function<at::Tensor(const std::vector<at::Tensor>&)>;
+  // Each new kernel against aten's own function of the same inputs.
+  const std::map<std::string, Reference> references = {
+      {"aten.silu", [](const auto& in) { return at::silu(in[0]); }},
+      {"aten.gelu", [](const auto& in) { return at::gelu(in[0]); }},
+      {"aten.hardswish", [](const auto& in) { return at::hardswish(in[0]); }},
+      {"aten.hardsigmoid", [](const auto& in) { return at::hardsigmoid(in[0]); }},
+      {"aten.gelu_backward", [](const auto& in) { return at::gelu_backward(in[0], in[1]); }},
+      {"aten.hardswish_backward", [](const auto& in) { return at::hardswish_backward(in[0], in[1]); }},
+      {"aten.hardsigmoid_backward", [](const auto& in) { return at::hardsigmoid_backward(in[0], in[1]); }},
+      {"aten._softmax_backward_data",
+       [](const auto& in) { return at::_softmax_backward_data(in[0], in[1], -1, in[1].scalar_type()); }},
+  };
+  std::set<std::string> seen;
+  for (const Op& op : graph.ops()) seen.insert(op.type);
+  for (const auto& [type, reference] : references) EXPECT_TRUE(seen.count(type)) << type << " is no longer in the test model";
+  EXPECT_TRUE(seen.count("aten.split") && seen.count("aten.fill_"));
   const auto values = RunEveryKernel(graph);
-  // SiLU's values, not only its shape.
   for (int32_t op = 0; op < graph.num_ops(); ++op) {
-    if (graph.op(op).type != "aten.silu") continue;
-    const DataEdge& in = graph.data_edges()[graph.in_data_edges(op)[0]];
-    const at::Tensor& x = values[in.src].at(in.src_output);
-    EXPECT_TRUE(at::allclose(values[op].at(0), x * at::sigmoid(x))) << graph.op(op).name;
+    auto reference = references.find(graph.op(op).type);
+    if (reference == references.end()) continue;
+    std::vector<at::Tensor> inputs;
+    for (int32_t e : graph.in_data_edges(op)) {
+      const DataEdge& edge = graph.data_edges()[e];
+      inputs.push_back(values[edge.src].at(edge.src_output));
+    }
+    EXPECT_TRUE(at::allclose(values[op].at(0), reference->second(inputs), 1e-5, 1e-6)) << graph.op(op).name;
   }
 }
 

@@ -6,7 +6,9 @@
 writes small_cnn.onnx (batch 2, 3 x 16 x 16) and small_cnn_pytorch.json,
 the same network traced by tools/export_pytorch.py, and
 small_blocks_pytorch.json, the ops of later torchvision families traced
-alone: EfficientNet's SiLU and ShuffleNet's channel split and shuffle. The network has one
+alone: EfficientNet's SiLU, ShuffleNet's channel split and shuffle,
+MobileNet-V3's hard swish and hard sigmoid, and a vision transformer's
+GELU and attention softmax. The network has one
 of each layer torchvision's CNNs are made of (convolutions with and
 without bias, strided and grouped, batch norm, ReLU, ReLU6, max and
 average pooling, a residual add, a concatenation, global average pooling,
@@ -45,13 +47,16 @@ class SmallCnn(nn.Module):
 
 
 class SmallBlocks(nn.Module):
-    """SiLU (EfficientNet, MobileNet-V3's relatives), a channel split, a
-    concatenation and a channel shuffle (ShuffleNet-V2)."""
+    """SiLU (EfficientNet), a channel split, a concatenation and a channel
+    shuffle (ShuffleNet-V2), hard swish and hard sigmoid (MobileNet-V3),
+    GELU and a softmax over the last axis (ViT's MLP and attention)."""
 
     def __init__(self):
         super().__init__()
         self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(8), nn.SiLU())
         self.branch = nn.Sequential(nn.Conv2d(4, 4, 1), nn.SiLU())
+        self.gate = nn.Sequential(nn.Conv2d(8, 8, 1), nn.Hardswish(), nn.Conv2d(8, 8, 1), nn.Hardsigmoid())
+        self.mlp = nn.Sequential(nn.Linear(8, 8), nn.GELU())
         self.fc = nn.Linear(8, 10)
 
     def forward(self, x):
@@ -60,7 +65,10 @@ class SmallBlocks(nn.Module):
         x = torch.cat([keep, self.branch(work)], dim=1)
         n, c, h, w = x.shape
         x = x.view(n, 2, c // 2, h, w).transpose(1, 2).reshape(n, c, h, w)
-        return self.fc(x.mean(dim=(2, 3)))
+        x = x * self.gate(x)
+        tokens = self.mlp(x.flatten(2).transpose(1, 2))  # [n, h * w, c]
+        attention = torch.softmax(tokens @ tokens.transpose(1, 2), dim=-1)
+        return self.fc((attention @ tokens).mean(dim=1))
 
 
 def make_blocks(batch):

@@ -10,6 +10,9 @@ namespace devplace::kernels {
 bool MatMul(KernelCall& c);
 bool Sigmoid(KernelCall& c);
 bool Silu(KernelCall& c);
+bool Gelu(KernelCall& c);
+bool Hardswish(KernelCall& c);
+bool Hardsigmoid(KernelCall& c);
 bool Tanh(KernelCall& c);
 bool Relu(KernelCall& c);
 bool Exp(KernelCall& c);
@@ -149,6 +152,11 @@ bool AtenAddcdiv(KernelCall& c);
 bool AtenBernoulli(KernelCall& c);
 bool AtenSigmoidBackward(KernelCall& c);
 bool AtenTanhBackward(KernelCall& c);
+bool AtenGeluBackward(KernelCall& c);
+bool AtenHardswishBackward(KernelCall& c);
+bool AtenHardsigmoidBackward(KernelCall& c);
+bool AtenSoftmaxBackward(KernelCall& c);
+bool AtenCopy(KernelCall& c);
 bool AtenTransposeView(KernelCall& c);
 bool AtenExpandView(KernelCall& c);
 

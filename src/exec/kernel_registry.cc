@@ -98,6 +98,13 @@ constexpr Entry kKernels[] = {
     // it), sub, mul and add; channel splits (ShuffleNet).
     {"aten.silu", Silu}, {"aten.fill_", Fill}, {"aten.split", Split}, {"aten.split_with_sizes", Split},
     {"aten.unbind", Unpack},
+    // MobileNet-V3's and the vision transformers' activations, and
+    // attention's softmax gradient.
+    {"aten.gelu", Gelu}, {"aten.gelu_backward", AtenGeluBackward}, {"aten.hardswish", Hardswish},
+    {"aten.hardswish_backward", AtenHardswishBackward}, {"aten.hardsigmoid", Hardsigmoid},
+    {"aten.hardsigmoid_backward", AtenHardsigmoidBackward}, {"aten._softmax_backward_data", AtenSoftmaxBackward},
+    {"aten.new_empty_strided", ZerosLike}, {"aten.new_empty", ZerosLike}, {"aten.new_zeros", ZerosLike},
+    {"aten.zero_", ZerosLike}, {"aten.copy_", AtenCopy},
 };
 
 // ONNX import's gradient ops by their forward op's type: they read their

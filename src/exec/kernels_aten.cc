@@ -229,6 +229,30 @@ bool AtenLogSoftmaxBackward(KernelCall& c) {
   return true;
 }
 
+// (self, src) -> self with src's values: make_fx's copy of a transposed
+// weight into a fresh buffer (a Linear on 3-D input: ViT, ConvNeXt).
+bool AtenCopy(KernelCall& c) {
+  if (c.inputs.size() != 2 || c.outputs.size() != 1) return false;
+  const Shape out = OutShape(c, 0);
+  const at::Tensor& src = c.inputs[1];
+  if (!Is(c.inputs[0], out) || src.numel() != Numel(out)) return false;
+  c.Out(0).copy_(src.reshape(out));
+  return true;
+}
+
+// (dy, y) -> dx = y * (dy - sum(dy * y)) over the last axis: attention's
+// softmax (the axis is not in the graph; the models' is the last).
+bool AtenSoftmaxBackward(KernelCall& c) {
+  if (c.inputs.size() != 2 || c.outputs.size() != 1) return false;
+  const at::Tensor& dy = c.inputs[0];
+  const at::Tensor& y = c.inputs[1];
+  if (dy.dim() == 0 || !Is(dy, OutShape(c, 0)) || !Is(y, OutShape(c, 0))) return false;
+  at::Tensor& dx = c.Out(0);
+  at::sub_out(dx, dy, (dy * y).sum(-1, true));
+  dx.mul_(y);
+  return true;
+}
+
 // (log p [N, C], target [N]) -> (loss, total weight): the mean negative
 // log-likelihood of the targets (folded into the classes).
 bool AtenNllLoss(KernelCall& c) {
@@ -320,6 +344,23 @@ bool OutputGradOf(KernelCall& c, void (*f)(at::Tensor&, const at::Tensor&, const
 bool AtenSigmoidBackward(KernelCall& c) {
   return OutputGradOf(c, [](at::Tensor& o, const at::Tensor& dy, const at::Tensor& y) {
     at::sigmoid_backward_out(o, dy, y);
+  });
+}
+// (dy, x) -> dx: these read the forward's input, not its output; the
+// same operand shapes.
+bool AtenGeluBackward(KernelCall& c) {
+  return OutputGradOf(c, [](at::Tensor& o, const at::Tensor& dy, const at::Tensor& x) {
+    at::gelu_backward_out(o, dy, x);
+  });
+}
+bool AtenHardswishBackward(KernelCall& c) {
+  return OutputGradOf(c, [](at::Tensor& o, const at::Tensor& dy, const at::Tensor& x) {
+    at::hardswish_backward_out(o, dy, x);
+  });
+}
+bool AtenHardsigmoidBackward(KernelCall& c) {
+  return OutputGradOf(c, [](at::Tensor& o, const at::Tensor& dy, const at::Tensor& x) {
+    at::hardsigmoid_backward_out(o, dy, x);
   });
 }
 bool AtenTanhBackward(KernelCall& c) {

@@ -147,6 +147,17 @@ bool Sigmoid(KernelCall& c) {
 bool Silu(KernelCall& c) {
   return Unary(c, [](at::Tensor& o, const at::Tensor& x) { at::silu_out(o, x); });
 }
+// The activations of MobileNet-V3 (hard swish, hard sigmoid) and of the
+// vision transformers (exact GELU, aten's default).
+bool Gelu(KernelCall& c) {
+  return Unary(c, [](at::Tensor& o, const at::Tensor& x) { at::gelu_out(o, x); });
+}
+bool Hardswish(KernelCall& c) {
+  return Unary(c, [](at::Tensor& o, const at::Tensor& x) { at::hardswish_out(o, x); });
+}
+bool Hardsigmoid(KernelCall& c) {
+  return Unary(c, [](at::Tensor& o, const at::Tensor& x) { at::hardsigmoid_out(o, x); });
+}
 bool Tanh(KernelCall& c) {
   return Unary(c, [](at::Tensor& o, const at::Tensor& x) { at::tanh_out(o, x); });
 }
