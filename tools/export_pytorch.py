@@ -28,6 +28,7 @@ import json
 import math
 import os
 import sys
+import warnings
 
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
@@ -359,7 +360,6 @@ def _load(spec, batch, image_size):
     # take other inputs than one batch of images.
     if spec not in torchvision.models.list_models(module=torchvision.models):
         raise ExportError("neither a torchvision classification model (resnet18, densenet121, ...) nor a .py file")
-    import warnings
     with warnings.catch_warnings():  # GoogLeNet's note on its weights' initialisation: not ours to act on
         warnings.simplefilter("ignore", FutureWarning)
         model = getattr(torchvision.models, spec)()

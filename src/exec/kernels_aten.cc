@@ -217,16 +217,35 @@ bool AtenAdaptiveAvgPoolBackward(KernelCall& c) {
   return true;
 }
 
-// (dy, y) -> dx of a log-softmax over the last dimension.
-bool AtenLogSoftmaxBackward(KernelCall& c) {
+namespace {
+
+// (dy, y) -> dx of a (log-)softmax over the last axis (the axis is not in
+// the graph; the models' is the last): both operands of the output's
+// shape, at least one axis.
+bool LastAxisSoftmaxGrad(KernelCall& c, void (*f)(at::Tensor& dx, const at::Tensor& dy, const at::Tensor& y)) {
   if (c.inputs.size() != 2 || c.outputs.size() != 1) return false;
   const at::Tensor& dy = c.inputs[0];
   const at::Tensor& y = c.inputs[1];
   if (dy.dim() == 0 || !Is(dy, OutShape(c, 0)) || !Is(y, OutShape(c, 0))) return false;
-  at::Tensor& dx = c.Out(0);
-  at::mul_out(dx, y.exp(), dy.sum(-1, true));
-  at::sub_out(dx, dy, dx);
+  f(c.Out(0), dy, y);
   return true;
+}
+
+}  // namespace
+
+bool AtenLogSoftmaxBackward(KernelCall& c) {
+  return LastAxisSoftmaxGrad(c, [](at::Tensor& dx, const at::Tensor& dy, const at::Tensor& y) {
+    at::mul_out(dx, y.exp(), dy.sum(-1, true));
+    at::sub_out(dx, dy, dx);
+  });
+}
+
+// dx = y * (dy - sum(dy * y)): attention's softmax.
+bool AtenSoftmaxBackward(KernelCall& c) {
+  return LastAxisSoftmaxGrad(c, [](at::Tensor& dx, const at::Tensor& dy, const at::Tensor& y) {
+    at::sub_out(dx, dy, (dy * y).sum(-1, true));
+    dx.mul_(y);
+  });
 }
 
 // (self, src) -> self with src's values: make_fx's copy of a transposed
@@ -237,19 +256,6 @@ bool AtenCopy(KernelCall& c) {
   const at::Tensor& src = c.inputs[1];
   if (!Is(c.inputs[0], out) || src.numel() != Numel(out)) return false;
   c.Out(0).copy_(src.reshape(out));
-  return true;
-}
-
-// (dy, y) -> dx = y * (dy - sum(dy * y)) over the last axis: attention's
-// softmax (the axis is not in the graph; the models' is the last).
-bool AtenSoftmaxBackward(KernelCall& c) {
-  if (c.inputs.size() != 2 || c.outputs.size() != 1) return false;
-  const at::Tensor& dy = c.inputs[0];
-  const at::Tensor& y = c.inputs[1];
-  if (dy.dim() == 0 || !Is(dy, OutShape(c, 0)) || !Is(y, OutShape(c, 0))) return false;
-  at::Tensor& dx = c.Out(0);
-  at::sub_out(dx, dy, (dy * y).sum(-1, true));
-  dx.mul_(y);
   return true;
 }
 

@@ -439,15 +439,22 @@ struct Incumbent {
 struct Seeds {
   Incumbent best;      // the fastest that ran, if any did
   Placement fallback;  // the first placement any placer gave, for when none ran
-  std::string tried;   // "single_gpu, m_etf, m_sct"
   int64_t evaluations = 0;
 };
+
+// The search's first incumbents: a few cheap placers, since each costs an
+// evaluation of the budget. `expert` only for graphs that carry expert
+// stages (otherwise it is single_gpu again).
+std::vector<std::string> SearchSeedMethods(const PlacementProblem& problem) {
+  std::vector<std::string> methods = {"single_gpu", "m_etf", "m_sct"};
+  if (problem.graph.expert_stages > 0) methods.insert(methods.begin() + 1, "expert");
+  return methods;
+}
 
 // The best of `methods`; a placer that refuses the problem is skipped.
 Seeds RunOneShotPlacers(const PlacementProblem& problem, const std::vector<std::string>& methods) {
   Seeds seeds;
   for (PlacerRun& run : RunPlacers(problem, methods)) {
-    seeds.tried += (seeds.tried.empty() ? "" : ", ") + run.method;
     if (seeds.fallback.empty()) seeds.fallback = run.placement;
     ++seeds.evaluations;
     if (run.result.ok() && run.result.step_time_us < seeds.best.step_time_us) {
@@ -632,14 +639,10 @@ PlacerOutput PlaceExact(const PlacementProblem& problem) {
   CheckGroupsCanRun(problem.graph, problem.cluster, units);
   PlacerOutput out;
   const bool too_large = units.num_groups() > exact::kMaxUnits;
-  // The search's first incumbents: a few cheap placers, since each costs
-  // an evaluation of the budget (`expert` only where the graph carries
-  // stages; otherwise it is single_gpu again). Where there is no search,
-  // the answer is the best of every one-shot baseline: a user asking for
-  // the optimum must not get less than `compare`'s fastest baseline.
-  std::vector<std::string> methods = {"single_gpu", "m_etf", "m_sct"};
-  if (problem.graph.expert_stages > 0) methods.insert(methods.begin() + 1, "expert");
-  Seeds seeds = RunOneShotPlacers(problem, too_large ? OneShotBaselineNames() : methods);
+  // Where there is no search, the answer is the best of every one-shot
+  // baseline: a user asking for the optimum must not get less than
+  // `compare`'s fastest baseline.
+  Seeds seeds = RunOneShotPlacers(problem, too_large ? OneShotBaselineNames() : SearchSeedMethods(problem));
   const bool any_ran = seeds.best.step_time_us < std::numeric_limits<double>::infinity();
 
   if (too_large) {

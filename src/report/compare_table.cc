@@ -26,24 +26,19 @@ std::string Cell(const char* format, double value) {
 }  // namespace
 
 std::string FormatComparisonText(const Cluster& cluster, const Comparison& c) {
-  std::string out;
-  std::string line;
-  line = StrFormat("graph %s (%d ops) on cluster %s\n", c.graph_name.c_str(), c.num_ops,
-                c.cluster_name.c_str());
-  out += line;
+  std::string out = StrFormat("graph %s (%d ops) on cluster %s\n", c.graph_name.c_str(), c.num_ops,
+                              c.cluster_name.c_str());
   // The work bound divides by the ops the cluster runs at once (each
   // device's parallel_ops), which is the device count only when every
   // device runs one op at a time.
   int64_t slots = 0;
   for (const Device& d : cluster.devices) slots += d.parallel_ops;
-  line = StrFormat("step-time lower bound: %.6f s (critical path %.6f s, total work over %lld op slots on %d devices "
-                "%.6f s)\n\n",
-                c.bound.step_time_us() * 1e-6, c.bound.critical_path_us * 1e-6, static_cast<long long>(slots),
-                cluster.num_devices(), c.bound.work_us * 1e-6);
-  out += line;
-  line = StrFormat("%-11s %12s %9s %9s %10s  %s\n", "method", "step_time_s", "vs_1gpu", "vs_bound",
-                "placer_s", "peak memory per device (* = out of memory)");
-  out += line;
+  out += StrFormat("step-time lower bound: %.6f s (critical path %.6f s, total work over %lld op slots on %d devices "
+                   "%.6f s)\n\n",
+                   c.bound.step_time_us() * 1e-6, c.bound.critical_path_us * 1e-6, static_cast<long long>(slots),
+                   cluster.num_devices(), c.bound.work_us * 1e-6);
+  out += StrFormat("%-11s %12s %9s %9s %10s  %s\n", "method", "step_time_s", "vs_1gpu", "vs_bound", "placer_s",
+                   "peak memory per device (* = out of memory)");
   const double single_gpu = c.single_gpu_us();
   for (const MethodResult& m : c.methods) {
     std::string step = "-", speedup = "-", ratio = "-";
@@ -67,14 +62,11 @@ std::string FormatComparisonText(const Cluster& cluster, const Comparison& c) {
         memory += cluster.devices[d].name + " " + FormatBytes(s.peak_memory_bytes) + (s.oom ? "*" : "");
       }
     }
-    line = StrFormat("%-11s %12s %9s %9s %10.3f  %s\n", m.method.c_str(), step.c_str(),
-                  speedup.c_str(), ratio.c_str(), m.placer_seconds, memory.c_str());
-    out += line;
+    out += StrFormat("%-11s %12s %9s %9s %10.3f  %s\n", m.method.c_str(), step.c_str(), speedup.c_str(),
+                     ratio.c_str(), m.placer_seconds, memory.c_str());
   }
   for (const RefusedMethod& r : c.refused) {
-    line = StrFormat("%-11s %12s %9s %9s %10.3f\n", r.method.c_str(), "refused", "-", "-",
-                  r.placer_seconds);
-    out += line;
+    out += StrFormat("%-11s %12s %9s %9s %10.3f\n", r.method.c_str(), "refused", "-", "-", r.placer_seconds);
   }
   bool any_note = false;
   auto note = [&](const std::string& method, const std::string& text) {

@@ -1,7 +1,5 @@
 #include "report/sim_report.h"
 
-#include <cstdio>
-
 #include "util/format_bytes.h"
 #include "util/str_format.h"
 
@@ -10,28 +8,23 @@ namespace devplace {
 namespace {
 
 std::string StepLine(const char* label, const SimResult& result) {
-  std::string line;
-  line = StrFormat("%s: %.6f s%s%s\n", label, result.step_time_s(), result.oom ? "  (OUT OF MEMORY)" : "",
-                result.failed ? "  (FAILED)" : "");
-  return line;
+  return StrFormat("%s: %.6f s%s%s\n", label, result.step_time_s(), result.oom ? "  (OUT OF MEMORY)" : "",
+                   result.failed ? "  (FAILED)" : "");
 }
 
 // The reason, if any, and the per-device table.
 std::string Details(const Cluster& cluster, const SimResult& result) {
   std::string out;
-  std::string line;
   if (!result.reason.empty()) out += "reason: " + result.reason + "\n";
-  line = StrFormat("%-8s %6s %12s %12s %12s %12s %12s %12s  %s\n", "device", "ops", "forward_s",
-                "backward_s", "other_s", "copy_s", "peak_memory", "usable", "oom");
-  out += line;
+  out += StrFormat("%-8s %6s %12s %12s %12s %12s %12s %12s  %s\n", "device", "ops", "forward_s", "backward_s",
+                   "other_s", "copy_s", "peak_memory", "usable", "oom");
   for (int32_t d = 0; d < cluster.num_devices(); ++d) {
     const DeviceStats& s = result.devices[d];
     double other_us = s.compute_us[static_cast<int>(Phase::kUpdate)] + s.compute_us[static_cast<int>(Phase::kOther)];
-    line = StrFormat("%-8s %6d %12.6f %12.6f %12.6f %12.6f %12s %12s  %s\n",
-                  cluster.devices[d].name.c_str(), s.num_ops, s.compute_us[0] * 1e-6, s.compute_us[1] * 1e-6,
-                  other_us * 1e-6, (s.copy_in_us + s.copy_out_us) * 1e-6, FormatBytes(s.peak_memory_bytes).c_str(),
-                  FormatBytes(cluster.devices[d].usable_memory_bytes()).c_str(), s.oom ? "OOM" : "-");
-    out += line;
+    out += StrFormat("%-8s %6d %12.6f %12.6f %12.6f %12.6f %12s %12s  %s\n", cluster.devices[d].name.c_str(),
+                     s.num_ops, s.compute_us[0] * 1e-6, s.compute_us[1] * 1e-6, other_us * 1e-6,
+                     (s.copy_in_us + s.copy_out_us) * 1e-6, FormatBytes(s.peak_memory_bytes).c_str(),
+                     FormatBytes(cluster.devices[d].usable_memory_bytes()).c_str(), s.oom ? "OOM" : "-");
   }
   return out;
 }
@@ -46,14 +39,10 @@ std::string FormatSimResultText(const Cluster& cluster, const SimResult& result)
 std::string FormatSimulateText(const Cluster& cluster, const SimResult& step, const Measurement* protocol,
                                int32_t steps) {
   if (protocol == nullptr || step.invalid) return FormatSimResultText(cluster, step);
-  std::string line;
-  if (protocol->ok) {
-    line = StrFormat("step time: %.6f s  (measuring protocol: mean of steps 2..%d)\n",
-                  protocol->mean_step_time_us * 1e-6, steps);
-  } else {
-    line = StrFormat("step time: none  (measuring protocol: a step of %d failed)\n", steps);
-  }
-  std::string out = line;
+  std::string out =
+      protocol->ok
+          ? StrFormat("step time: %.6f s  (measuring protocol: mean of steps 2..%d)\n", protocol->mean_step_time_us * 1e-6, steps)
+          : StrFormat("step time: none  (measuring protocol: a step of %d failed)\n", steps);
   if (!protocol->ok) out += "measurement failed: " + protocol->last.reason + "\n";
   return out + StepLine("one step", step) + Details(cluster, step);
 }
