@@ -5,6 +5,8 @@
 #include <fstream>
 #include <iterator>
 #include <set>
+#include <sstream>
+#include <string>
 #include <utility>
 #include <vector>
 #include <nlohmann/json.hpp>
@@ -209,6 +211,26 @@ TEST(CliTest, CompareOnSixtyFourDevicesKeepsItsOutputWhole) {
   ASSERT_EQ(table.exit_code, 0) << table.out;
   EXPECT_EQ(table.out.find("***"), std::string::npos);
   for (const char* row : {"\nm_etf ", "\ndp_split "}) EXPECT_NE(table.out.find(row), std::string::npos) << row << table.out;
+}
+
+// The table names each note's method once: a placer's note says what
+// happened, and the table puts the method's name before it.
+TEST(CliTest, CompareNotesNameTheirMethodOnce) {
+  Outcome o = Devplace("compare --graph tiny --cluster k80x2 --methods expert,exact,mcmc --max-evaluations 300");
+  ASSERT_EQ(o.exit_code, 0) << o.out;
+  const size_t notes = o.out.find("\nnotes:\n");
+  ASSERT_NE(notes, std::string::npos) << o.out;
+  std::istringstream lines(o.out.substr(notes + 8));
+  int checked = 0;
+  for (std::string line; std::getline(lines, line);) {
+    const size_t colon = line.find(": ");
+    if (colon == std::string::npos) continue;
+    std::string method = line.substr(0, colon);
+    method.erase(0, method.find_first_not_of(' '));
+    EXPECT_NE(line.substr(colon + 2).rfind(method + ":", 0), 0u) << line;
+    ++checked;
+  }
+  EXPECT_GE(checked, 3) << o.out;
 }
 
 TEST(CliTest, CompareTableShowsBoundSpeedupsAndChosenMethods) {

@@ -889,6 +889,11 @@ TEST(PyTorchExporterTest, RefusesBadArgumentsInOneLineAndWritesNothing) {
       {raises + " --batch 2 -o " + out, "no weights here"},
       {dir.File("missing.py") + " -o " + out, "no such file"},
       {no_maker + " -o " + dir.File("no_dir/g.json"), "no_dir"},
+      // argparse's own refusals: one line and exit 1 too, not usage and 2
+      {"resnet18 --batch nan -o " + out, "--batch"},
+      {"resnet18 --image-size -o " + out, "--image-size"},
+      {"resnet18", "--output"},
+      {"resnet18 --colour red -o " + out, "--colour"},
   };
   for (const auto& [arguments, named] : cases) {
     auto [code, log] = ExportPyTorch(dir, arguments);

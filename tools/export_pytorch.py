@@ -383,8 +383,16 @@ def _one_line(error):
     return text if isinstance(error, ExportError) else f"{type(error).__name__}: {text}"
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse that reports a bad argument in one line with exit 1, as every
+    other error here, instead of its usage text and exit 2."""
+
+    def error(self, message):
+        sys.exit(_fail("arguments", " ".join(message.split())))
+
+
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = _OneLineParser(description=__doc__.splitlines()[0])
     parser.add_argument("model", help="a torchvision model name (resnet50, ...) or a Python file defining make_model")
     parser.add_argument("-o", "--output", required=True, help="graph file to write")
     parser.add_argument("--batch", type=int, default=32)

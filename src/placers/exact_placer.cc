@@ -648,7 +648,7 @@ PlacerOutput PlaceExact(const PlacementProblem& problem) {
   if (too_large) {
     out.placement = any_ran ? seeds.best.placement : seeds.fallback;
     out.evaluations = seeds.evaluations;
-    out.note = "exact: the graph has " + std::to_string(units.num_groups()) + " units, more than the " +
+    out.note = "the graph has " + std::to_string(units.num_groups()) + " units, more than the " +
                std::to_string(exact::kMaxUnits) + " it can search; returned the best one-shot baseline (" +
                (any_ran ? seeds.best.method : "none fits in memory") + ")";
     return out;
@@ -663,12 +663,12 @@ PlacerOutput PlaceExact(const PlacementProblem& problem) {
   const std::string counts =
       std::to_string(search.evaluations()) + " evaluations, " + std::to_string(search.nodes()) + " nodes";
   if (!found) {
-    out.note = proven ? "exact: every placement runs out of memory (proven; " + counts + ")"
-                      : "exact: budget ran out after " + counts + " with no placement that fits in memory";
+    out.note = proven ? "every placement runs out of memory (proven; " + counts + ")"
+                      : "budget ran out after " + counts + " with no placement that fits in memory";
   } else if (proven) {
     out.note = "proven optimal (" + counts + ")";
   } else {
-    out.note = "exact: budget ran out after " + counts + "; best found, not proven optimal";
+    out.note = "budget ran out after " + counts + "; best found, not proven optimal";
   }
   return out;
 }
