@@ -8,6 +8,7 @@
 #include "placers/placer.h"
 #include "report/compare_table.h"
 #include "util/error.h"
+#include "util/stop_request.h"
 
 namespace devplace {
 namespace {
@@ -30,6 +31,7 @@ void RunCompare(const CompareFlags& flags) {
   CostModel cost = MakeCostModel(cluster, graph, flags.op_times);
   Simulator simulator(graph, cluster, cost);
   PlacementProblem problem{graph, cluster, cost, simulator, flags.seed, flags.budget};
+  StopOnSignals();  // a Ctrl-C ends the searches early; the table still prints
   Comparison comparison = CompareMethods(problem, placers, /*progress=*/!flags.json);
   if (flags.json) {
     std::cout << ComparisonToJson(cluster, comparison).dump(2) << "\n";

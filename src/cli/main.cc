@@ -1,4 +1,5 @@
 // devplace: learns where each op of a training step should run.
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
 #include "util/error.h"
+#include "util/stop_request.h"
 
 namespace {
 
@@ -57,6 +59,14 @@ int main(int argc, char** argv) {
     if (app.get_subcommands().empty()) {
       std::fprintf(stderr, "devplace: error: no subcommand given (see devplace --help)\n");
       return 2;
+    }
+    if (const int signal = devplace::StopSignal(); signal != 0) {
+      // The command stopped early but wrote what it found; the status
+      // still says it was interrupted, as a killed process's would.
+      std::fflush(stdout);  // the results first, then this line, in a pipe too
+      std::fprintf(stderr, "devplace: stopped early by %s; what was found before it is written above\n",
+                   signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "a signal");
+      return 128 + signal;
     }
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);

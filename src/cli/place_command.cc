@@ -17,6 +17,7 @@
 #include "rl/rl_placer.h"
 #include "util/error.h"
 #include "util/files.h"
+#include "util/stop_request.h"
 
 namespace devplace {
 namespace {
@@ -161,6 +162,8 @@ void RunPlace(PlaceFlags flags) {
   CheckClusterCanRun(graph, cluster);
   if (flags.out_dir.empty()) flags.out_dir = "runs/" + graph.name + "-" + cluster.name + "-" + flags.method;
   RequireOutFolder(flags.out_dir);
+  // From here on a Ctrl-C stops the search and keeps what it found.
+  StopOnSignals();
 
   // Real runs: every placement (measured), or the best few now and then
   // and the final one (calibrated).
@@ -268,6 +271,7 @@ void RunPlace(PlaceFlags flags) {
                           {"search_seconds", search_seconds},
                           {"samples", samples},
                           {"zero_shot", flags.rl.zero_shot},
+                          {"stopped_early", StopRequested()},
                           {"placement_file", placement.empty() ? nlohmann::json(nullptr) : nlohmann::json(placement_file)}};
     if (real) {
       out["simulated_step_time_s"] = final_result.ok() ? nlohmann::json(final_result.step_time_s()) : nlohmann::json(nullptr);

@@ -15,6 +15,7 @@
 #include "cli/inputs.h"
 #include "rl/mars_pretrainer.h"
 #include "util/error.h"
+#include "util/stop_request.h"
 
 namespace devplace {
 namespace {
@@ -41,6 +42,7 @@ void RunPretrain(PretrainFlags flags) {
     graphs.push_back(std::make_unique<Graph>(ResolveGraph(name)));
     pointers.push_back(graphs.back().get());
   }
+  StopOnSignals();  // a Ctrl-C ends the training early; the encoder is still written
   // A line per step at most once a second, and the last.
   auto last_print = std::chrono::steady_clock::now() - std::chrono::seconds(2);
   const MarsPretrainResult result = PretrainMarsEncoder(pointers, options, [&](const MarsPretrainProgress& p) {

@@ -6,6 +6,7 @@
 
 #include "sim/lower_bound.h"
 #include "util/error.h"
+#include "util/stop_request.h"
 
 namespace devplace {
 
@@ -44,6 +45,7 @@ Comparison CompareMethods(const PlacementProblem& problem, const std::vector<con
     }
     row.placer_seconds = seconds();
     row.note = output.note;
+    if (placer->search && StopRequested()) row.note += std::string(row.note.empty() ? "" : "; ") + "stopped early by a signal";
     row.sim = problem.simulator.Run(output.placement);
     row.placement = std::move(output.placement);
     comparison.methods.push_back(std::move(row));

@@ -17,6 +17,7 @@
 #include "rl/batch_trainer.h"
 #include "sim/simulator.h"
 #include "util/error.h"
+#include "util/stop_request.h"
 
 namespace devplace {
 namespace {
@@ -82,6 +83,7 @@ void RunTrain(TrainFlags flags) {
     simulators.push_back(std::make_unique<Simulator>(*graphs.back(), cluster, *costs.back()));
     problems.push_back(PlacementProblem{*graphs.back(), cluster, *costs.back(), *simulators.back(), rl.seed});
   }
+  StopOnSignals();  // a Ctrl-C ends the training early; the policy is still written
   TrainProgressPrinter printer;
   BatchTrainProgress last;
   BatchTrainResult result = TrainAcrossGraphs(problems, flags.train, [&](const BatchTrainProgress& p) {

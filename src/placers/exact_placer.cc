@@ -23,6 +23,7 @@
 
 #include "placers/methods.h"
 #include "util/error.h"
+#include "util/stop_request.h"
 
 namespace devplace {
 namespace exact {
@@ -609,6 +610,7 @@ class BranchAndBound {
 
   bool OutOfBudget() {
     if (out_of_budget_) return true;
+    if (StopRequested()) out_of_budget_ = true;
     if (budget_.max_nodes > 0 && nodes_ >= budget_.max_nodes) out_of_budget_ = true;
     // The clock only now and then: it costs more than a node of a small graph.
     if (budget_.max_seconds > 0 && nodes_ % 64 == 0 && Seconds() >= budget_.max_seconds) out_of_budget_ = true;

@@ -21,6 +21,7 @@
 #include "placers/methods.h"
 #include "util/error.h"
 #include "util/random.h"
+#include "util/stop_request.h"
 
 namespace devplace {
 
@@ -137,6 +138,7 @@ PlacerOutput PlaceMcmc(const PlacementProblem& problem) {
     problem.progress(p);
   };
   auto out_of_budget = [&] {
+    if (StopRequested()) return true;
     if (budget.max_evaluations > 0 && evaluations >= budget.max_evaluations) return true;
     // The clock only now and then: reading it costs more than a small move.
     return budget.max_seconds > 0 && evaluations % 16 == 0 && seconds() >= budget.max_seconds;

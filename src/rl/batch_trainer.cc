@@ -28,6 +28,7 @@
 #include "sim/environment.h"
 #include "util/error.h"
 #include "util/files.h"
+#include "util/stop_request.h"
 
 namespace devplace {
 namespace {
@@ -173,6 +174,7 @@ class GdpBatchTrainer {
   double Seconds() const { return seconds_before_ + std::chrono::duration<double>(Clock::now() - start_).count(); }
 
   bool Done() const {
+    if (StopRequested()) return true;
     if (rl_.max_steps > 0 && update_ >= rl_.max_steps) return true;
     if (rl_.max_samples > 0 && samples_ >= rl_.max_samples) return true;
     if (rl_.max_seconds > 0 && Seconds() >= rl_.max_seconds) return true;

@@ -19,6 +19,7 @@
 #include "rl/run_files.h"
 #include "util/error.h"
 #include "util/files.h"
+#include "util/stop_request.h"
 
 namespace devplace {
 namespace {
@@ -131,6 +132,7 @@ class MarsPretrainer {
   }
 
   bool BudgetSpent() const {
+    if (StopRequested()) return true;
     if (options_.max_steps > 0 && step_ >= options_.max_steps) return true;
     return options_.max_seconds > 0 && Seconds() >= options_.max_seconds;
   }

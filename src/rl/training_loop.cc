@@ -34,6 +34,7 @@
 #include "sim/lower_bound.h"
 #include "util/error.h"
 #include "util/files.h"
+#include "util/stop_request.h"
 
 namespace devplace {
 namespace {
@@ -180,6 +181,7 @@ class Trainer {
 
   bool Done() const {
     if (options_.zero_shot) return true;
+    if (StopRequested()) return true;
     if (options_.max_steps > 0 && step_ >= options_.max_steps) return true;
     if (options_.max_samples > 0 && samples_ >= options_.max_samples) return true;
     if (options_.max_seconds > 0 && Seconds() >= options_.max_seconds) return true;
