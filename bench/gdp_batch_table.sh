@@ -26,7 +26,7 @@ for spec in $groups; do
   cluster=${spec%%:*}
   graphs=${spec#*:}
   start=$(date +%s.%N)
-  "$devplace" train --method gdp --graphs "$graphs" --cluster "$cluster" --max-steps "$updates" \
+  "$devplace" train --overwrite --method gdp --graphs "$graphs" --cluster "$cluster" --max-steps "$updates" \
     --samples-per-step "$per_update" --quiet -o "$work/$cluster.pt" > "$work/$cluster.log" 2>&1
   wall=$(python3 -c "print('%.0f' % ($(date +%s.%N) - $start))")
   # "  GRAPH: best T s while training", one line per graph.

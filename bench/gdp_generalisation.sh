@@ -36,12 +36,12 @@ echo "|---|---|---|---|---|---|---|"
 for graph in $HELD; do
   name=$(basename "$graph" .json)
   t0=$(now)
-  "$devplace" place --method gdp --graph "$graph" --cluster "$cluster" --policy "$policy" --json --out "$work/$name-zero" > "$work/zero.json" 2> /dev/null
+  "$devplace" place --overwrite --method gdp --graph "$graph" --cluster "$cluster" --policy "$policy" --json --out "$work/$name-zero" > "$work/zero.json" 2> /dev/null
   t1=$(now)
-  "$devplace" place --method gdp --graph "$graph" --cluster "$cluster" --policy "$policy" --max-steps "$finetune" --json \
+  "$devplace" place --overwrite --method gdp --graph "$graph" --cluster "$cluster" --policy "$policy" --max-steps "$finetune" --json \
     --out "$work/$name-tune" > "$work/tune.json" 2> /dev/null
   t2=$(now)
-  "$devplace" place --method gdp --graph "$graph" --cluster "$cluster" --max-seconds "$scratch" --json \
+  "$devplace" place --overwrite --method gdp --graph "$graph" --cluster "$cluster" --max-seconds "$scratch" --json \
     --out "$work/$name-scratch" > "$work/scratch.json" 2> /dev/null
   "$devplace" compare --graph "$graph" --cluster "$cluster" --json > "$work/compare.json" 2> /dev/null
   best=$(python3 -c "

@@ -75,7 +75,7 @@ for row in $rows; do
   for method in $methods; do
     echo "== $name: $method (${budget[*]})" >&2
     rm -rf "$runs/$name-$method"
-    run_json "$runs/$name.$method.json" place --graph "$model" --cluster "$cluster" --method "$method" \
+    run_json "$runs/$name.$method.json" place --overwrite --graph "$model" --cluster "$cluster" --method "$method" \
       "${budget[@]}" --out "$runs/$name-$method" --json
   done
 done

@@ -34,7 +34,7 @@ if [ "$keep" = 1 ] && [ -s "$runs/encoder.pt" ] && [ -s "$runs/pretrain.wall" ];
 else
   echo "== pretrain on $pretrain_graphs ($pretrain_steps steps at most)" >&2
   start=$(date +%s.%N)
-  "$devplace" pretrain --method mars --graphs "$pretrain_graphs" --max-steps "$pretrain_steps" --quiet -o "$runs/encoder.pt" > "$runs/pretrain.log"
+  "$devplace" pretrain --overwrite --method mars --graphs "$pretrain_graphs" --max-steps "$pretrain_steps" --quiet -o "$runs/encoder.pt" > "$runs/pretrain.log"
   pretrain_wall=$(python3 -c "print('%.1f' % ($(date +%s.%N) - $start))")
   echo "$pretrain_wall" > "$runs/pretrain.wall"
 fi
@@ -59,7 +59,7 @@ for row in $rows; do
     esac
     echo "== $name: $method ($samples samples)" >&2
     rm -rf "$runs/$name-$method"
-    run_json "$runs/$name.$method.json" place --graph "$model" --cluster "$cluster" "${args[@]}" \
+    run_json "$runs/$name.$method.json" place --overwrite --graph "$model" --cluster "$cluster" "${args[@]}" \
       --max-samples "$samples" --out "$runs/$name-$method" --json
   done
 done

@@ -26,7 +26,7 @@ for row in $ROWS; do
   echo "== $name: baselines, then mcmc for $seconds s" >&2
   run_json "$runs/$name.compare.json" compare --graph "$model" --cluster "$cluster" --json
   # No evaluation cap: the wall time is the budget.
-  run_json "$runs/$name.mcmc.json" place --graph "$model" --cluster "$cluster" --method mcmc \
+  run_json "$runs/$name.mcmc.json" place --overwrite --graph "$model" --cluster "$cluster" --method mcmc \
     --max-seconds "$seconds" --max-samples 1000000000 --seed "$seed" --out "$runs/$name-mcmc" --json
 done
 

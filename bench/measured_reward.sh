@@ -32,7 +32,7 @@ baseline_steps=${BASELINE_RUN_STEPS:-20}
 echo "| method | measured step (s) | simulated (s) | search (s) | real runs |"
 echo "|---|---:|---:|---:|---:|"
 for method in single_cpu expert m_etf m_sct metis scotch dp_split; do
-  "$devplace" place --graph "$out/rnnlm.json" --cluster "$out/host.json" --method "$method" --out "$out/$method" --json > "$out/$method.json" 2> /dev/null || continue
+  "$devplace" place --overwrite --graph "$out/rnnlm.json" --cluster "$out/host.json" --method "$method" --out "$out/$method" --json > "$out/$method.json" 2> /dev/null || continue
   "$devplace" run --graph "$out/rnnlm.json" --cluster "$out/host.json" --placement "$out/$method/best_placement.json" \
     --steps "$baseline_steps" --json > "$out/$method.run.json" 2> /dev/null || { echo "| $method | failed | | | |"; continue; }
   python3 - "$method" "$out/$method.json" "$out/$method.run.json" <<'PY'
@@ -43,7 +43,7 @@ print(f"| {sys.argv[1]} | {ran['step_time_s']:.4f} | {sim:.4f} | {placed['search
 PY
 done
 for method in hdp mcmc; do
-  "$devplace" place --graph "$out/rnnlm.json" --cluster "$out/host.json" --method "$method" --reward measured \
+  "$devplace" place --overwrite --graph "$out/rnnlm.json" --cluster "$out/host.json" --method "$method" --reward measured \
     --run-steps "$steps" "${budget[@]}" --out "$out/$method-measured" --json > "$out/$method-measured.json" 2> "$out/$method-measured.log"
   python3 - "$method --reward measured" "$out/$method-measured.json" <<'PY'
 import json, sys

@@ -24,9 +24,9 @@ for setting in $settings; do
   name="$model-$cluster"
   echo "== $name" >&2
   "$devplace" compare --graph "$model" --cluster "$cluster" --json 2>/dev/null > "$runs/$name.compare.json"
-  "$devplace" place --graph "$model" --cluster "$cluster" --max-seconds "$seconds" --out "$runs/$name-cold" --json \
+  "$devplace" place --overwrite --graph "$model" --cluster "$cluster" --max-seconds "$seconds" --out "$runs/$name-cold" --json \
     2>/dev/null > "$runs/$name.cold.json"
-  "$devplace" place --graph "$model" --cluster "$cluster" --max-seconds "$seconds" --warm-start best \
+  "$devplace" place --overwrite --graph "$model" --cluster "$cluster" --max-seconds "$seconds" --warm-start best \
     --out "$runs/$name-warm" --json 2>/dev/null > "$runs/$name.warm.json"
 done
 

@@ -37,7 +37,7 @@ for model in $models; do
   out="$runs/$model"
   status=ok
   ( ulimit -v "$limit_kib"
-    exec /usr/bin/time -v "$devplace" place --method "$method" --graph "$graph" --cluster "$cluster" \
+    exec /usr/bin/time -v "$devplace" place --overwrite --method "$method" --graph "$graph" --cluster "$cluster" \
       --max-steps "$steps" --workers 1 --out "$out" ) >"$runs/$model.log" 2>&1 || status="failed ($(grep -m1 -iE 'error|what\(\)' "$runs/$model.log" | cut -c1-80))"
   rss_mib=$(awk -F': ' '/Maximum resident set size/ {printf "%d", $2 / 1024}' "$runs/$model.log")
   cpu_s=$(awk -F': ' '/User time|System time/ {s += $2} END {printf "%.1f", s}' "$runs/$model.log")

@@ -16,7 +16,7 @@ budget=${SECONDS_BUDGET:-60}
 method=${METHOD:-hdp}
 out=runs/$graph-$cluster-$method
 echo "== learned placer ($method, REINFORCE, ${budget} s, cold) on $graph, $cluster"
-"$devplace" place --graph "$graph" --cluster "$cluster" --method "$method" --max-seconds "$budget" --out "$out"
+"$devplace" place --overwrite --graph "$graph" --cluster "$cluster" --method "$method" --max-seconds "$budget" --out "$out"
 echo
 echo "== the baselines"
 "$devplace" compare --graph "$graph" --cluster "$cluster" 2>/dev/null

@@ -4,7 +4,7 @@
 # built-in models, with `devplace train` (batch PPO across graphs). The
 # policies go to runs/policies/PRESET.pt (with PRESET.pt.checkpoint to
 # --resume from, and PRESET.log, the progress), ready for
-#   devplace place --method gdp --graph G --cluster PRESET --policy runs/policies/PRESET.pt
+#   devplace place --overwrite --method gdp --graph G --cluster PRESET --policy runs/policies/PRESET.pt
 #
 #   bash scripts/train_gdp_policies.sh                      # every preset, 600 s each
 #   CLUSTERS="k80x2" SECONDS_EACH=120 bash scripts/train_gdp_policies.sh
@@ -24,7 +24,7 @@ seed=${SEED:-1}
 mkdir -p runs/policies
 for cluster in $clusters; do
   start=$(date +%s)
-  "$devplace" train --graphs "$graphs" --cluster "$cluster" -o "runs/policies/$cluster.pt" \
+  "$devplace" train --overwrite --graphs "$graphs" --cluster "$cluster" -o "runs/policies/$cluster.pt" \
     --max-seconds "$seconds" --seed "$seed" 2> "runs/policies/$cluster.log" | tee "runs/policies/$cluster.txt"
   echo "$cluster: $(( $(date +%s) - start )) s wall, policy in runs/policies/$cluster.pt"
 done

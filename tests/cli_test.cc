@@ -243,6 +243,47 @@ TEST(CliTest, CompareTableShowsBoundSpeedupsAndChosenMethods) {
   ExpectCleanError(Devplace("compare --graph tiny --cluster k80x4 --methods m_etf,magic"), "magic");
 }
 
+// A run's results are never replaced unasked: a second run into a folder
+// holding one is refused (and the first run's placement stays as it was),
+// --overwrite replaces it, and the default folder moves on to NAME-2.
+// Trained files (a GDP policy, a Mars encoder) alike.
+TEST(CliTest, ASecondRunNeverReplacesAPreviousOneUnasked) {
+  TempDir dir;
+  const std::string out = dir.File("run");
+  ASSERT_EQ(Devplace("place --graph tiny --cluster k80x2 --method mcmc --max-samples 200 --out " + out).exit_code, 0);
+  const std::string found = ReadText(out + "/best_placement.json");
+  ASSERT_FALSE(found.empty());
+  for (const char* method : {"m_etf", "rl --max-steps 1", "mcmc --max-samples 10"}) {
+    ExpectCleanError(Devplace("place --graph rnnlm --cluster k80x2 --method " + std::string(method) + " --out " + out),
+                     "holds a previous run");
+    EXPECT_EQ(ReadText(out + "/best_placement.json"), found) << method;
+  }
+  ExpectCleanError(Devplace("place --graph tiny --cluster k80x2 --method m_etf --resume --out " + out), "no checkpoint");
+  ExpectCleanError(Devplace("place --graph tiny --cluster k80x2 --max-steps 1 --resume --overwrite --out " + out), "not both");
+  EXPECT_EQ(ReadText(out + "/best_placement.json"), found);
+  Outcome replaced = Devplace("place --graph tiny --cluster k80x2 --method single_gpu --overwrite --out " + out);
+  ASSERT_EQ(replaced.exit_code, 0) << replaced.out;
+  EXPECT_NE(ReadText(out + "/best_placement.json"), found);
+
+  // The default folder: runs/GRAPH-CLUSTER-METHOD, then -2.
+  for (const char* expected : {"runs/tiny-k80x2-m_etf/", "runs/tiny-k80x2-m_etf-2/"}) {
+    Outcome o = testing::RunCommand("cd " + dir.File("") + " && " + DEVPLACE_BINARY + " place --graph tiny --cluster k80x2 --method m_etf");
+    ASSERT_EQ(o.exit_code, 0) << o.out;
+    EXPECT_NE(o.out.find(expected), std::string::npos) << o.out;
+    EXPECT_TRUE(std::filesystem::exists(dir.File(std::string(expected) + "best_placement.json"))) << expected;
+  }
+
+  const std::string policy = dir.File("policy.pt");
+  ASSERT_EQ(Devplace("train --graphs tiny --cluster k80x2 --max-steps 1 --quiet -o " + policy).exit_code, 0);
+  const std::string trained = ReadText(policy);
+  ExpectCleanError(Devplace("train --graphs tiny --cluster k80x2 --max-steps 1 --quiet -o " + policy), "holds a trained policy");
+  EXPECT_EQ(ReadText(policy), trained);
+  EXPECT_EQ(Devplace("train --graphs tiny --cluster k80x2 --max-steps 1 --quiet --overwrite -o " + policy).exit_code, 0);
+  const std::string encoder = dir.Write("encoder.pt", "any file");
+  ExpectCleanError(Devplace("pretrain --graphs tiny --max-steps 1 --quiet -o " + encoder), "holds a trained encoder");
+  EXPECT_EQ(ReadText(encoder), "any file");
+}
+
 // A search placer spends --max-samples as evaluations, reports them, and
 // gives the same placement for the same seed.
 TEST(CliTest, PlaceWithMcmcSpendsItsEvaluationBudgetDeterministically) {

@@ -52,4 +52,11 @@ CostModel MakeCostModel(const Cluster& cluster, const Graph& graph, const OpTime
   return CostModel(cluster, std::move(table));
 }
 
+void RefuseToReplaceTrainedFile(const std::string& path, bool resume, bool overwrite, const std::string& what) {
+  if (resume && overwrite) throw Error("--resume and --overwrite: continue the training, or replace its file, not both");
+  std::error_code error;
+  if (resume || overwrite || !std::filesystem::is_regular_file(path, error)) return;
+  throw Error(ForMessage(path) + ": holds a trained " + what + "; --resume continues its training, --overwrite replaces it, or choose another -o");
+}
+
 }  // namespace devplace

@@ -38,6 +38,7 @@ struct PlaceFlags {
   bool max_steps_given = false;
   bool algorithm_given = false;
   bool learning_rate_given = false;
+  bool overwrite = false;  // replace a previous run's files in --out
   RlOptions rl;
 };
 
@@ -135,6 +136,49 @@ void CheckRewardFlags(const PlaceFlags& flags, bool learned) {
   }
 }
 
+// The files a run leaves in its folder; any of them means a previous run's
+// work is there, which a new run must not replace unasked.
+constexpr const char* kRunFiles[] = {"best_placement.json", "checkpoint.pt", "curve.csv", "remeasured.json"};
+
+// The first file of a previous run in `dir`, or "".
+std::string PreviousRunFile(const std::string& dir) {
+  std::error_code error;
+  for (const char* name : kRunFiles) {
+    if (std::filesystem::exists(std::filesystem::path(dir) / name, error)) return name;
+  }
+  return "";
+}
+
+// Where the run writes. The default folder is the first of NAME, NAME-2,
+// NAME-3, ... that holds no run (NAME itself to resume or overwrite); a
+// folder the user named that holds a run is refused unless --resume or
+// --overwrite says what to do with it: a search's result can be hours of
+// work, and a second run used to replace it silently.
+std::string ChooseOutFolder(const PlaceFlags& flags, const std::string& default_name) {
+  const bool keep_going = flags.rl.resume || flags.overwrite;
+  if (!flags.out_dir.empty()) {
+    const std::string previous = keep_going ? "" : PreviousRunFile(flags.out_dir);
+    if (!previous.empty()) {
+      throw Error(ForMessage(flags.out_dir) + ": holds a previous run (" + previous +
+                  "); --resume continues it, --overwrite replaces it, or choose another --out");
+    }
+    return flags.out_dir;
+  }
+  std::string dir = default_name;
+  for (int k = 2; !keep_going && !PreviousRunFile(dir).empty(); ++k) {
+    if (k > 10000) throw Error(ForMessage(default_name) + "-N: every folder up to -10000 holds a run; choose an --out");
+    dir = default_name + "-" + std::to_string(k);
+  }
+  return dir;
+}
+
+// --overwrite: the previous run's files go before the new run writes, so
+// that none of them (a best placement the new run never beats) is taken
+// for the new run's.
+void RemovePreviousRun(const std::string& dir) {
+  for (const char* name : kRunFiles) std::filesystem::remove(std::filesystem::path(dir) / name);
+}
+
 // --out must be a folder, or not exist yet.
 void RequireOutFolder(const std::string& out_dir) {
   std::error_code error;
@@ -153,6 +197,10 @@ void RunPlace(PlaceFlags flags) {
   if (learned && !flags.learning_rate_given) flags.rl.learning_rate = DefaultLearningRate(flags.method);
   if (!learned) FindPlacer(flags.method);  // fail early on a bad name
   if (learned) ValidateRlOptions(flags.rl);
+  if (!learned && flags.rl.resume) {
+    throw Error("--resume: " + ForMessage(flags.method) + " keeps no checkpoint to continue (the learned methods do: rl, hdp, gdp, mars)");
+  }
+  if (flags.rl.resume && flags.overwrite) throw Error("--resume and --overwrite: continue the run in --out, or replace it, not both");
   CheckRewardFlags(flags, learned);
   Graph graph = ResolveGraph(flags.graph);
   Cluster cluster = ResolveCluster(flags.cluster);
@@ -160,8 +208,9 @@ void RunPlace(PlaceFlags flags) {
   Simulator simulator(graph, cluster, cost);
   PlacementProblem problem{graph, cluster, cost, simulator, flags.rl.seed};
   CheckClusterCanRun(graph, cluster);
-  if (flags.out_dir.empty()) flags.out_dir = "runs/" + graph.name + "-" + cluster.name + "-" + flags.method;
+  flags.out_dir = ChooseOutFolder(flags, "runs/" + graph.name + "-" + cluster.name + "-" + flags.method);
   RequireOutFolder(flags.out_dir);
+  if (flags.overwrite && !flags.rl.resume) RemovePreviousRun(flags.out_dir);
   // From here on a Ctrl-C stops the search and keeps what it found.
   StopOnSignals();
 
@@ -325,7 +374,9 @@ void AddPlaceCommand(CLI::App& app) {
                   "mars (pre-trained GCN encoder + segment-level seq2seq; --encoder), "
                   "or a baseline method of `devplace compare`");
   cmd->add_option("--out", flags->out_dir,
-                  "Folder for best_placement.json, curve.csv and checkpoint.pt (default runs/GRAPH-CLUSTER-METHOD)");
+                  "Folder for best_placement.json, curve.csv and checkpoint.pt (default runs/GRAPH-CLUSTER-METHOD, or "
+                  "-2, -3, ... after it when that holds a run)");
+  cmd->add_flag("--overwrite", flags->overwrite, "Replace a previous run's files in --out (without it, such a folder is refused)");
   AddOpTimesFlags(cmd, &flags->op_times, "Table of measured op times that override the cost model (JSON)");
   cmd->add_flag("--json", flags->json, "End by printing one JSON object (method, step_time_s, oom, search_seconds, samples, placement_file)");
   cmd->add_option("--seed", rl.seed, "Seed of every random choice");

@@ -25,6 +25,7 @@ struct PretrainFlags {
   std::vector<std::string> graphs;
   MarsPretrainOptions options;
   bool quiet = false;
+  bool overwrite = false;
 };
 
 void RunPretrain(PretrainFlags flags) {
@@ -35,6 +36,7 @@ void RunPretrain(PretrainFlags flags) {
   if (std::filesystem::is_directory(options.encoder_out)) {
     throw Error(ForMessage(options.encoder_out) + ": is a folder, not an encoder file (-o)");
   }
+  RefuseToReplaceTrainedFile(options.encoder_out, options.resume, flags.overwrite, "encoder");
   if (options.max_steps <= 0 && options.max_seconds <= 0) options.max_seconds = 600;
   std::vector<std::unique_ptr<Graph>> graphs;
   std::vector<const Graph*> pointers;
@@ -78,6 +80,7 @@ void AddPretrainCommand(CLI::App& app) {
   cmd->add_option("--checkpoint-seconds", o.checkpoint_seconds, "Seconds between saves of the encoder and checkpoint (0 = only at the end)")
       ->check(CLI::Range(0.0, 1e9));
   cmd->add_flag("--resume", o.resume, "Continue from the checkpoint next to the encoder file (ENCODER.checkpoint)");
+  cmd->add_flag("--overwrite", flags->overwrite, "Replace an existing encoder file (without it, one is refused unless --resume)");
   cmd->add_flag("--quiet", flags->quiet, "No progress lines");
   cmd->callback([flags] {
     try {

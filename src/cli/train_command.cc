@@ -29,6 +29,7 @@ struct TrainFlags {
   BatchTrainOptions train;
   bool quiet = false;
   bool learning_rate_given = false;
+  bool overwrite = false;
 };
 
 // One line per update at most once a second: the update, then per graph its
@@ -70,6 +71,7 @@ void RunTrain(TrainFlags flags) {
   RlOptions& rl = flags.train.rl;
   if (rl.max_steps <= 0 && rl.max_seconds <= 0 && rl.max_samples <= 0) rl.max_seconds = 600;
   ValidateRlOptions(rl);
+  RefuseToReplaceTrainedFile(flags.train.policy_out, flags.train.resume, flags.overwrite, "policy");
   const Cluster cluster = ResolveCluster(flags.cluster);
   // Graphs, cost models and simulators live as long as the training.
   std::vector<std::unique_ptr<Graph>> graphs;
@@ -132,6 +134,7 @@ void AddTrainCommand(CLI::App& app) {
   cmd->add_option("--checkpoint-seconds", rl.checkpoint_seconds, "Seconds between saves (0 = none by time; default 30)")
       ->check(CLI::Range(0.0, 1e9));
   cmd->add_flag("--resume", flags->train.resume, "Continue from the checkpoint next to the policy file (POLICY.checkpoint)");
+  cmd->add_flag("--overwrite", flags->overwrite, "Replace an existing policy file (without it, one is refused unless --resume)");
   cmd->add_flag("--quiet", flags->quiet, "No progress lines");
   AddGdpNetworkFlags(cmd, rl, "GDP");
   AddMarsFlags(cmd, rl, "Mars");
