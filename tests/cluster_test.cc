@@ -169,10 +169,21 @@ TEST(ClusterJsonTest, SingleDeviceClusterNeedsNoLinks) {
 
 // A one-device cluster file with `fields` added to (or replacing) the
 // device's (a JSON fragment; later keys win).
+// kDevice with `fields` added; a field kDevice has is replaced, not
+// repeated (a repeated key is refused on its own).
 std::string OneDevice(const std::string& fields) {
   std::string device = kDevice;
+  for (const char* key : {"\"name\"", "\"kind\"", "\"peak_tflops\"", "\"memory_bandwidth_gb_per_s\"", "\"memory_gib\""}) {
+    if (fields.find(key) == std::string::npos) continue;
+    const size_t at = device.find(key);
+    size_t end = device.find_first_of(",}", at);
+    if (device[end] == ',') end += 2;  // the comma and the space after it
+    device.erase(at, end - at);
+  }
+  while (device.size() > 2 && (device[device.size() - 2] == ' ' || device[device.size() - 2] == ',')) device.erase(device.size() - 2, 1);
   device.pop_back();
-  return R"({"version": 1, "devices": [)" + device + (fields.empty() ? "" : ", " + fields) + "}]}";
+  const bool empty = device == "{";
+  return R"({"version": 1, "devices": [)" + device + (fields.empty() ? "" : (empty ? "" : ", ") + fields) + "}]}";
 }
 
 void ExpectOneLineError(const std::string& message) {

@@ -61,7 +61,7 @@ TEST(GraphJsonStreamTest, ReportsTheSameProblemAsTheWholeDocumentReader) {
       R"({"ops": [{"id": 1}]})",
       R"({"ops": [{"id": 1}], "version": 1, "name": 5})",
       R"({"ops": [{"id": 1, "name": "a", "type": "A"}], "version": 1, "expert_stages": -1})",
-      // Repeated "ops": the last one counts, whatever the earlier ones held.
+      // Repeated "ops": refused, as every repeated key, whatever the ops held.
       R"({"version": 1, "ops": [{"id": 1}], "ops": )" + ops + "}",
       R"({"version": 1, "ops": )" + ops + R"(, "ops": 5})",
       R"({"version": 1, "ops": 5, "ops": )" + ops + "}",
@@ -69,6 +69,15 @@ TEST(GraphJsonStreamTest, ReportsTheSameProblemAsTheWholeDocumentReader) {
       R"({"version": 1, "ops": {"id": 1}})",
       // A repeated key inside an op, and an "ops" key inside an op.
       R"({"version": 1, "ops": [{"id": 1, "name": "a", "name": "b", "type": "A", "ops": [1]}]})",
+      // Both readers name the first key repeated, in document order: a
+      // top-level key before the keys inside its second value, keys in an
+      // output before a later repeated op field, and keys of a document
+      // that is not an object; a syntax error still comes first.
+      R"({"version": 1, "name": "g", "name": {"q": 1, "q": 2}, "ops": []})",
+      R"({"version": 1, "ops": [{"id": 1, "outputs": [{"shape": [2], "shape": [3]}], "id": 2}]})",
+      R"({"version": 1, "ops": [], "extra": {"a": {"b": 1, "b": 2}, "a": 3}})",
+      R"([{"version": 1, "version": 1, "ops": []}])",
+      R"({"version": 1, "ops": [{"id": 1, "id": 1}], "version": 1,})",
       // An input that does not resolve against a bad input further on, a bad
       // op further on, and a bad control input of the same op.
       R"({"version": 1, "ops": [{"id": 1, "name": "a", "type": "A", "inputs": [9, "x"]}]})",
@@ -200,21 +209,24 @@ TEST(JsonStreamTest, HandsOverEachElementAndKeepsTheRest) {
   std::vector<int64_t> indices;
   int starts = 0;
   StreamedJson document = ParseJsonStreamingArray(
-      R"({"a": {"b": [1, {"c": 2}]}, "ops": [1, {"x": [2]}], "z": "s", "ops": [[3], 4, 5]})", "doc", "ops",
-      [&] { ++starts; },
+      R"({"a": {"b": [1, {"c": 2}]}, "ops": [1, {"x": [2]}, [3]], "z": "s"})", "doc", "ops", [&] { ++starts; },
       [&](json&& element, int64_t index) {
         elements.push_back(std::move(element));
         indices.push_back(index);
       });
-  EXPECT_EQ(starts, 2);
-  EXPECT_EQ(indices, (std::vector<int64_t>{0, 1, 0, 1, 2}));
-  EXPECT_EQ(document.elements, 3);  // the last "ops" array's
-  ASSERT_EQ(elements.size(), 5u);
+  EXPECT_EQ(starts, 1);
+  EXPECT_EQ(indices, (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_EQ(document.elements, 3);
+  ASSERT_EQ(elements.size(), 3u);
   EXPECT_EQ(elements[1], json::parse(R"({"x": [2]})"));
   EXPECT_EQ(elements[2], json::parse("[3]"));
   EXPECT_EQ(document.top, json::parse(R"({"a": {"b": [1, {"c": 2}]}, "ops": [], "z": "s"})"));
+  // A repeated "ops" (or any repeated key) is refused after the parse, as
+  // ParseJson refuses it.
+  EXPECT_THROW(ParseJsonStreamingArray(R"({"ops": [1], "ops": [2]})", "doc", "ops", [] {}, [](json&&, int64_t) {}), Error);
   // Errors are ParseJson's.
-  for (const char* bad : {R"({"ops": [1, }])", R"({"ops": [1e400]})", "[[[[]]]"}) {
+  for (const char* bad : {R"({"ops": [1, }])", R"({"ops": [1e400]})", "[[[[]]]", R"({"ops": [{"a": 1, "a": 1}]})",
+                          R"({"z": 1, "ops": [], "z": 1})", R"([{"a": {"b": 1}, "a": 2}])"}) {
     std::string streamed, whole;
     try {
       ParseJsonStreamingArray(bad, "doc", "ops", [] {}, [](json&&, int64_t) {});

@@ -114,13 +114,46 @@ std::string JsonParseErrorMessage(const nlohmann::json::exception& e, const std:
   return ForMessage(source) + ": not usable JSON: " + Explain(e);
 }
 
+void RepeatedKeyFinder::StartObject() {
+  if (depth_ == keys_.size()) keys_.emplace_back();
+  keys_[depth_++].clear();
+}
+
+void RepeatedKeyFinder::EndObject() {
+  if (depth_ > 0) --depth_;
+}
+
+bool RepeatedKeyFinder::Key(const std::string& key) {
+  if (depth_ == 0 || keys_[depth_ - 1].insert(key).second) return true;
+  if (!found_) {
+    found_ = true;
+    first_ = key;
+  }
+  return false;
+}
+
+std::string RepeatedKeyMessage(const std::string& key, const std::string& source) {
+  return ForMessage(source) + ": key '" + ForMessage(key, 200) +
+         "' appears twice in one object; JSON does not say which value counts (keep one)";
+}
+
 nlohmann::json ParseJson(std::string_view text, const std::string& source) {
   CheckJsonNesting(text, source);
+  RepeatedKeyFinder repeated;
+  nlohmann::json document;
   try {
-    return nlohmann::json::parse(text);
+    document = nlohmann::json::parse(text, [&repeated](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+      using Event = nlohmann::json::parse_event_t;
+      if (event == Event::object_start) repeated.StartObject();
+      if (event == Event::object_end) repeated.EndObject();
+      if (event == Event::key) repeated.Key(parsed.get_ref<const std::string&>());
+      return true;
+    });
   } catch (const nlohmann::json::exception& e) {
     throw Error(JsonParseErrorMessage(e, source));
   }
+  if (repeated.found()) throw Error(RepeatedKeyMessage(repeated.first(), source));
+  return document;
 }
 
 std::string ReadJsonText(const std::string& path) {

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <unordered_set>
+#include <vector>
 #include <string_view>
 
 namespace devplace {
@@ -27,8 +29,9 @@ inline constexpr int kMaxJsonDepth = 64;
 std::string ReadTextFile(const std::string& path, int64_t max_bytes = kMaxInputFileBytes);
 
 // Parses `text` as JSON. Every problem — a syntax error (with its byte
-// offset), nesting deeper than kMaxJsonDepth, a number outside double range —
-// is an Error naming `source` (a file path, or what the text came from).
+// offset), nesting deeper than kMaxJsonDepth, a number outside double range,
+// a key repeated in one object — is an Error naming `source` (a file path,
+// or what the text came from).
 nlohmann::json ParseJson(std::string_view text, const std::string& source);
 
 // ReadTextFile then ParseJson; an empty file is an Error too.
@@ -43,6 +46,30 @@ std::string ReadJsonText(const std::string& path);
 // message for an error nlohmann reports while parsing.
 void CheckJsonNesting(std::string_view text, const std::string& source);
 std::string JsonParseErrorMessage(const nlohmann::json::exception& e, const std::string& source);
+
+// A key given twice in one object: JSON leaves open which value counts, and
+// nlohmann keeps the last, so a cluster file saying "memory_gib": 64 and
+// later "memory_gib": 1 was read as 1 GiB without a word. Both parses
+// refuse such a document, naming the first key repeated (after any syntax
+// error, which is reported first).
+class RepeatedKeyFinder {
+ public:
+  void StartObject();
+  void EndObject();
+  // False (and the key remembered, if it is the first) when the innermost
+  // open object already has `key`.
+  bool Key(const std::string& key);
+  // The first repeated key, in document order; empty if none.
+  const std::string& first() const { return first_; }
+  bool found() const { return found_; }
+
+ private:
+  std::vector<std::unordered_set<std::string>> keys_;  // per open object, reused
+  size_t depth_ = 0;
+  bool found_ = false;
+  std::string first_;
+};
+std::string RepeatedKeyMessage(const std::string& key, const std::string& source);
 
 // Writes `contents` to `path` through a temporary file in the same folder and
 // a rename, so readers see either the old file or the complete new one.

@@ -53,6 +53,10 @@ bool JsonValueBuilder::End() {
 
 void JsonValueBuilder::Key(std::string key) { key_ = std::move(key); }
 
+bool JsonValueBuilder::HasKey(const std::string& key) const {
+  return !stack_.empty() && stack_.back()->is_object() && stack_.back()->contains(key);
+}
+
 json JsonValueBuilder::Take() {
   assert(stack_.empty());
   json value = std::move(root_);
@@ -89,7 +93,9 @@ class StreamingHandler {
       case Level::kTop:
       case Level::kArray:
         return Done(builder_.StartObject());
-      case Level::kOther: return true;
+      case Level::kOther:
+        others_.StartObject();
+        return true;
     }
     return true;
   }
@@ -121,7 +127,11 @@ class StreamingHandler {
 
   bool end_object() {
     if (builder_.building()) return Done(builder_.End());
-    if (level_ == Level::kTop) level_ = Level::kOther;  // the document ends
+    if (level_ == Level::kTop) {
+      level_ = Level::kOther;  // the document ends
+    } else if (level_ == Level::kOther) {
+      others_.EndObject();
+    }
     return true;
   }
 
@@ -131,11 +141,17 @@ class StreamingHandler {
     return true;
   }
 
+  // A repeated key is noted where the second one appears, as ParseJson's
+  // key events see it, so that both name the same first one.
   bool key(json::string_t& key) {
     if (builder_.building()) {
+      if (builder_.HasKey(key)) Repeated(key);
       builder_.Key(std::move(key));
     } else if (level_ == Level::kTop) {
+      if (result_.top.contains(key)) Repeated(key);
       key_ = std::move(key);
+    } else if (level_ == Level::kOther) {
+      if (!others_.Key(key)) Repeated(key);
     }
     return true;
   }
@@ -149,6 +165,7 @@ class StreamingHandler {
 
   StreamedJson& result() { return result_; }
   const std::optional<std::string>& error() const { return error_; }
+  const std::optional<std::string>& repeated_key() const { return repeated_key_; }
 
  private:
   enum class Level {
@@ -157,6 +174,10 @@ class StreamingHandler {
     kArray,     // in a top-level `array_key` array
     kOther,     // the document is not an object, or it has ended
   };
+
+  void Repeated(const std::string& key) {
+    if (!repeated_key_) repeated_key_ = key;
+  }
 
   bool Value(json value) {
     if (builder_.building()) return Done(builder_.Scalar(std::move(value)));
@@ -193,6 +214,8 @@ class StreamingHandler {
   JsonValueBuilder builder_;
   StreamedJson result_;
   std::optional<std::string> error_;
+  std::optional<std::string> repeated_key_;  // the first
+  RepeatedKeyFinder others_;  // keys of objects kept nowhere (a document that is not an object)
 };
 
 }  // namespace
@@ -206,6 +229,7 @@ StreamedJson ParseJsonStreamingArray(std::string_view text, const std::string& s
     assert(handler.error());
     throw Error(*handler.error());
   }
+  if (handler.repeated_key()) throw Error(RepeatedKeyMessage(*handler.repeated_key(), source));
   return std::move(handler.result());
 }
 

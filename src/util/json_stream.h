@@ -15,7 +15,8 @@
 namespace devplace {
 
 // Builds one JSON value from nlohmann's SAX events, as nlohmann's own DOM
-// parser would (a repeated key keeps its last value).
+// parser would (a repeated key keeps its last value; HasKey lets a caller
+// refuse it first, as ParseJson does).
 class JsonValueBuilder {
  public:
   // Each of these returns true once the value is complete.
@@ -24,6 +25,8 @@ class JsonValueBuilder {
   bool StartArray();
   bool End();  // of the innermost object or array
   void Key(std::string key);
+  // Whether the innermost open object already has `key`.
+  bool HasKey(const std::string& key) const;
 
   bool building() const { return !stack_.empty(); }
   // The finished value; the builder is empty again after.
