@@ -149,25 +149,19 @@ std::string PreviousRunFile(const std::string& dir) {
   return "";
 }
 
-// Where the run writes. The default folder is the first of NAME, NAME-2,
-// NAME-3, ... that holds no run (NAME itself to resume or overwrite); a
-// folder the user named that holds a run is refused unless --resume or
-// --overwrite says what to do with it: a search's result can be hours of
-// work, and a second run used to replace it silently.
+// Where the run writes: --out, or runs/GRAPH-CLUSTER-METHOD. A folder that
+// holds a run is refused unless --resume or --overwrite says what to do
+// with it: a search's result can be hours of work, and a second run used to
+// replace it silently. The default folder is refused alike, not moved on to
+// a new name, so that a command that reads it next (export --placement
+// runs/.../best_placement.json) never reads an older run than the one just
+// made.
 std::string ChooseOutFolder(const PlaceFlags& flags, const std::string& default_name) {
-  const bool keep_going = flags.rl.resume || flags.overwrite;
-  if (!flags.out_dir.empty()) {
-    const std::string previous = keep_going ? "" : PreviousRunFile(flags.out_dir);
-    if (!previous.empty()) {
-      throw Error(ForMessage(flags.out_dir) + ": holds a previous run (" + previous +
-                  "); --resume continues it, --overwrite replaces it, or choose another --out");
-    }
-    return flags.out_dir;
-  }
-  std::string dir = default_name;
-  for (int k = 2; !keep_going && !PreviousRunFile(dir).empty(); ++k) {
-    if (k > 10000) throw Error(ForMessage(default_name) + "-N: every folder up to -10000 holds a run; choose an --out");
-    dir = default_name + "-" + std::to_string(k);
+  const std::string dir = flags.out_dir.empty() ? default_name : flags.out_dir;
+  const std::string previous = flags.rl.resume || flags.overwrite ? "" : PreviousRunFile(dir);
+  if (!previous.empty()) {
+    throw Error(ForMessage(dir) + ": holds a previous run (" + previous +
+                "); --resume continues it, --overwrite replaces it, or choose another --out");
   }
   return dir;
 }
@@ -374,8 +368,8 @@ void AddPlaceCommand(CLI::App& app) {
                   "mars (pre-trained GCN encoder + segment-level seq2seq; --encoder), "
                   "or a baseline method of `devplace compare`");
   cmd->add_option("--out", flags->out_dir,
-                  "Folder for best_placement.json, curve.csv and checkpoint.pt (default runs/GRAPH-CLUSTER-METHOD, or "
-                  "-2, -3, ... after it when that holds a run)");
+                  "Folder for best_placement.json, curve.csv and checkpoint.pt (default runs/GRAPH-CLUSTER-METHOD); "
+                  "one holding a previous run is refused without --resume or --overwrite");
   cmd->add_flag("--overwrite", flags->overwrite, "Replace a previous run's files in --out (without it, such a folder is refused)");
   AddOpTimesFlags(cmd, &flags->op_times, "Table of measured op times that override the cost model (JSON)");
   cmd->add_flag("--json", flags->json, "End by printing one JSON object (method, step_time_s, oom, search_seconds, samples, placement_file)");
