@@ -26,11 +26,11 @@ void AddOpTimesFlags(CLI::App* command, OpTimesFlags* flags, const std::string& 
 // The cost model of `cluster`, with the measured op times of the file at
 // `flags.path` overriding it (none when the path is empty). Every entry must
 // apply to some op of `graph` (docs/op-times-format.md).
+CostModel MakeCostModel(const Cluster& cluster, const Graph& graph, const OpTimesFlags& flags);
+
 // A trained file (a policy, an encoder) that a new training would replace:
 // refused unless --resume continues its training or --overwrite replaces
 // it, as hours of training must not go to a repeated command.
 void RefuseToReplaceTrainedFile(const std::string& path, bool resume, bool overwrite, const std::string& what);
-
-CostModel MakeCostModel(const Cluster& cluster, const Graph& graph, const OpTimesFlags& flags);
 
 }  // namespace devplace

@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <unordered_set>
 #include <vector>
-#include <string_view>
 
 namespace devplace {
 
