@@ -690,7 +690,8 @@ TEST(CheckpointTest, TemporaryFilesAreRemovedAtStartAndNoneAreLeftAtExit) {
   Problem p(Chains(4), testing::MakeSlowCpuCluster());
   TempDir dir;
   RlOptions options = RunToResume(p.get(), dir);
-  for (const char* name : {"best_placement.json.tmp.99999", "checkpoint.pt.tmp", "checkpoint.pt.tmp.12", "curve.csv.tmp.7"}) {
+  for (const char* name : {"best_placement.json.tmp.99999", "checkpoint.pt.tmp", "checkpoint.pt.tmp.12", "curve.csv.tmp.7",
+                           "remeasured.json.tmp.8"}) {
     std::ofstream(options.out_dir + "/" + name) << "left by a killed run";
   }
   std::ofstream(options.out_dir + "/notes.txt") << "the user's";

@@ -15,6 +15,7 @@
 #include "exec/measured_environment.h"
 #include "placers/placer.h"
 #include "rl/rl_placer.h"
+#include "rl/run_folder.h"
 #include "util/error.h"
 #include "util/files.h"
 #include "util/stop_request.h"
@@ -136,14 +137,10 @@ void CheckRewardFlags(const PlaceFlags& flags, bool learned) {
   }
 }
 
-// The files a run leaves in its folder; any of them means a previous run's
-// work is there, which a new run must not replace unasked.
-constexpr const char* kRunFiles[] = {"best_placement.json", "checkpoint.pt", "curve.csv", "remeasured.json"};
-
 // The first file of a previous run in `dir`, or "".
 std::string PreviousRunFile(const std::string& dir) {
   std::error_code error;
-  for (const char* name : kRunFiles) {
+  for (const char* name : run_folder::kAllFiles) {
     if (std::filesystem::exists(std::filesystem::path(dir) / name, error)) return name;
   }
   return "";
@@ -170,7 +167,7 @@ std::string ChooseOutFolder(const PlaceFlags& flags, const std::string& default_
 // that none of them (a best placement the new run never beats) is taken
 // for the new run's.
 void RemovePreviousRun(const std::string& dir) {
-  for (const char* name : kRunFiles) std::filesystem::remove(std::filesystem::path(dir) / name);
+  for (const char* name : run_folder::kAllFiles) std::filesystem::remove(std::filesystem::path(dir) / name);
 }
 
 // --out must be a folder, or not exist yet.
@@ -238,7 +235,7 @@ void RunPlace(PlaceFlags flags) {
   double search_seconds = 0;
   double search_best_s = 0;  // a learned search's best, as its environment measured it
   int64_t samples = 0;
-  std::string placement_file = (std::filesystem::path(flags.out_dir) / "best_placement.json").string();
+  std::string placement_file = (std::filesystem::path(flags.out_dir) / run_folder::kBestPlacement).string();
   if (learned) {
     flags.rl.out_dir = flags.out_dir;  // the trainer creates it once its checks pass
     const bool no_budget = flags.rl.max_steps <= 0 && flags.rl.max_seconds <= 0 && flags.rl.max_samples <= 0;
@@ -302,7 +299,7 @@ void RunPlace(PlaceFlags flags) {
                             {"measured_s", r.real.outcome.ok ? nlohmann::json(r.real.outcome.step_time_s) : nlohmann::json(nullptr)},
                             {"failure", r.real.failure}});
     }
-    WriteFileAtomically((std::filesystem::path(flags.out_dir) / "remeasured.json").string(), remeasured.dump(2) + "\n");
+    WriteFileAtomically((std::filesystem::path(flags.out_dir) / run_folder::kRemeasured).string(), remeasured.dump(2) + "\n");
   }
   if (flags.json) {
     nlohmann::json out = {{"method", flags.method},
@@ -350,7 +347,7 @@ void RunPlace(PlaceFlags flags) {
     }
     if (calibrated && !calibrated->remeasured().empty()) {
       std::printf("%zu of the best placements run for real during the search (simulated / measured in %s)\n",
-                  calibrated->remeasured().size(), (std::filesystem::path(flags.out_dir) / "remeasured.json").c_str());
+                  calibrated->remeasured().size(), (std::filesystem::path(flags.out_dir) / run_folder::kRemeasured).c_str());
     }
   }
 }

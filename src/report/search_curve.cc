@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "rl/run_folder.h"
 #include "util/csv.h"
 #include "util/error.h"
 #include "util/files.h"
@@ -59,8 +60,8 @@ RunFolder LoadRunFolder(const std::string& folder, const Graph& graph, const Clu
   if (!fs::is_directory(folder)) throw Error("run '" + folder + "': not a folder (give the --out folder of devplace place)");
   RunFolder run;
   run.path = folder;
-  const std::string curve = (fs::path(folder) / "curve.csv").string();
-  run.placement_file = (fs::path(folder) / "best_placement.json").string();
+  const std::string curve = (fs::path(folder) / run_folder::kCurve).string();
+  run.placement_file = (fs::path(folder) / run_folder::kBestPlacement).string();
   const bool has_curve = fs::exists(curve), has_placement = fs::exists(run.placement_file);
   if (!has_curve && !has_placement) {
     throw Error("run '" + folder + "': holds neither curve.csv nor best_placement.json (give the --out folder of devplace place)");

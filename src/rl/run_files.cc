@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "rl/run_folder.h"
 #include "util/error.h"
 
 namespace devplace {
@@ -116,7 +117,7 @@ void WriteCheckpointFile(const std::string& path, const std::string& bytes) {
 // killed run leaves them behind: the next run in the folder removes them
 // all when it starts, and every run its own when it ends.
 void RemoveTemporaries(const fs::path& folder, bool only_this_process) {
-  RemoveTemporariesOf(folder, {"best_placement.json", "curve.csv", "checkpoint.pt"}, only_this_process);
+  RemoveTemporariesOf(folder, {run_folder::kAllFiles.begin(), run_folder::kAllFiles.end()}, only_this_process);
 }
 
 void RemoveTemporariesOf(const fs::path& folder, const std::vector<std::string>& outputs, bool only_this_process) {

@@ -30,6 +30,7 @@
 #include "rl/policy.h"
 #include "rl/rl_placer.h"
 #include "rl/run_files.h"
+#include "rl/run_folder.h"
 #include "sim/environment.h"
 #include "sim/lower_bound.h"
 #include "util/error.h"
@@ -168,9 +169,9 @@ class Trainer {
   }
 
  private:
-  std::string PlacementPath() const { return (fs::path(options_.out_dir) / "best_placement.json").string(); }
-  std::string CurvePath() const { return (fs::path(options_.out_dir) / "curve.csv").string(); }
-  std::string CheckpointPath() const { return (fs::path(options_.out_dir) / "checkpoint.pt").string(); }
+  std::string PlacementPath() const { return (fs::path(options_.out_dir) / run_folder::kBestPlacement).string(); }
+  std::string CurvePath() const { return (fs::path(options_.out_dir) / run_folder::kCurve).string(); }
+  std::string CheckpointPath() const { return (fs::path(options_.out_dir) / run_folder::kCheckpoint).string(); }
   static std::string CurveHeader() {
     return "step,seconds,samples,mean_step_time_s,best_step_time_s,failed_fraction,baseline,learning_rate\n";
   }
