@@ -320,8 +320,8 @@ double Simulator::PlainPassUs(const Placement& placement) const {
 // snapshot with the persistent memory of the new placement.
 //
 // kPlain: no recorded events, no noise, no byte count that can saturate
-// (Simulator::may_saturate_ is false), no copies done by host cores and
-// no wake-ups (the presets' clusters). That is the run a search evaluates thousands of
+// (Simulator::may_saturate_ is false), no copies done by host cores, no
+// wake-ups and no host contention (the presets' clusters). That is the run a search evaluates thousands of
 // times; its hot paths then skip those checks, and give the same answer as
 // the general ones, which never saturate then.
 template <bool kPlain>
@@ -617,7 +617,7 @@ class Simulator::Step {
       }
       if (op_start_bytes_[op] > 0) Allocate(d, op_start_bytes_[op]);
       double duration_us = Perturb(time_us_[op]);
-      if (sim_.contention_per_busy_device_ > 0 && sim_.shares_host_[d]) duration_us *= ContentionFactor(d);
+      if (!kPlain && sim_.contention_per_busy_device_ > 0 && sim_.shares_host_[d]) duration_us *= ContentionFactor(d);
       devices_[d].compute_us[op_phase_[op]] += duration_us;
       if (!kPlain && record_events_) result_.op_events.push_back({sim_.order_[op], d, start_us, start_us + duration_us});
       Schedule(start_us + duration_us, EventKind::kOpDone, op);
@@ -900,7 +900,8 @@ bool Simulator::Prepare(const Placement& placement, SimResult& result) {
 
 template <typename Body>
 void Simulator::WithStep(SimResult& result, const SimOptions& options, Body&& body) {
-  if (!options.record_events && !options.noise.enabled() && !may_saturate_ && !copies_use_host_cores_ && !wakes_) {
+  if (!options.record_events && !options.noise.enabled() && !may_saturate_ && !copies_use_host_cores_ && !wakes_ &&
+      contention_per_busy_device_ == 0) {
     Step<true> step(*this, result, options);
     body(step);
   } else {
