@@ -874,6 +874,67 @@ def make_model(batch):
   EXPECT_GT(aux_updates, 0);
 }
 
+// Every parameter is an input of the step's ops and gets its optimizer
+// update, however the model reaches it: an RNN reads cached flat weights
+// (torch 1.13's functional_call left them as constants, one copy a time
+// step), a decoder tied to its embedding reads the weight under a second
+// name (lost its gradient), and a Linear whose bias is a buffer (its
+// product's FLOPs read the wrong argument's shape, 15x too many).
+TEST(PyTorchExporterTest, EveryParameterIsReadAndUpdatedHoweverTheModelReachesIt) {
+  if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3 lacks torch";
+  TempDir dir;
+  const std::string script = dir.Write("reach.py", R"(import torch
+class BufferBias(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(10, 16))
+        self.register_buffer("bias", torch.zeros(10))
+    def forward(self, x):
+        return torch.nn.functional.linear(x, self.weight, self.bias)
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(10, 16)
+        self.rnn = torch.nn.LSTM(16, 16, num_layers=2, batch_first=True)
+        self.gru = torch.nn.GRU(16, 16, batch_first=True)
+        self.tied = torch.nn.Linear(16, 10, bias=False)
+        self.tied.weight = self.emb.weight
+        self.head = BufferBias()
+    def forward(self, x):
+        h, _ = self.rnn(self.emb(x))
+        h, _ = self.gru(h)
+        return self.tied(h[:, -1]) + self.head(h[:, 0])
+def make_model(batch):
+    return Model(), (torch.randint(0, 10, (batch, 5)),), torch.randint(0, 10, (batch,))
+)");
+  const std::string out = dir.File("reach.json");
+  auto [code, log] = ExportPyTorch(dir, script + " --batch 4 -o " + out);
+  ASSERT_EQ(code, 0) << log;
+  Graph g = LoadGraphFile(out);
+  // emb; rnn: 2 layers x 4; gru: 4; head.weight (tied shares emb's).
+  const int64_t parameters = 10 * 16 + 2 * (4 * 16 * 16 * 2 + 4 * 16 * 2) + (3 * 16 * 16 * 2 + 3 * 16 * 2) + 10 * 16;
+  int variables = 0;
+  for (int32_t id = 0; id < g.num_ops(); ++id) {
+    const Op& op = g.op(id);
+    EXPECT_EQ(op.name.find("_param_constant"), std::string::npos) << op.name << ": a parameter traced as a constant";
+    if (op.type != "VariableV2") continue;
+    ++variables;
+    EXPECT_FALSE(g.out_data_edges(id).empty()) << op.name << " is read by no op";
+  }
+  EXPECT_EQ(variables, 1 + 2 * 4 + 4 + 1);
+  // The weights and Adam's two slots for each: 12 bytes a parameter.
+  EXPECT_GE(g.total_persistent_bytes(), 12 * parameters);
+  EXPECT_LT(g.total_persistent_bytes(), 12 * parameters + 1024);
+  bool head_product = false;
+  for (const Op& op : g.ops()) {
+    if (op.phase == Phase::kForward && op.colocation_group == "head" && op.type == "aten.addmm") {
+      head_product = true;
+      EXPECT_DOUBLE_EQ(op.flops, 2.0 * 4 * 10 * 16);
+    }
+  }
+  EXPECT_TRUE(head_product);
+}
+
 // A bad model argument, flag or output path: one line naming it, exit
 // status 1, and no graph file (nor its temporary) left behind.
 TEST(PyTorchExporterTest, RefusesBadArgumentsInOneLineAndWritesNothing) {

@@ -77,6 +77,12 @@ def _tag_nodes():
 def _hook_modules(model):
     def pre(module, inputs):
         _state["modules"].append(module._dp_name)
+        if isinstance(module, torch.nn.RNNBase):
+            # An RNN computes from its cached _flat_weights, which torch
+            # 1.13's functional_call does not refresh: the traced step
+            # read the module's own tensors as constants, one copy per
+            # time step, and its weights got no gradient nor update.
+            module._flat_weights = [getattr(module, w, None) for w in module._flat_weights_names]
 
     def post(module, inputs, output):
         _state["modules"].pop()
@@ -130,33 +136,53 @@ def _window(kernel_size):
 
 def _flops(name, node, out_shapes, in_shapes):
     """FLOPs of one aten op: 2 per multiply-add for products and
-    convolutions, about one per element otherwise."""
+    convolutions, about one per element otherwise. in_shapes[k] is the
+    shape of the op's k-th positional argument (None where it is not a
+    tensor), so that a bias held as a constant does not shift the rest."""
     out = out_shapes[0] if out_shapes else ()
+
+    def arg(k, default=()):
+        return in_shapes[k] if k < len(in_shapes) and in_shapes[k] is not None else default
+
     if name in _VIEWS or name in ("zeros_like", "zeros", "empty", "ones_like", "full", "clone", "copy_", "_to_copy"):
         return 0.0
     if name in ("mm", "addmm", "bmm", "matmul", "baddbmm"):
-        a = in_shapes[1] if name in ("addmm", "baddbmm") else in_shapes[0]
+        a = arg(1) if name in ("addmm", "baddbmm") else arg(0)
         return 2.0 * _numel(out) * (a[-1] if a else 1)
     if name == "convolution":
-        weight = in_shapes[1]
-        return 2.0 * _numel(out) * _numel(weight[1:])
+        return 2.0 * _numel(out) * _numel(arg(1)[1:])
     if name == "convolution_backward":
         # Gradients of the input and of the weight, each as dear as the forward.
-        grad_out, _, weight = in_shapes[0], in_shapes[1], in_shapes[2]
+        grad_out, weight = arg(0), arg(2)
         mask = node.args[-1] if isinstance(node.args[-1], (list, tuple)) else [True, True, True]
         return 2.0 * _numel(grad_out) * _numel(weight[1:]) * (int(bool(mask[0])) + int(bool(mask[1])))
     if name in _POOLS:
         # Outputs (the pooled side: dy for a backward) times the window, as
         # TensorFlow's pooling is costed: the executor reads the window back.
-        pooled = in_shapes[0] if name.endswith("_backward") else out
+        pooled = arg(0) if name.endswith("_backward") else out
         return float(_numel(pooled) * _window(node.args[_POOLS[name]]))
     if name in ("_softmax", "_log_softmax"):
         return 5.0 * _numel(out)
     if "batch_norm" in name or "layer_norm" in name:
-        return 8.0 * _numel(in_shapes[0] if in_shapes else out)
+        return 8.0 * _numel(arg(0, out))
     if name.startswith("sum") or name.startswith("mean") or name in ("amax", "max", "min", "nll_loss_forward"):
-        return float(_numel(in_shapes[0])) if in_shapes else 0.0
+        return float(_numel(arg(0, out)))
     return float(max([_numel(out)] + [0]))
+
+
+def _shape_of(arg, graph_module):
+    """The shape of an fx argument: a traced tensor, or a constant the
+    graph holds (get_attr); None for anything else."""
+    if not isinstance(arg, torch.fx.Node):
+        return None
+    meta = arg.meta.get("tensor_meta")
+    if hasattr(meta, "shape"):
+        return tuple(meta.shape)
+    if arg.op == "get_attr":
+        value = getattr(graph_module, arg.target, None)
+        if isinstance(value, torch.Tensor):
+            return tuple(value.shape)
+    return None
 
 
 def _tensor(meta):
@@ -215,6 +241,21 @@ def default_loss(out, target):
     return loss
 
 
+def _parameter_slots(model):
+    """Every name a parameter is reached by, to its index among
+    model.parameters(). A tied weight (a decoder sharing its embedding's)
+    has several names; functional_call swaps only the names it is given,
+    so under one name alone the other module read the original tensor as
+    a constant, and the weight's gradient from that use was lost."""
+    index = {id(p): k for k, p in enumerate(model.parameters())}
+    slots = {}
+    for module_name, module in model.named_modules(remove_duplicate=False):
+        for name, p in module._parameters.items():
+            if p is not None and id(p) in index:
+                slots[f"{module_name}.{name}" if module_name else name] = index[id(p)]
+    return slots
+
+
 def trace_training_step(model, inputs, target, loss_fn=None, make_optimizer=None):
     """Traces forward, loss, backward and the optimizer step; returns the
     fx GraphModule and the parameter names in placeholder order."""
@@ -222,11 +263,12 @@ def trace_training_step(model, inputs, target, loss_fn=None, make_optimizer=None
     make_optimizer = make_optimizer or (lambda params: torch.optim.Adam(params, lr=1e-3))
     names = [name for name, _ in model.named_parameters()]
     params = [p.detach().clone().requires_grad_(p.requires_grad) for p in model.parameters()]
+    slots = _parameter_slots(model)
 
     def step(target, *args):
         data, ps = args[: len(inputs)], args[len(inputs):]
         _state.update(phase="forward", modules=[], backward_module="")
-        out = torch.nn.utils.stateless.functional_call(model, dict(zip(names, ps)), tuple(data))
+        out = torch.nn.utils.stateless.functional_call(model, {name: ps[k] for name, k in slots.items()}, tuple(data))
         loss = loss_fn(out, target)
         _state["phase"] = "backward"
         loss.backward()
@@ -317,8 +359,7 @@ def to_devplace_graph(graph_module, names, num_data_inputs, graph_name):
         else:
             short = _short_name(n.target)
             op.update(name=unique((module or phase) + "/" + short), type="aten." + short)
-            in_shapes = [tuple(i.meta["tensor_meta"].shape) for i in n.all_input_nodes
-                         if hasattr(i.meta.get("tensor_meta"), "shape")]
+            in_shapes = [_shape_of(a, graph_module) for a in n.args]
             op["flops"] = _flops(short, n, [tuple(o["shape"]) for o in outputs], in_shapes)
             op["bytes_read"] = sum(ops[i[0]]["outputs"][i[1]]["bytes"] for i in inputs if i[1] < len(ops[i[0]]["outputs"]))
             op["bytes_written"] = 0 if short in _VIEWS else sum(o["bytes"] for o in outputs)
