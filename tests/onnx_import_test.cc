@@ -933,6 +933,12 @@ def make_model(batch):
     }
   }
   EXPECT_TRUE(head_product);
+  // The buffer is one op under its state_dict name, in its module's group
+  // (a device_map needs it where the module is split).
+  const int32_t bias = g.FindOp("head.bias");
+  ASSERT_GE(bias, 0);
+  EXPECT_EQ(g.op(bias).type, "Const");
+  EXPECT_EQ(g.op(bias).colocation_group, "head");
 }
 
 // A bad model argument, flag or output path: one line naming it, exit

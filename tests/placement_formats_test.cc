@@ -35,7 +35,8 @@ Graph SmallGraph() {
 // A PyTorch-exported training step in miniature, as tools/export_pytorch.py
 // names it: parameters by their module path, each module's ops in a
 // co-location group named after it, the loss in no module, and one
-// parameter of the root module ("scale") without a group.
+// parameter of the root module ("scale") without a group; layers.0 holds a
+// buffer.
 Graph TorchLikeGraph() {
   Graph g;
   g.name = "torchlike";
@@ -65,6 +66,12 @@ Graph TorchLikeGraph() {
   int32_t norm_op = add("layers.0/mul", "aten.mul", "layers.0");
   g.AddDataEdge(norm, 0, norm_op);
   g.AddDataEdge(mlp0, 0, norm_op);
+  // And a buffer (a state_dict key, as the exporter names one), and a
+  // constant that is none.
+  int32_t buffer = add("layers.0.position_index", "Const", "layers.0");
+  int32_t constant = add("layers.0/_tensor_constant0", "Const", "layers.0");
+  g.AddDataEdge(buffer, 0, norm_op);
+  g.AddDataEdge(constant, 0, norm_op);
   int32_t scale = add("scale", "VariableV2", "");
   int32_t loss = add("forward/nll_loss", "aten.nll_loss_forward", "");
   g.AddDataEdge(previous, 0, loss);
@@ -185,9 +192,11 @@ TEST(PlacementFormatsTest, DeviceMapSplitsAModuleIntoItsParametersAndChildren) {
     return StartsWith(name, "input") ? 0 : 1;
   });
   nlohmann::json map = nlohmann::json::parse(DeviceMapJson(g, c, p).dump());
-  nlohmann::json expected = {{"embed", 0},        {"layers.0.norm_weight", 0}, {"layers.0.attn", 0},
-                             {"layers.0.mlp", 1}, {"layers.1", 0},             {"head", 0},
-                             {"scale", 0}};
+  // accelerate wants a device for every state_dict key: the split
+  // module's buffer too.
+  nlohmann::json expected = {{"embed", 0},        {"layers.0.norm_weight", 0}, {"layers.0.position_index", 0},
+                             {"layers.0.attn", 0}, {"layers.0.mlp", 1},        {"layers.1", 0},
+                             {"head", 0},          {"scale", 0}};
   EXPECT_EQ(map, expected) << map.dump();
 }
 

@@ -287,7 +287,13 @@ def trace_training_step(model, inputs, target, loss_fn=None, make_optimizer=None
     return graph_module, names
 
 
-def to_devplace_graph(graph_module, names, num_data_inputs, graph_name):
+def to_devplace_graph(graph_module, names, num_data_inputs, graph_name, buffer_names=None):
+    """buffer_names: id of each of the model's buffers -> its state_dict
+    name. A buffer the step reads becomes one Const op under that name, in
+    its module's group, so that a device_map can give it a device where its
+    module is split across devices (accelerate wants every state_dict key)."""
+    buffer_names = buffer_names or {}
+    buffer_ops = {}  # state_dict name -> op id
     nodes = list(graph_module.graph.nodes)
     placeholders = [n for n in nodes if n.op == "placeholder"]
     data = set(placeholders[: num_data_inputs + 1])  # the target, then the model's inputs
@@ -322,6 +328,10 @@ def to_devplace_graph(graph_module, names, num_data_inputs, graph_name):
         if n.meta.get("dp_marker") and n.all_input_nodes:
             where[n] = where.get(n.all_input_nodes[0])  # module boundaries are bookkeeping, not ops
             continue
+        buffer = buffer_names.get(id(getattr(graph_module, n.target, None))) if n.op == "get_attr" else None
+        if buffer in buffer_ops:
+            where[n] = (buffer_ops[buffer], 0)  # read again: the same op
+            continue
         meta = n.meta.get("tensor_meta")
         if meta is not None and hasattr(meta, "shape"):
             outputs = [_tensor(meta)]
@@ -354,6 +364,10 @@ def to_devplace_graph(graph_module, names, num_data_inputs, graph_name):
         elif n.op == "placeholder":
             op.update(name=unique(param_name[n]), type="VariableV2", persistent_bytes=outputs[0]["bytes"])
             outputs[0]["aliases_persistent"] = True
+        elif n.op == "get_attr" and buffer is not None:
+            module = buffer.rsplit(".", 1)[0] if "." in buffer else ""
+            op.update(name=unique(buffer), type="Const")
+            buffer_ops[buffer] = op["id"]
         elif n.op == "get_attr":
             op.update(name=unique((module or "const") + "/" + n.target), type="Const")
         else:
@@ -453,7 +467,8 @@ def main():
         model.train()
         graph_module, names = trace_training_step(model, inputs, target, loss_fn, make_optimizer)
         name = os.path.splitext(os.path.basename(options.model))[0]
-        graph = to_devplace_graph(graph_module, names, len(inputs), name)
+        graph = to_devplace_graph(graph_module, names, len(inputs), name,
+                                  {id(b): n for n, b in model.named_buffers()})
     except Exception as error:  # noqa: BLE001 -- reported, not hidden
         return _fail(options.model, _one_line(error))
     temporary = options.output + ".tmp"

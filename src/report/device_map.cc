@@ -66,7 +66,13 @@ nlohmann::ordered_json DeviceMapJson(const Graph& graph, const Cluster& cluster,
   }
   for (int32_t op_index : order) {
     const Op& op = graph.op(op_index);
-    const bool parameter = op.type == "VariableV2";
+    // A module's state: its parameters, and the buffers the exporter names
+    // by their state_dict keys (Const ops named "module.buffer", where other
+    // constants are named "module/_tensor_constantN"). accelerate wants a
+    // device for every state_dict key, so a split module lists both.
+    const bool parameter =
+        op.type == "VariableV2" || (op.type == "Const" && op.name.find('/') == std::string::npos &&
+                                    (op.colocation_group.empty() || op.name.rfind(op.colocation_group + ".", 0) == 0));
     // A module's ops carry its name as their group; a parameter of the root
     // module has no group and is its own key.
     std::string path = !op.colocation_group.empty() ? op.colocation_group : parameter ? op.name : "";
