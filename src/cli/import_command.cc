@@ -39,7 +39,7 @@ std::map<std::string, int64_t> ParseDims(const std::vector<std::string>& specs) 
       used = 0;
     }
     Require(used == value.size() && n > 0, "--dim '" + spec + "': the value must be a positive integer");
-    dims[spec.substr(0, eq)] = n;
+    Require(dims.emplace(spec.substr(0, eq), n).second, "--dim '" + spec + "': " + spec.substr(0, eq) + " is given twice");
   }
   return dims;
 }

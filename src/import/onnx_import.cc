@@ -273,6 +273,21 @@ class Importer {
   void ResolveDims() {
     auto* graph = model_.mutable_graph();
     std::map<std::string, int64_t> params = options_.dims;
+    // libonnx's shape inference keeps dimensions in int32 in places: past
+    // 2^31 it crashed, and the crash was blamed on the model. No tensor
+    // dimension devplace can place comes near 2^30.
+    constexpr int64_t kMaxDimension = int64_t{1} << 30;
+    if (options_.batch && *options_.batch > kMaxDimension) {
+      throw Error("--batch " + std::to_string(*options_.batch) + ": larger than 2^30, beyond any dimension a model can have here");
+    }
+    for (const auto& [name, value] : options_.dims) {
+      if (value > kMaxDimension) {
+        throw Error("--dim " + ForMessage(name) + "=" + std::to_string(value) +
+                    ": larger than 2^30, beyond any dimension a model can have here");
+      }
+    }
+    std::set<std::string> used;  // --dim names the inputs use
+    std::set<std::string> declared;  // every dynamic dimension's name
     std::vector<std::string> missing;
     for (auto& input : *graph->mutable_input()) {
       if (initializers_.count(input.name()) || !input.type().has_tensor_type()) continue;
@@ -284,6 +299,10 @@ class Importer {
       }
       for (int i = 0; i < tensor->shape().dim_size(); ++i) {
         auto* dim = tensor->mutable_shape()->mutable_dim(i);
+        if (dim->has_dim_param()) {
+          declared.insert(dim->dim_param());
+          if (options_.dims.count(dim->dim_param())) used.insert(dim->dim_param());
+        }
         if (!weight && i == 0 && options_.batch) {
           if (dim->has_dim_param()) params.emplace(dim->dim_param(), *options_.batch);
           dim->set_dim_value(*options_.batch);
@@ -298,6 +317,13 @@ class Importer {
           missing.push_back("dimension " + std::to_string(i) + " of input '" + ForMessage(input.name()) + "'");
         }
       }
+    }
+    for (const auto& [name, value] : options_.dims) {
+      if (used.count(name)) continue;
+      std::string names;
+      for (const std::string& d : declared) names += (names.empty() ? "" : ", ") + ForMessage(d);
+      throw Error("--dim " + ForMessage(name) + ": " + Quoted(path_) + " has no dynamic dimension of that name (" +
+                  (names.empty() ? std::string("it has none") : "it has: " + names) + ")");
     }
     if (!missing.empty()) {
       std::string names;
