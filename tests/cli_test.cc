@@ -233,6 +233,21 @@ TEST(CliTest, CompareNotesNameTheirMethodOnce) {
   EXPECT_GE(checked, 3) << o.out;
 }
 
+// place names a search's budget --max-samples, compare --max-evaluations;
+// each takes the other's name too (place refused --max-evaluations with a
+// message about an unexpected "200").
+TEST(CliTest, SearchBudgetsTakeEitherName) {
+  TempDir dir;
+  Outcome place = Devplace("place --graph tiny --cluster k80x2 --method mcmc --max-evaluations 37 --out " + dir.File("run"));
+  ASSERT_EQ(place.exit_code, 0) << place.out;
+  EXPECT_NE(place.out.find("(37 samples)"), std::string::npos) << place.out;
+  auto notes = [](const std::string& out) { return out.substr(out.find("\nnotes:\n")); };
+  Outcome by_evaluations = Devplace("compare --graph tiny --cluster k80x2 --methods mcmc --max-evaluations 41");
+  Outcome by_samples = Devplace("compare --graph tiny --cluster k80x2 --methods mcmc --max-samples 41");
+  ASSERT_EQ(by_samples.exit_code, 0) << by_samples.out;
+  EXPECT_EQ(notes(by_samples.out), notes(by_evaluations.out));
+}
+
 TEST(CliTest, CompareTableShowsBoundSpeedupsAndChosenMethods) {
   Outcome o = Devplace("compare --graph tiny --cluster k80x4 --methods single_gpu,m_etf");
   ASSERT_EQ(o.exit_code, 0) << o.out;

@@ -53,8 +53,8 @@ void AddCompareCommand(CLI::App& app) {
   cmd->add_option("--methods", flags->methods, "Methods to run (default: all): " + names)->delimiter(',');
   AddOpTimesFlags(cmd, &flags->op_times, "Table of measured op times that override the cost model (JSON)");
   cmd->add_option("--seed", flags->seed, "Seed for the methods that draw random numbers");
-  cmd->add_option("--max-evaluations", flags->budget.max_evaluations,
-                  "Search methods (mcmc, exact): simulator evaluations each may spend (default: mcmc 2,000 or 60 s)")
+  cmd->add_option("--max-evaluations,--max-samples", flags->budget.max_evaluations,
+                  "Search methods (mcmc, exact): simulator evaluations each may spend (default: mcmc 2,000 or 60 s; --max-samples, as place names it, is the same)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-seconds", flags->budget.max_seconds, "Search methods: seconds each may spend")
       ->check(CLI::NonNegativeNumber);

@@ -377,7 +377,8 @@ void AddPlaceCommand(CLI::App& app) {
   cmd->add_option("--max-seconds", rl.max_seconds,
                   "Stop after this many seconds (default 120 when no budget is given; mcmc: 2,000 evaluations or 60 s)")
       ->group(g)->check(CLI::NonNegativeNumber);
-  cmd->add_option("--max-samples", rl.max_samples, "Stop after this many sampled placements (mcmc, exact: simulator evaluations)")->group(g)->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-samples,--max-evaluations", rl.max_samples,
+                  "Stop after this many sampled placements (mcmc, exact: simulator evaluations; --max-evaluations, as compare names it, is the same)")->group(g)->check(CLI::NonNegativeNumber);
   cmd->add_option("--samples-per-step", rl.samples_per_step, "K: placements each controller samples per update")
       ->group(g)->check(CLI::Range(1, 1024));
   cmd->add_option("--controllers", rl.controllers, "Controllers sharing the parameters, updating asynchronously")
