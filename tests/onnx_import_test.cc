@@ -941,6 +941,20 @@ def make_model(batch):
   EXPECT_EQ(g.op(bias).colocation_group, "head");
 }
 
+// A make_model without a target: the default loss is the mean square of the
+// output, whatever its rank (a (batch, classes) output asked the missing
+// target for its rank, an AttributeError).
+TEST(PyTorchExporterTest, AModelWithoutATargetTrainsOnTheMeanSquare) {
+  if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3 lacks torch";
+  TempDir dir;
+  const std::string script = dir.Write(
+      "untargeted.py", "import torch\ndef make_model(batch):\n    return torch.nn.Linear(4, 3), (torch.randn(batch, 4),), None\n");
+  auto [code, log] = ExportPyTorch(dir, script + " --batch 2 -o " + dir.File("g.json"));
+  ASSERT_EQ(code, 0) << log;
+  Graph g = LoadGraphFile(dir.File("g.json"));
+  EXPECT_GE(g.FindOp("weight"), 0);
+}
+
 // A bad model argument, flag or output path: one line naming it, exit
 // status 1, and no graph file (nor its temporary) left behind.
 TEST(PyTorchExporterTest, RefusesBadArgumentsInOneLineAndWritesNothing) {
@@ -948,12 +962,15 @@ TEST(PyTorchExporterTest, RefusesBadArgumentsInOneLineAndWritesNothing) {
   TempDir dir;
   const std::string no_maker = dir.Write("no_maker.py", "x = 1\n");
   const std::string raises = dir.Write("raises.py", "def make_model(batch):\n    raise RuntimeError('no weights here')\n");
+  const std::string no_parameters = dir.Write(
+      "no_parameters.py", "import torch\ndef make_model(batch):\n    return torch.nn.ReLU(), (torch.randn(batch, 4),), None\n");
   const std::string out = dir.File("g.json");
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"no_such_model -o " + out, "no_such_model"},
       {"resnet18 --batch 0 -o " + out, "--batch"},
       {no_maker + " -o " + out, "make_model"},
       {raises + " --batch 2 -o " + out, "no weights here"},
+      {no_parameters + " --batch 2 -o " + out, "no trainable parameters"},
       {dir.File("missing.py") + " -o " + out, "no such file"},
       {no_maker + " -o " + dir.File("no_dir/g.json"), "no_dir"},
       // argparse's own refusals: one line and exit 1 too, not usage and 2

@@ -226,7 +226,8 @@ def _one_loss(output, target):
     # Cross entropy where the output is (batch, classes) and the target
     # class indices; otherwise the mean square, a stand-in whose gradient
     # reaches every element, so the backward pass is the model's own.
-    if output.dim() == 2 and target.dim() == 1 and not target.is_floating_point() and output.shape[0] == target.shape[0]:
+    if (isinstance(target, torch.Tensor) and output.dim() == 2 and target.dim() == 1 and not target.is_floating_point()
+            and output.shape[0] == target.shape[0]):
         return torch.nn.functional.cross_entropy(output, target)
     return output.float().pow(2).mean()
 
@@ -465,6 +466,8 @@ def main():
     try:
         model, inputs, target, loss_fn, make_optimizer = _load(options.model, options.batch, options.image_size)
         model.train()
+        if not any(p.requires_grad for p in model.parameters()):
+            return _fail(options.model, "the model has no trainable parameters: there is no training step to trace")
         graph_module, names = trace_training_step(model, inputs, target, loss_fn, make_optimizer)
         name = os.path.splitext(os.path.basename(options.model))[0]
         graph = to_devplace_graph(graph_module, names, len(inputs), name,
