@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <tuple>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "graph/graph_json.h"
+#include "import/onnx_einsum.h"
 #include "import/onnx_import.h"
 #include "onnx/onnx_pb.h"
 #include "test_util.h"
@@ -183,6 +185,42 @@ TEST(OnnxImportTest, MatMulFlopsUseTheSharedDimension) {
   EXPECT_DOUBLE_EQ(OpNamed(r.graph, "mm").flops, 2.0 * 2 * 4 * 6 * 5);
   EXPECT_DOUBLE_EQ(OpNamed(r.graph, "sm").flops, 5.0 * 48);
   EXPECT_EQ(r.parameter_count, 30);
+}
+
+// libonnx infers only an Einsum output's rank: its dims come from the
+// equation, so that what follows has known shapes and costs too.
+TEST(OnnxImportTest, EinsumShapesComeFromItsEquation) {
+  onnx::ModelProto m = NewModel();
+  AddInput(m, "a", {"2", "4", "5"});
+  AddWeight(m, "w", {5, 6});
+  auto* einsum = AddNode(m, "Einsum", "es", {"a", "w"}, {"y"});
+  auto* equation = einsum->add_attribute();
+  equation->set_name("equation");
+  equation->set_type(onnx::AttributeProto::STRING);
+  equation->set_s("bij, jk -> bik");
+  AddNode(m, "Softmax", "sm", {"y"}, {"z"});
+  AddOutput(m, "z");
+  TempDir dir;
+  OnnxImportResult r = ImportOnnxFile(Save(dir, m));
+  EXPECT_EQ(OpNamed(r.graph, "es").outputs[0].shape, (std::vector<int64_t>{2, 4, 6}));
+  EXPECT_DOUBLE_EQ(OpNamed(r.graph, "es").flops, 2.0 * 2 * 4 * 5 * 6);
+  EXPECT_DOUBLE_EQ(OpNamed(r.graph, "sm").flops, 5.0 * 48);
+  EXPECT_TRUE(r.unknown_shape_tensors.empty());
+
+  using Dims = std::vector<std::vector<int64_t>>;
+  // Implicit output: the ellipsis, then the labels seen once, sorted.
+  std::optional<EinsumResult> implicit = EvaluateEinsum("...ij,jk", Dims{{3, 2, 4, 5}, {5, 6}});
+  ASSERT_TRUE(implicit);
+  EXPECT_EQ(implicit->output_dims, (std::vector<int64_t>{3, 2, 4, 6}));
+  // Size-1 labels broadcast; a reduction to a scalar.
+  EXPECT_EQ(EvaluateEinsum("ij,ij->i", Dims{{3, 1}, {3, 7}})->output_dims, (std::vector<int64_t>{3}));
+  EXPECT_EQ(EvaluateEinsum("ii->", Dims{{4, 4}})->output_dims, (std::vector<int64_t>{}));
+  // Malformed or not fitting the shapes: left unknown, never guessed.
+  for (const auto& [text, dims] : std::vector<std::pair<std::string, Dims>>{
+           {"ij,jk", Dims{{2, 3}}}, {"ij", Dims{{2, 3, 4}}}, {"ij,jk->ik", Dims{{2, 3}, {4, 5}}}, {"ij->iz", Dims{{2, 3}}},
+           {"i.j", Dims{{2, 3}}}, {"......i", Dims{{2}}}, {"ij->ii", Dims{{2, 2}}}, {"ij", Dims{{2, -1}}}}) {
+    EXPECT_FALSE(EvaluateEinsum(text, dims)) << text;
+  }
 }
 
 TEST(OnnxImportTest, NormalizationPoolingAndRecurrentFlops) {

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
+
+#include "import/onnx_einsum.h"
 
 namespace devplace {
 namespace {
@@ -128,6 +131,18 @@ OnnxNodeCost EstimateOnnxNodeFlops(const onnx::NodeProto& node, const std::vecto
     if (in.size() > 2 && in[2]) cost.flops += out_elements;
   } else if (t == "MatMul" || t == "MatMulInteger") {
     if (x && x->fully_known() && !x->dims.empty()) cost.flops = 2.0 * out_elements * x->dims.back();
+  } else if (t == "Einsum") {
+    // A multiply-add per point of the iteration space (every label's size).
+    std::vector<std::vector<int64_t>> shapes;
+    for (const OnnxTensorInfo* i : in) {
+      if (i && i->fully_known()) shapes.push_back(i->dims);
+    }
+    std::string equation;
+    for (const auto& a : node.attribute()) {
+      if (a.name() == "equation") equation = a.s();
+    }
+    const std::optional<EinsumResult> einsum = shapes.size() == in.size() ? EvaluateEinsum(equation, shapes) : std::nullopt;
+    if (einsum) cost.flops = 2.0 * einsum->multiply_adds;
   } else if (t == "LSTM" || t == "GRU" || t == "RNN") {
     // Costed whole: per time step, the input and recurrent products of every
     // gate for the batch, plus the gates' element-wise work.

@@ -14,6 +14,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "import/onnx_einsum.h"
 #include "import/onnx_flops.h"
 #include "import/onnx_fold.h"
 #include "import/onnx_training.h"
@@ -356,7 +357,8 @@ class Importer {
         throw Error(Quoted(path_) + ": ONNX shape inference failed: " + FirstLine(e.what()));
       }
       CheckInferredShapes();
-      if (FoldShapeComputations(*model_.mutable_graph()) == 0) break;
+      const int folded = FoldShapeComputations(*model_.mutable_graph());
+      if (folded + CompleteEinsumShapes(*model_.mutable_graph()) == 0) break;
     }
   }
 
