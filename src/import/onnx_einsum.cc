@@ -4,6 +4,8 @@
 #include <cctype>
 #include <map>
 
+#include "import/onnx_fold.h"
+
 namespace devplace {
 namespace {
 
@@ -115,13 +117,7 @@ int CompleteEinsumShapes(onnx::GraphProto& graph) {
   std::map<std::string, std::vector<int64_t>> known;
   std::map<std::string, onnx::ValueInfoProto*> info_of;
   auto add = [&known](const onnx::ValueInfoProto& v) {
-    if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return;
-    std::vector<int64_t> dims;
-    for (const auto& d : v.type().tensor_type().shape().dim()) {
-      if (!d.has_dim_value() || d.dim_value() < 0) return;
-      dims.push_back(d.dim_value());
-    }
-    known[v.name()] = dims;
+    if (std::optional<std::vector<int64_t>> dims = KnownDims(v)) known[v.name()] = *dims;
   };
   for (const auto& v : graph.input()) add(v);
   for (auto& v : *graph.mutable_value_info()) {

@@ -159,13 +159,7 @@ class Folder {
       if (auto v = FromProto(t)) values_[t.name()] = *v;
     }
     auto add_shape = [this](const onnx::ValueInfoProto& v) {
-      if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return;
-      std::vector<int64_t> dims;
-      for (const auto& d : v.type().tensor_type().shape().dim()) {
-        if (!d.has_dim_value() || d.dim_value() < 0) return;
-        dims.push_back(d.dim_value());
-      }
-      shapes_[v.name()] = dims;
+      if (std::optional<std::vector<int64_t>> dims = KnownDims(v)) shapes_[v.name()] = *dims;
     };
     for (const auto& v : graph.input()) add_shape(v);
     for (const auto& v : graph.value_info()) add_shape(v);
@@ -353,5 +347,15 @@ class Folder {
 }  // namespace
 
 int FoldShapeComputations(onnx::GraphProto& graph) { return Folder(graph).Run(); }
+
+std::optional<std::vector<int64_t>> KnownDims(const onnx::ValueInfoProto& v) {
+  if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return std::nullopt;
+  std::vector<int64_t> dims;
+  for (const auto& d : v.type().tensor_type().shape().dim()) {
+    if (!d.has_dim_value() || d.dim_value() < 0) return std::nullopt;
+    dims.push_back(d.dim_value());
+  }
+  return dims;
+}
 
 }  // namespace devplace

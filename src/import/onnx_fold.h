@@ -6,6 +6,10 @@
 // of tensors of unknown shape even after --dim gave every length.
 #pragma once
 
+#include <cstdint>
+#include <optional>
+#include <vector>
+
 #include "onnx/onnx_pb.h"
 
 namespace devplace {
@@ -15,5 +19,8 @@ namespace devplace {
 // value_info and outputs; each folded node becomes an initializer named as
 // its output. Returns how many nodes were folded.
 int FoldShapeComputations(onnx::GraphProto& graph);
+
+// A value's dims where inference knows every one of them, else nullopt.
+std::optional<std::vector<int64_t>> KnownDims(const onnx::ValueInfoProto& v);
 
 }  // namespace devplace
