@@ -472,6 +472,44 @@ TEST(OnnxHostileTest, IntegerFoldingNeverTrapsOrOverflows) {
   EXPECT_EQ(folded_shape("Mod", kMin, -1), (std::vector<int64_t>{6, 1}));
 }
 
+// torch.onnx writes token.expand(batch, -1, -1) (ViT's class token) as
+// Expand(token, Where(Equal(shape, -1 x ones), ones, shape)) over a
+// reshaped Concat: folded, the Expand's output and what follows have known
+// shapes (they were unknown, counted as 0 bytes).
+TEST(OnnxImportTest, ExpandByAShapeWithMinusOnesIsFolded) {
+  onnx::ModelProto m = NewModel();
+  AddInput(m, "x", {"2", "5", "4"});
+  AddWeight(m, "token", {1, 1, 4});
+  AddNode(m, "Shape", "shape_x", {"x"}, {"sx"});
+  AddIntConstant(m, "zero", {0});
+  SetInt(AddNode(m, "Gather", "batch", {"sx", "zero"}, {"b"}), "axis", 0);
+  AddIntConstant(m, "axes", {0}, /*scalar=*/false);
+  AddNode(m, "Unsqueeze", "batch1", {"b", "axes"}, {"b1"});
+  AddIntConstant(m, "minus_one", {-1}, /*scalar=*/false);
+  SetInt(AddNode(m, "Concat", "cat", {"b1", "minus_one", "minus_one"}, {"wanted"}), "axis", 0);
+  AddNode(m, "Reshape", "flat", {"wanted", "minus_one"}, {"shape"});
+  AddNode(m, "Shape", "rank", {"shape"}, {"r"});
+  auto* ones = AddNode(m, "ConstantOfShape", "ones", {"r"}, {"one"});
+  auto* value = ones->add_attribute();
+  value->set_name("value");
+  value->set_type(onnx::AttributeProto::TENSOR);
+  value->mutable_t()->set_data_type(onnx::TensorProto::INT64);
+  value->mutable_t()->add_dims(1);
+  value->mutable_t()->add_int64_data(1);
+  AddIntConstant(m, "neg", {-1});
+  AddNode(m, "Mul", "negs", {"one", "neg"}, {"minus_ones"});
+  AddNode(m, "Equal", "is_minus", {"shape", "minus_ones"}, {"eq"});
+  AddNode(m, "Where", "resolved", {"eq", "one", "shape"}, {"target"});
+  AddNode(m, "Expand", "expand", {"token", "target"}, {"tokens"});
+  SetInt(AddNode(m, "Concat", "join", {"tokens", "x"}, {"y"}), "axis", 1);
+  AddOutput(m, "y");
+  TempDir dir;
+  OnnxImportResult r = ImportOnnxFile(Save(dir, m));
+  EXPECT_TRUE(r.unknown_shape_tensors.empty());
+  EXPECT_EQ(OpNamed(r.graph, "expand").outputs[0].shape, (std::vector<int64_t>{2, 1, 4}));
+  EXPECT_EQ(OpNamed(r.graph, "join").outputs[0].shape, (std::vector<int64_t>{2, 6, 4}));
+}
+
 TEST(OnnxHostileTest, HugeRangesAreNotMaterialized) {
   TempDir dir;
   onnx::ModelProto m = NewModel();

@@ -174,8 +174,14 @@ class Folder {
       if (!node.domain().empty() && node.domain() != "ai.onnx") continue;
       if (node.output_size() != 1 || node.output(0).empty()) continue;
       std::optional<IntTensor> result = Evaluate(node);
-      if (!result || result->values.size() > kMaxElements || result->elem_type == onnx::TensorProto::BOOL) continue;
+      if (!result || result->values.size() > kMaxElements) continue;
       if (SmallCount(result->dims) != result->values.size()) continue;
+      if (result->elem_type == onnx::TensorProto::BOOL) {
+        // A condition (Equal) is kept for the Where that reads it in this
+        // pass, not folded: a shape is never a bool tensor.
+        values_[node.output(0)] = *result;
+        continue;
+      }
       if (!std::all_of(result->values.begin(), result->values.end(),
                        [&](int64_t v) { return Fits(v, result->elem_type); })) {
         continue;
@@ -218,6 +224,26 @@ class Folder {
       }
       return std::nullopt;
     }
+    if (op == "ConstantOfShape") {
+      // torch.onnx's expand(n, -1, -1): Where(Equal(shape, -1),
+      // ConstantOfShape(Shape(shape)), shape) gives Expand its shape.
+      const IntTensor* shape = Value(node, 0);
+      if (!shape || shape->dims.size() != 1) return std::nullopt;
+      IntTensor t;
+      t.values = {0};
+      if (const auto* a = Attribute(node, "value")) {
+        std::optional<IntTensor> value = FromProto(a->t());
+        if (!value || value->values.size() != 1) return std::nullopt;
+        t = *value;
+      } else {
+        return std::nullopt;  // float zeros by default: not a shape
+      }
+      t.dims = shape->values;
+      const std::optional<size_t> count = SmallCount(t.dims);
+      if (!count) return std::nullopt;
+      t.values.assign(*count, t.values[0]);
+      return t;
+    }
     if (op == "Shape" || op == "Size") {
       if (node.input_size() < 1) return std::nullopt;
       auto it = shapes_.find(node.input(0));
@@ -245,6 +271,33 @@ class Folder {
     const IntTensor* b = Value(node, 1);
     if (!a) return std::nullopt;
     if (op == "Identity") return *a;
+    if (op == "Reshape") {
+      // A vector (or scalar) to a vector of its length: [-1] or [n].
+      if (!b || a->dims.size() > 1 || b->values.size() != 1) return std::nullopt;
+      const int64_t n = static_cast<int64_t>(a->values.size());
+      if (b->values[0] != -1 && b->values[0] != n) return std::nullopt;
+      IntTensor t = *a;
+      t.dims = {n};
+      return t;
+    }
+    if (op == "Equal") {
+      // Element-wise, equal sizes or one side a single element.
+      if (!b || a->elem_type != b->elem_type || a->dims.size() > 1 || b->dims.size() > 1) return std::nullopt;
+      const size_t n = std::max(a->values.size(), b->values.size());
+      if ((a->values.size() != n && a->values.size() != 1) || (b->values.size() != n && b->values.size() != 1)) return std::nullopt;
+      IntTensor t = a->values.size() == n ? *a : *b;
+      t.elem_type = onnx::TensorProto::BOOL;
+      for (size_t i = 0; i < n; ++i) t.values[i] = a->values[a->values.size() == 1 ? 0 : i] == b->values[b->values.size() == 1 ? 0 : i];
+      return t;
+    }
+    if (op == "Where") {
+      const IntTensor* y = Value(node, 2);
+      if (a->elem_type != onnx::TensorProto::BOOL || !b || !y || b->elem_type != y->elem_type) return std::nullopt;
+      if (a->dims.size() != 1 || a->dims != b->dims || a->dims != y->dims) return std::nullopt;
+      IntTensor t = *b;
+      for (size_t i = 0; i < t.values.size(); ++i) t.values[i] = a->values[i] ? b->values[i] : y->values[i];
+      return t;
+    }
     if (op == "Cast") {
       const auto* to = Attribute(node, "to");
       if (!to || !IsIntType(static_cast<int32_t>(to->i()))) return std::nullopt;
