@@ -49,7 +49,7 @@ class TrainProgressPrinter {
     line << head;
     for (const BatchGraphProgress& g : p.graphs) {
       char part[160];
-      std::snprintf(part, sizeof part, "  %s best %.4f mean %.4f", ForMessage(g.graph, 40).c_str(), g.best_step_time_s, g.mean_step_time_s);
+      std::snprintf(part, sizeof part, "  %s best %.4g mean %.4g", ForMessage(g.graph, 40).c_str(), g.best_step_time_s, g.mean_step_time_s);
       line << part;
     }
     std::fprintf(stderr, "%s\n", line.str().c_str());
