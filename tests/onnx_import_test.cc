@@ -223,6 +223,39 @@ TEST(OnnxImportTest, EinsumShapesComeFromItsEquation) {
   }
 }
 
+// A product whose operands do not fit (a model, or a --dim value, that is
+// wrong): libonnx's inference lets it pass, and it was costed from one
+// side. Now an error naming the node.
+TEST(OnnxImportTest, ProductsWhoseOperandsDoNotFitAreErrors) {
+  TempDir dir;
+  onnx::ModelProto matmul = NewModel();
+  AddInput(matmul, "a", {"2", "4", "5"});
+  AddWeight(matmul, "w", {6, 3});
+  AddNode(matmul, "MatMul", "mm", {"a", "w"}, {"y"});
+  AddOutput(matmul, "y");
+  onnx::ModelProto gemm = NewModel();
+  AddInput(gemm, "x", {"2", "7"});
+  AddWeight(gemm, "w", {3, 1});
+  SetInt(AddNode(gemm, "Gemm", "fc", {"x", "w"}, {"y"}), "transB", 1);
+  AddOutput(gemm, "y");
+  onnx::ModelProto conv = NewModel();
+  AddInput(conv, "x", {"1", "3", "8", "8"});
+  AddWeight(conv, "w", {4, 2, 3, 3});
+  AddNode(conv, "Conv", "conv", {"x", "w"}, {"y"});
+  AddOutput(conv, "y");
+  for (const auto& [model, named] : std::vector<std::pair<onnx::ModelProto, std::string>>{
+           {matmul, "'mm' (MatMul): the inner dimensions 5 and 6 differ"},
+           {gemm, "'fc' (Gemm): the inner dimensions 7 and 1 differ"},
+           {conv, "'conv' (Conv): the input's channels and the weight's (times group) 3 and 2 differ"}}) {
+    try {
+      ImportOnnxFile(Save(dir, model));
+      ADD_FAILURE() << "expected an error: " << named;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(named), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(OnnxImportTest, NormalizationPoolingAndRecurrentFlops) {
   onnx::ModelProto m = NewModel(8, 17);
   AddInput(m, "x", {"2", "4", "6", "6"});

@@ -1,6 +1,7 @@
 #include "import/onnx_flops.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -64,6 +65,32 @@ int64_t OnnxTensorInfo::elements() const {
     if (__builtin_mul_overflow(n, d, &n)) return 0;  // the importer rejects such tensors first
   }
   return n;
+}
+
+std::string OnnxOperandMismatch(const onnx::NodeProto& node, const std::vector<const OnnxTensorInfo*>& in) {
+  if ((!node.domain().empty() && node.domain() != "ai.onnx") || in.size() < 2) return "";
+  const OnnxTensorInfo* a = in[0];
+  const OnnxTensorInfo* b = in[1];
+  if (!a || !b || !a->fully_known() || !b->fully_known()) return "";
+  const std::string& t = node.op_type();
+  auto differ = [](int64_t x, int64_t y, const std::string& what) {
+    return x == y ? std::string() : what + " " + std::to_string(x) + " and " + std::to_string(y) + " differ";
+  };
+  if (t == "MatMul" && !a->dims.empty() && !b->dims.empty()) {
+    const int64_t k_b = b->dims.size() == 1 ? b->dims[0] : b->dims[b->dims.size() - 2];
+    return differ(a->dims.back(), k_b, "the inner dimensions");
+  }
+  if (t == "Gemm" && a->dims.size() == 2 && b->dims.size() == 2) {
+    const int64_t k_a = IntAttribute(node, "transA", 0) ? a->dims[0] : a->dims[1];
+    const int64_t k_b = IntAttribute(node, "transB", 0) ? b->dims[1] : b->dims[0];
+    return differ(k_a, k_b, "the inner dimensions");
+  }
+  if (t == "Conv" && a->dims.size() >= 3 && b->dims.size() == a->dims.size()) {
+    const int64_t group = IntAttribute(node, "group", 1);
+    if (group < 1 || b->dims[1] > std::numeric_limits<int64_t>::max() / group) return "";
+    return differ(a->dims[1], b->dims[1] * group, "the input's channels and the weight's (times group)");
+  }
+  return "";
 }
 
 bool OnnxIsMatrixProduct(const std::string& t) {
