@@ -350,6 +350,41 @@ TEST(SimulatorTest, SplitColocationGroupIsInvalid) {
   EXPECT_TRUE(f.Run({kGpu0, kGpu1, kGpu0}).ok());
 }
 
+// A placement with several faults is refused for the first op by rank that
+// has one, whichever check finds it (the checks run in separate sweeps).
+TEST(SimulatorTest, AnInvalidPlacementNamesItsFirstFaultyOpByRank) {
+  // a -> b -> c -> d; b and d share a group; c can run on the CPU only.
+  Graph g;
+  int32_t a = g.AddOp(MakeOp(0, "a", 1e6, 4));
+  int32_t b = g.AddOp(MakeOp(1, "b", 1e6, 4));
+  int32_t c = g.AddOp(MakeOp(2, "c", 1e6, 4));
+  int32_t d = g.AddOp(MakeOp(3, "d", 1e6, 4));
+  g.AddDataEdge(a, 0, b);
+  g.AddDataEdge(b, 0, c);
+  g.AddDataEdge(c, 0, d);
+  g.mutable_op(b).colocation_group = "g";
+  g.mutable_op(d).colocation_group = "g";
+  g.mutable_op(c).device_kinds = MaskOf(DeviceKind::kCpu);
+  Fixture f(std::move(g), MakeTestCluster());
+  auto reason = [&](const Placement& p) {
+    SimResult r = f.Run(p);
+    EXPECT_TRUE(r.invalid);
+    return r.reason;
+  };
+  // c cannot run on a GPU and d leaves its group: c comes first.
+  EXPECT_NE(reason({kGpu0, kGpu0, kGpu0, kGpu1}).find("'c' (MatMul) cannot run on"), std::string::npos);
+  // a is on no device and c is misplaced: a.
+  EXPECT_NE(reason({7, kGpu0, kGpu0, kGpu0}).find("op 'a' is on no device"), std::string::npos);
+  // d leaves its group and nothing before it is wrong.
+  EXPECT_NE(reason({kGpu0, kGpu0, kCpu, kGpu1}).find("co-location group 'g' is split across gpu:0 and gpu:1"),
+            std::string::npos);
+  // d on no device is named so, not as leaving its group.
+  EXPECT_NE(reason({kGpu0, kGpu0, kCpu, -1}).find("op 'd' is on no device"), std::string::npos);
+  Placement ok = {kGpu0, kGpu1, kCpu, kGpu1};
+  EXPECT_TRUE(f.Run(ok).ok()) << f.Run(ok).reason;
+  EXPECT_EQ(f.Run(ok).devices[kGpu1].num_ops, 2);
+}
+
 TEST(SimulatorTest, ControlEdgeDelaysItsTarget) {
   Graph g = TwoBranches();
   g.AddControlEdge(1, 2);  // y1 waits for x2

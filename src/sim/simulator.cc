@@ -48,6 +48,8 @@ class Fifo {
 struct Simulator::Scratch {
   std::vector<int32_t> device;        // per slot: the placement, in slot order
   std::vector<double> time_us;        // per slot: the op's time on its device
+  std::vector<int64_t> persistent_bytes;  // per device, for the placement (saturated)
+  std::vector<int32_t> num_ops;           // per device
   std::vector<int32_t> pending;       // per op
   std::vector<int32_t> refcount;      // per tensor, on its producer's device
   std::vector<int32_t> copy_of;       // [tensor * devices + device] -> transfer
@@ -189,6 +191,9 @@ Simulator::Simulator(const Graph& graph, const Cluster& cluster, const CostModel
   for (int32_t op : order_) {
     const std::string& group = graph.op(op).colocation_group;
     colocation_leader_[op] = group.empty() ? op : leader_of_group.emplace(group, op).first->second;
+  }
+  for (int32_t i = 0; i < n; ++i) {
+    if (colocation_leader_[order_[i]] != order_[i]) colocated_slots_.push_back(i);
   }
 
   // Each slot's predecessors (data and control), for incremental runs: a
@@ -349,24 +354,16 @@ class Simulator::Step {
         op_phase_(sim.op_phase_.data()),
         parallel_ops_(sim.parallel_ops_.data()) {}
 
-  // Persistent memory per device (and ops per device) for the placement in
-  // the scratch; false if it failed the step at once.
-  // From zero: a Resume that refused its snapshot has counted once already,
-  // and the full run that follows counts again. (Graph::Finalize caps a
-  // graph's bytes at 2^60, below where Resume refuses, so this is defence.)
+  // Persistent memory and ops per device, as Prepare counted them for the
+  // placement in the scratch, into the result and persistent_bytes_.
+  // Idempotent: a Resume that refused its snapshot has set them once
+  // already, and the full run that follows sets them again.
   void CountPersistent() {
-    persistent_bytes_.assign(D_, 0);
-    for (DeviceStats& stats : result_.devices) {
-      stats.persistent_bytes = 0;
-      stats.num_ops = 0;
+    persistent_bytes_.assign(s_.persistent_bytes.begin(), s_.persistent_bytes.end());
+    for (int32_t d = 0; d < D_; ++d) {
+      result_.devices[d].persistent_bytes = s_.persistent_bytes[d];
+      result_.devices[d].num_ops = s_.num_ops[d];
     }
-    const int32_t n = sim_.graph_->num_ops();
-    for (int32_t i = 0; i < n; ++i) {
-      DeviceStats& stats = result_.devices[s_.device[i]];
-      stats.persistent_bytes = SaturatingAddBytes(stats.persistent_bytes, sim_.op_persistent_bytes_[i]);
-      ++stats.num_ops;
-    }
-    for (int32_t d = 0; d < D_; ++d) persistent_bytes_[d] = result_.devices[d].persistent_bytes;
   }
 
   // A fresh run: false if it ended before the first event (failure noise,
@@ -472,24 +469,11 @@ class Simulator::Step {
   // instant about every `snapshot_every_events` events; with `finish_us`,
   // when each slot's op ended.
   void Loop(std::vector<Snapshot>* snapshots, int64_t snapshot_every_events, std::vector<double>* finish_us) {
-    int64_t last_snapshot_events = events_done_;
-    while (!s_.heap.empty() && !stop_) {
-      now_us_ = s_.heap.top().time_us();
-      if (snapshots && events_done_ - last_snapshot_events >= snapshot_every_events) {
-        Save(snapshots->emplace_back());
-        last_snapshot_events = events_done_;
-      }
-      do {
-        const Event event = s_.heap.Pop();
-        ++events_done_;
-        if (event.kind() == EventKind::kOpDone) {
-          if (finish_us) (*finish_us)[event.id()] = now_us_;
-          FinishOp(event.id());
-        } else {
-          FinishHop(event.id());
-        }
-      } while (!s_.heap.empty() && s_.heap.top().time_us() == now_us_);
-      StartWhatIsReady();
+    // A search's runs keep no timeline: their loop tests for none.
+    if (snapshots == nullptr && finish_us == nullptr) {
+      RunEvents<false>(nullptr, 0, nullptr);
+    } else {
+      RunEvents<true>(snapshots, snapshot_every_events, finish_us);
     }
     result_.step_time_us = now_us_;
     FlushPeaks();
@@ -506,6 +490,29 @@ class Simulator::Step {
   int64_t events_done() const { return events_done_; }
 
  private:
+  template <bool kTimeline>
+  void RunEvents(std::vector<Snapshot>* snapshots, int64_t snapshot_every_events, std::vector<double>* finish_us) {
+    int64_t last_snapshot_events = events_done_;
+    while (!s_.heap.empty() && !stop_) {
+      now_us_ = s_.heap.top().time_us();
+      if (kTimeline && snapshots && events_done_ - last_snapshot_events >= snapshot_every_events) {
+        Save(snapshots->emplace_back());
+        last_snapshot_events = events_done_;
+      }
+      do {
+        const Event event = s_.heap.Pop();
+        ++events_done_;
+        if (event.kind() == EventKind::kOpDone) {
+          if (kTimeline && finish_us) (*finish_us)[event.id()] = now_us_;
+          FinishOp(event.id());
+        } else {
+          FinishHop(event.id());
+        }
+      } while (!s_.heap.empty() && s_.heap.top().time_us() == now_us_);
+      StartWhatIsReady();
+    }
+  }
+
   void Save(Snapshot& snapshot) const {
     snapshot.time_us = now_us_;
     snapshot.sequence = sequence_;
@@ -696,7 +703,7 @@ class Simulator::Step {
     Schedule(start_us + duration_us, EventKind::kHopDone, id);
   }
 
-  void FinishOp(int32_t op) {
+  [[gnu::always_inline]] void FinishOp(int32_t op) {
     const int32_t d = device_[op];
     if (--running_[d] == 0 && !kPlain) s_.idle_since_us[d] = now_us_;
     dirty_devices_ |= uint64_t{1} << d;
@@ -776,7 +783,7 @@ class Simulator::Step {
   // After an instant's events all ran (so every free of the instant came
   // first): queue what they released in the tie rules' order, then start
   // hops on idle channels and ops on idle devices.
-  void StartWhatIsReady() {
+  [[gnu::always_inline]] void StartWhatIsReady() {
     // By rank. Usually already in order (one op's consumers are), and
     // checking is much cheaper than sorting.
     if (!std::is_sorted(s_.newly_ready.begin(), s_.newly_ready.end())) std::sort(s_.newly_ready.begin(), s_.newly_ready.end());
@@ -869,31 +876,54 @@ bool Simulator::Prepare(const Placement& placement, SimResult& result) {
   Scratch& s = *scratch_;
   s.device.resize(n);
   // Each op's time on its device, gathered here in one sweep: looked up in
-  // the devices x ops table as ops start, it was a cache miss per op.
+  // the devices x ops table as ops start, it was a cache miss per op. The
+  // same sweep counts each device's ops and persistent bytes.
   s.time_us.resize(n);
+  s.persistent_bytes.assign(D, 0);
+  s.num_ops.assign(D, 0);
+  int32_t first_bad = n;  // the first slot on no device or on one that cannot run it
   for (int32_t i = 0; i < n; ++i) {
     const int32_t op = order_[i];
     const int32_t d = placement[op];
     s.device[i] = d;
-    if (d < 0 || d >= D) {
-      result.invalid = true;
-      result.reason = "op '" + ForMessage(graph.op(op).name) + "' is on no device of the cluster";
-      return false;
+    if (static_cast<uint32_t>(d) >= static_cast<uint32_t>(D)) {
+      first_bad = i;
+      break;
     }
     s.time_us[i] = op_time_us_[i * D + d];
     if (s.time_us[i] == kCannotRun) {
-      result.invalid = true;
-      result.reason = "op '" + ForMessage(graph.op(op).name) + "' (" + ForMessage(graph.op(op).type) + ") cannot run on " +
-                      ForMessage(cluster.devices[d].name);
-      return false;
+      first_bad = i;
+      break;
     }
+    s.persistent_bytes[d] = SaturatingAddBytes(s.persistent_bytes[d], op_persistent_bytes_[i]);
+    ++s.num_ops[d];
+  }
+  // Co-location, only where an op has a leader other than itself; an op
+  // before the first bad slot is reported first, as a sweep in slot order
+  // would. The leader comes first by rank, so its device was checked.
+  for (int32_t i : colocated_slots_) {
+    if (i >= first_bad) break;
+    const int32_t op = order_[i];
+    const int32_t d = s.device[i];
     const int32_t leader_device = placement[colocation_leader_[op]];
-    if (leader_device != d && leader_device >= 0 && leader_device < D) {
+    if (leader_device != d) {
       result.invalid = true;
       result.reason = "co-location group '" + ForMessage(graph.op(op).colocation_group) + "' is split across " +
                       ForMessage(cluster.devices[leader_device].name) + " and " + ForMessage(cluster.devices[d].name);
       return false;
     }
+  }
+  if (first_bad < n) {
+    const int32_t op = order_[first_bad];
+    const int32_t d = s.device[first_bad];
+    result.invalid = true;
+    if (static_cast<uint32_t>(d) >= static_cast<uint32_t>(D)) {
+      result.reason = "op '" + ForMessage(graph.op(op).name) + "' is on no device of the cluster";
+    } else {
+      result.reason = "op '" + ForMessage(graph.op(op).name) + "' (" + ForMessage(graph.op(op).type) + ") cannot run on " +
+                      ForMessage(cluster.devices[d].name);
+    }
+    return false;
   }
   return true;
 }

@@ -197,6 +197,7 @@ class Simulator {
   std::vector<int32_t> control_begin_;     // slot -> first control successor; size ops+1
   std::vector<int32_t> control_successors_;
   std::vector<int32_t> colocation_leader_; // op (not slot) -> first op of its co-location group, or itself
+  std::vector<int32_t> colocated_slots_;   // slots whose op has a leader other than itself, ascending
   std::vector<uint8_t> op_phase_;          // op -> Phase
   std::vector<int64_t> op_start_bytes_;    // op -> outputs + scratch, allocated when it starts (saturated)
   std::vector<int64_t> op_temporary_bytes_;
