@@ -374,6 +374,30 @@ TEST(CompareMethodsTest, APlacerThatRefusesIsListedWithItsReasonAndTheRestRun) {
   EXPECT_FALSE(rows[0].contains("refused"));
 }
 
+// Step times keep their significant digits at any scale and stay within
+// the table's column: six decimals in between.
+TEST(CompareMethodsTest, StepTimesOfAnyScaleKeepTheirDigitsAndTheirColumn) {
+  const Cluster cluster = *MakeClusterPreset("k80x2");
+  Comparison c;
+  c.graph_name = "g";
+  c.cluster_name = "k80x2";
+  c.bound.critical_path_us = 2.5;
+  c.bound.work_us = 1.25;
+  for (double step_us : {3.0, 123456.7, 1e21}) {
+    MethodResult m;
+    m.method = "m" + std::to_string(c.methods.size());
+    m.sim.step_time_us = step_us;
+    m.sim.devices.assign(cluster.num_devices(), DeviceStats{});
+    c.methods.push_back(m);
+  }
+  const std::string text = FormatComparisonText(cluster, c);
+  EXPECT_NE(text.find("lower bound: 2.5e-06 s (critical path 2.5e-06 s"), std::string::npos) << text;
+  EXPECT_NE(text.find("devices 1.25e-06 s)"), std::string::npos) << text;
+  EXPECT_NE(text.find("m0                 3e-06 "), std::string::npos) << text;
+  EXPECT_NE(text.find("m1              0.123457 "), std::string::npos) << text;
+  EXPECT_NE(text.find("m2                 1e+15 "), std::string::npos) << text;
+}
+
 TEST(HtmlReportTest, HasEverySectionTheTableNumbersAndOneColourPerDevice) {
   TinyReport r;
   std::string html = r.Html();

@@ -23,6 +23,14 @@ std::string Cell(const char* format, double value) {
   return buffer;
 }
 
+// Seconds to six decimals from a millisecond (at least four significant
+// digits) to a day (at most 12 characters, the column's width); outside
+// that, six significant digits: a 3 us step printed 0.000003 (one digit),
+// and a 1e15 s step a 23-character number that pushed the columns apart.
+std::string StepSeconds(double seconds) {
+  return Cell(seconds >= 1e-3 && seconds < 1e5 ? "%.6f" : "%.6g", seconds);
+}
+
 }  // namespace
 
 std::string FormatComparisonText(const Cluster& cluster, const Comparison& c) {
@@ -33,10 +41,10 @@ std::string FormatComparisonText(const Cluster& cluster, const Comparison& c) {
   // device runs one op at a time.
   int64_t slots = 0;
   for (const Device& d : cluster.devices) slots += d.parallel_ops;
-  out += StrFormat("step-time lower bound: %.6f s (critical path %.6f s, total work over %lld op slots on %d devices "
-                   "%.6f s)\n\n",
-                   c.bound.step_time_us() * 1e-6, c.bound.critical_path_us * 1e-6, static_cast<long long>(slots),
-                   cluster.num_devices(), c.bound.work_us * 1e-6);
+  out += StrFormat("step-time lower bound: %s s (critical path %s s, total work over %lld op slots on %d devices "
+                   "%s s)\n\n",
+                   StepSeconds(c.bound.step_time_us() * 1e-6).c_str(), StepSeconds(c.bound.critical_path_us * 1e-6).c_str(),
+                   static_cast<long long>(slots), cluster.num_devices(), StepSeconds(c.bound.work_us * 1e-6).c_str());
   out += StrFormat("%-11s %12s %9s %9s %10s  %s\n", "method", "step_time_s", "vs_1gpu", "vs_bound", "placer_s",
                    "peak memory per device (* = out of memory)");
   const double single_gpu = c.single_gpu_us();
@@ -49,7 +57,7 @@ std::string FormatComparisonText(const Cluster& cluster, const Comparison& c) {
     } else if (m.sim.failed) {
       step = "failed";
     } else {
-      step = Cell("%.6f", m.sim.step_time_s());
+      step = StepSeconds(m.sim.step_time_s());
       if (single_gpu > 0) speedup = Cell("%.2fx", single_gpu / m.sim.step_time_us);
       if (c.bound.step_time_us() > 0) ratio = Cell("%.2fx", m.sim.step_time_us / c.bound.step_time_us());
     }
