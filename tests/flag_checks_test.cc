@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,46 @@ TEST(FlagChecks, EveryCommandRejectsNonFiniteAndNegativeUnsigned) {
     testing::Outcome o = testing::RunDevplace(c.args);
     EXPECT_EQ(o.exit_code, 2) << c.args;
     testing::ExpectCleanError(o, c.flag);
+  }
+}
+
+TEST(FlagChecks, BoundsAreSaidInWords) {
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(CheckFlagRange("-5", 0, inf), "must not be negative (got -5)");
+  EXPECT_EQ(CheckFlagRange("0", 0, inf), "");
+  EXPECT_EQ(CheckFlagRange("0", 0, inf, true), "must be positive (got 0)");
+  EXPECT_EQ(CheckFlagRange("1e-9", 0, inf, true), "");
+  EXPECT_EQ(CheckFlagRange("2000", 1, 1024), "must be between 1 and 1024 (got 2000)");
+  EXPECT_EQ(CheckFlagRange("0", 1, 1024), "must be between 1 and 1024 (got 0)");
+  EXPECT_EQ(CheckFlagRange("1.5", 0.0, 1.0), "must be between 0 and 1 (got 1.5)");
+  EXPECT_EQ(CheckFlagRange("0", 0.001, 1e6), "must be between 0.001 and 1000000 (got 0)");
+  EXPECT_EQ(CheckFlagRange("2e12", 1, double(int64_t{1} << 40)), "must be between 1 and 1.09951e+12 (got 2e12)");
+  EXPECT_EQ(CheckFlagRange("1024", 1, 1024), "");
+}
+
+// Every command's bounds read so: CLI11's own checks printed them with %f,
+// "--max-samples -5" as "Value -5 not in range 0.000000 to 1797693134...",
+// 300 digits of the largest double.
+TEST(FlagChecks, EveryCommandSaysItsBoundsInWords) {
+  struct Case {
+    std::string args;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {"place --graph tiny --cluster k80x2 --method mcmc --max-samples -5", "--max-samples: must not be negative (got -5)"},
+      {"place --graph tiny --cluster k80x2 --learning-rate -1", "--learning-rate: must be positive (got -1)"},
+      {"place --graph tiny --cluster k80x2 --lr-decay 2", "--lr-decay: must be between 0 and 1 (got 2)"},
+      {"place --graph tiny --cluster k80x2 --workers 100000", "--workers: must be between 0 and 256 (got 100000)"},
+      {"compare --graph tiny --cluster k80x2 --max-samples -1", "--max-evaluations: must not be negative (got -1)"},
+      {"pretrain --graphs tiny -o x.pt --patience 0", "--patience: must be between 1 and"},
+      {"train --method gdp --graphs tiny --cluster k80x2 -o x.pt --gdp-segment 0", "--gdp-segment: must be between 1 and"},
+  };
+  for (const Case& c : cases) {
+    testing::Outcome o = testing::RunDevplace(c.args);
+    EXPECT_EQ(o.exit_code, 2) << c.args;
+    testing::ExpectCleanError(o, c.expected);
+    EXPECT_EQ(o.out.find("000000"), std::string::npos) << o.out;
+    EXPECT_LT(o.out.size(), 200u) << o.out;
   }
 }
 

@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/inputs.h"
 #include "cli/run_methods.h"
 #include "cluster/cluster_json.h"
@@ -55,9 +56,9 @@ void AddCompareCommand(CLI::App& app) {
   cmd->add_option("--seed", flags->seed, "Seed for the methods that draw random numbers");
   cmd->add_option("--max-evaluations,--max-samples", flags->budget.max_evaluations,
                   "Search methods (mcmc, exact): simulator evaluations each may spend (default: mcmc 2,000 or 60 s; --max-samples, as place names it, is the same)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NotNegative());
   cmd->add_option("--max-seconds", flags->budget.max_seconds, "Search methods: seconds each may spend")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NotNegative());
   cmd->add_flag("--json", flags->json, "Print a JSON array, one object per method");
   cmd->callback([flags] { RunCompare(*flags); });
 }

@@ -3,7 +3,9 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <limits>
 
 #include "util/error.h"
 
@@ -75,5 +77,51 @@ std::string CheckTextFlagValue(const std::string& text) {
 }
 
 void AddFlagValueChecks(CLI::App& app) { AddChecksTo(app); }
+
+namespace {
+
+// A bound as a person writes it: 1024, 0.001, 1e+09 only past a billion.
+std::string BoundText(double bound) {
+  char buffer[64];
+  if (bound == std::floor(bound) && std::fabs(bound) < 1e9) {
+    std::snprintf(buffer, sizeof buffer, "%.0f", bound);
+  } else {
+    std::snprintf(buffer, sizeof buffer, "%g", bound);
+  }
+  return buffer;
+}
+
+}  // namespace
+
+std::string CheckFlagRange(const std::string& text, double min, double max, bool min_exclusive) {
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || std::isnan(value)) return "'" + ForMessage(text) + "' is not a number";
+  const std::string got = " (got " + ForMessage(text) + ")";
+  if (max == std::numeric_limits<double>::infinity()) {
+    if (min_exclusive && value <= min) return (min == 0 ? std::string("must be positive") : "must be above " + BoundText(min)) + got;
+    if (value < min) return (min == 0 ? std::string("must not be negative") : "must be at least " + BoundText(min)) + got;
+    return "";
+  }
+  if (value < min || (min_exclusive && value == min) || value > max) {
+    return "must be between " + BoundText(min) + " and " + BoundText(max) + got;
+  }
+  return "";
+}
+
+CLI::Validator NotNegative() {
+  return CLI::Validator(
+      [](std::string& text) { return CheckFlagRange(text, 0, std::numeric_limits<double>::infinity()); }, "NONNEGATIVE");
+}
+
+CLI::Validator Positive() {
+  return CLI::Validator(
+      [](std::string& text) { return CheckFlagRange(text, 0, std::numeric_limits<double>::infinity(), true); }, "POSITIVE");
+}
+
+CLI::Validator InRange(double min, double max) {
+  return CLI::Validator([min, max](std::string& text) { return CheckFlagRange(text, min, max); },
+                        "[" + BoundText(min) + " - " + BoundText(max) + "]");
+}
 
 }  // namespace devplace

@@ -23,4 +23,17 @@ std::string CheckNumericFlagText(const std::string& type_name, const std::string
 // list), else the problem: it must not be empty.
 std::string CheckTextFlagValue(const std::string& text);
 
+// A flag's own bounds, said in words: "must not be negative (got -5)",
+// "must be between 1 and 1024 (got 2000)". CLI11's NonNegativeNumber,
+// PositiveNumber and Range print their bounds with %f, so "--max-samples -5"
+// read "Value -5 not in range 0.000000 to 1797693134862315708145...", 300
+// digits of the largest double. Values reach these already checked to be
+// finite numbers (AddFlagValueChecks).
+CLI::Validator NotNegative();
+CLI::Validator Positive();
+CLI::Validator InRange(double min, double max);
+
+// The problem InRange(min, max) finds with `text`, or "": for tests.
+std::string CheckFlagRange(const std::string& text, double min, double max, bool min_exclusive = false);
+
 }  // namespace devplace

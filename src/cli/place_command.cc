@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/inputs.h"
 #include "cli/rl_flags.h"
 #include "cli/run_methods.h"
@@ -375,18 +376,18 @@ void AddPlaceCommand(CLI::App& app) {
   cmd->add_option("--seed", rl.seed, "Seed of every random choice");
 
   const std::string g = "RL search";
-  cmd->add_option("--max-steps", rl.max_steps, "Stop after this many policy updates")->group(g)->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-steps", rl.max_steps, "Stop after this many policy updates")->group(g)->check(NotNegative());
   cmd->add_option("--max-seconds", rl.max_seconds,
                   "Stop after this many seconds (default 120 when no budget is given; mcmc: 2,000 evaluations or 60 s)")
-      ->group(g)->check(CLI::NonNegativeNumber);
+      ->group(g)->check(NotNegative());
   cmd->add_option("--max-samples,--max-evaluations", rl.max_samples,
-                  "Stop after this many sampled placements (mcmc, exact: simulator evaluations; --max-evaluations, as compare names it, is the same)")->group(g)->check(CLI::NonNegativeNumber);
+                  "Stop after this many sampled placements (mcmc, exact: simulator evaluations; --max-evaluations, as compare names it, is the same)")->group(g)->check(NotNegative());
   cmd->add_option("--samples-per-step", rl.samples_per_step, "K: placements each controller samples per update")
-      ->group(g)->check(CLI::Range(1, 1024));
+      ->group(g)->check(InRange(1, 1024));
   cmd->add_option("--controllers", rl.controllers, "Controllers sharing the parameters, updating asynchronously")
-      ->group(g)->check(CLI::Range(1, 64));
+      ->group(g)->check(InRange(1, 64));
   cmd->add_option("--workers", rl.worker_threads, "Threads measuring each controller's placements (0 = cores / controllers)")
-      ->group(g)->check(CLI::Range(0, 256));
+      ->group(g)->check(InRange(0, 256));
   cmd->add_option("--algorithm", rl.algorithm, "How the policy learns: reinforce (default for rl and hdp) or ppo (default for gdp)")->group(g);
   cmd->add_option("--ppo-epochs", rl.ppo_epochs, "PPO: passes over each batch")->group(g);
   cmd->add_option("--ppo-clip", rl.ppo_clip, "PPO: the ratio is clipped to [1 - c, 1 + c]")->group(g);
@@ -407,31 +408,31 @@ void AddPlaceCommand(CLI::App& app) {
       ->group(gdp);
   AddGdpNetworkFlags(cmd, rl, gdp);
   AddMarsFlags(cmd, rl, "Mars");
-  cmd->add_option("--learning-rate", rl.learning_rate, "Adam's learning rate (default 0.0003; mars: 0.003)")->group(g)->check(CLI::PositiveNumber);
+  cmd->add_option("--learning-rate", rl.learning_rate, "Adam's learning rate (default 0.0003; mars: 0.003)")->group(g)->check(Positive());
   cmd->add_option("--prior-learning-rate", rl.prior_learning_rate,
                   "HDP: Adam's learning rate for the starting stay bonus and locality weight")
-      ->group(g)->check(CLI::PositiveNumber);
-  cmd->add_option("--lr-decay", rl.lr_decay, "Learning-rate decay factor")->group(g)->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--lr-decay-every", rl.lr_decay_every, "Steps between decays")->group(g)->check(CLI::NonNegativeNumber);
-  cmd->add_option("--lr-decay-start", rl.lr_decay_start, "Step at which decay begins")->group(g)->check(CLI::NonNegativeNumber);
-  cmd->add_option("--grad-clip", rl.grad_clip_norm, "Gradient norm clip")->group(g)->check(CLI::PositiveNumber);
-  cmd->add_option("--baseline-decay", rl.baseline_decay, "Decay of the moving-average baseline")->group(g)->check(CLI::Range(0.0, 1.0));
+      ->group(g)->check(Positive());
+  cmd->add_option("--lr-decay", rl.lr_decay, "Learning-rate decay factor")->group(g)->check(InRange(0.0, 1.0));
+  cmd->add_option("--lr-decay-every", rl.lr_decay_every, "Steps between decays")->group(g)->check(NotNegative());
+  cmd->add_option("--lr-decay-start", rl.lr_decay_start, "Step at which decay begins")->group(g)->check(NotNegative());
+  cmd->add_option("--grad-clip", rl.grad_clip_norm, "Gradient norm clip")->group(g)->check(Positive());
+  cmd->add_option("--baseline-decay", rl.baseline_decay, "Decay of the moving-average baseline")->group(g)->check(InRange(0.0, 1.0));
   cmd->add_option("--failing-runtime", rl.failing_runtime_s, "Seconds a failing placement counts as (reward sqrt of it); 0 = twice the all-on-CPU time")
-      ->group(g)->check(CLI::NonNegativeNumber);
+      ->group(g)->check(NotNegative());
   cmd->add_option("--failing-signal", rl.failing_signal,
                   "What an out-of-memory placement counts as: flat (the failing runtime) or graded (times 1 + the share "
                   "of its memory that does not fit); default flat for rl, graded for hdp")
       ->group(g)
       ->check(CLI::IsMember({"flat", "graded"}));
   cmd->add_option("--cutover-step", rl.cutover_step, "After this step only placements that run update the policy")
-      ->group(g)->check(CLI::NonNegativeNumber);
-  cmd->add_option("--entropy-weight", rl.entropy_weight, "Weight of the entropy bonus")->group(g)->check(CLI::NonNegativeNumber);
+      ->group(g)->check(NotNegative());
+  cmd->add_option("--entropy-weight", rl.entropy_weight, "Weight of the entropy bonus")->group(g)->check(NotNegative());
   cmd->add_option("--logit-noise", rl.logit_noise_std, "Std of Gaussian noise on the logits while sampling")
-      ->group(g)->check(CLI::NonNegativeNumber);
+      ->group(g)->check(NotNegative());
   cmd->add_option("--logit-noise-steps", rl.logit_noise_steps, "Steps during which logit noise applies")
-      ->group(g)->check(CLI::NonNegativeNumber);
-  cmd->add_option("--tanh-constant", rl.tanh_constant, "Logits become C * tanh(logits / T): C")->group(g)->check(CLI::PositiveNumber);
-  cmd->add_option("--temperature", rl.temperature, "Logits become C * tanh(logits / T): T")->group(g)->check(CLI::PositiveNumber);
+      ->group(g)->check(NotNegative());
+  cmd->add_option("--tanh-constant", rl.tanh_constant, "Logits become C * tanh(logits / T): C")->group(g)->check(Positive());
+  cmd->add_option("--temperature", rl.temperature, "Logits become C * tanh(logits / T): T")->group(g)->check(Positive());
   cmd->add_option_function<double>(
          "--stay-bias",
          [&rl](double bias) {
@@ -439,7 +440,7 @@ void AddPlaceCommand(CLI::App& app) {
            rl.stay_bias_given = true;
          },
          "Starting bonus on the logit of the device the previous group got (learned; rl: 2, hdp: measured per graph by start probes)")
-      ->group(g)->check(CLI::Range(-100.0, 100.0));
+      ->group(g)->check(InRange(-100.0, 100.0));
   cmd->add_option_function<double>(
          "--slow-device-penalty",
          [&rl](double penalty) {
@@ -448,18 +449,18 @@ void AddPlaceCommand(CLI::App& app) {
          },
          "HDP: starting penalty on the logits of devices under half the fastest's peak (learned; default: 0, "
          "or about one group in N on them once a start probe shows the fast devices hold the graph)")
-      ->group(g)->check(CLI::Range(-100.0, 100.0));
+      ->group(g)->check(InRange(-100.0, 100.0));
   cmd->add_option("--group-order", rl.group_order, "Order the policy reads the groups in: chain (each chain to its end) or topological")
       ->group(g)
       ->check(CLI::IsMember({"chain", "topological"}));
-  cmd->add_option("--encoder-hidden", rl.encoder_hidden, "LSTM units per encoder direction")->group(g)->check(CLI::Range(1, 4096));
-  cmd->add_option("--decoder-hidden", rl.decoder_hidden, "LSTM units in the decoder")->group(g)->check(CLI::Range(1, 4096));
+  cmd->add_option("--encoder-hidden", rl.encoder_hidden, "LSTM units per encoder direction")->group(g)->check(InRange(1, 4096));
+  cmd->add_option("--decoder-hidden", rl.decoder_hidden, "LSTM units in the decoder")->group(g)->check(InRange(1, 4096));
   cmd->add_option("--jitter", rl.jitter, "Noisy environment: std of the log of op and transfer times")
-      ->group(g)->check(CLI::Range(0.0, 10.0));
+      ->group(g)->check(InRange(0.0, 10.0));
   cmd->add_option("--failure-probability", rl.failure_probability, "Noisy environment: chance a measurement fails")
-      ->group(g)->check(CLI::Range(0.0, 1.0));
+      ->group(g)->check(InRange(0.0, 1.0));
   cmd->add_option("--measure-steps", rl.measure_steps, "Steps per measurement; the first is dropped (the paper uses 10)")
-      ->group(g)->check(CLI::Range(1, 1000));
+      ->group(g)->check(InRange(1, 1000));
   const std::string r = "Reward";
   cmd->add_option("--reward", flags->reward,
                   "What judges a placement: simulated (default), measured (each run on this machine by the executor; "
@@ -469,19 +470,19 @@ void AddPlaceCommand(CLI::App& app) {
       ->check(CLI::IsMember({"simulated", "measured", "calibrated"}));
   cmd->add_option("--run-steps", flags->run.steps,
                   "Real runs: steps per measurement, the first dropped (default 3; --measure-steps too)")
-      ->group(r)->check(CLI::Range(2, 1000));
+      ->group(r)->check(InRange(2, 1000));
   cmd->add_option("--run-time-limit", flags->run.step_time_limit_s,
                   "Real runs: seconds a step may run before it counts as failed (default 30)")
-      ->group(r)->check(CLI::Range(0.001, 1e6));
+      ->group(r)->check(InRange(0.001, 1e6));
   cmd->add_option("--checkpoint-every", rl.checkpoint_every, "Steps between checkpoints (0 = none by steps)")
-      ->group(g)->check(CLI::NonNegativeNumber);
+      ->group(g)->check(NotNegative());
   cmd->add_option("--checkpoint-seconds", rl.checkpoint_seconds,
                   "Seconds of wall time between checkpoints (0 = none by time; default 30)")
-      ->group(g)->check(CLI::Range(0.0, 1e9));
+      ->group(g)->check(InRange(0.0, 1e9));
   cmd->add_flag("--resume", rl.resume, "Continue the run in --out from its checkpoint")->group(g);
   cmd->add_option("--warm-start", rl.warm_start, "Imitate a baseline method, a placement file, or \"best\" (the fastest baseline) before RL")->group(g);
   cmd->add_option("--warm-start-steps", rl.warm_start_steps, "Supervised steps of the warm start")
-      ->group(g)->check(CLI::NonNegativeNumber);
+      ->group(g)->check(NotNegative());
   cmd->callback([flags, cmd] {
     try {
       flags->max_steps_given = cmd->count("--max-steps") > 0;

@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/inputs.h"
 #include "rl/mars_pretrainer.h"
 #include "util/error.h"
@@ -70,15 +71,15 @@ void AddPretrainCommand(CLI::App& app) {
   cmd->add_option("--graphs", flags->graphs, "Graph files or built-in model names, comma-separated")->required()->delimiter(',');
   cmd->add_option("-o,--out", o.encoder_out, "The encoder file to write (also written at each checkpoint)")->required();
   cmd->add_option("--seed", o.seed, "Seed of every random choice");
-  cmd->add_option("--max-steps", o.max_steps, "Stop after this many steps")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-steps", o.max_steps, "Stop after this many steps")->check(NotNegative());
   cmd->add_option("--max-seconds", o.max_seconds, "Stop after this many seconds (default 600 when no budget is given)")
-      ->check(CLI::Range(0.0, 1e9));
-  cmd->add_option("--patience", o.patience, "Stop early when the loss has not improved for this many steps")->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
-  cmd->add_option("--learning-rate", o.learning_rate, "Adam's learning rate")->check(CLI::Range(1e-9, 1.0));
-  cmd->add_option("--mars-hidden", o.hidden, "Width of the encoder's GCN layers")->check(CLI::Range(1, 4096));
-  cmd->add_option("--mars-layers", o.layers, "GCN layers")->check(CLI::Range(1, 16));
+      ->check(InRange(0.0, 1e9));
+  cmd->add_option("--patience", o.patience, "Stop early when the loss has not improved for this many steps")->check(InRange(int64_t{1}, int64_t{1} << 40));
+  cmd->add_option("--learning-rate", o.learning_rate, "Adam's learning rate")->check(InRange(1e-9, 1.0));
+  cmd->add_option("--mars-hidden", o.hidden, "Width of the encoder's GCN layers")->check(InRange(1, 4096));
+  cmd->add_option("--mars-layers", o.layers, "GCN layers")->check(InRange(1, 16));
   cmd->add_option("--checkpoint-seconds", o.checkpoint_seconds, "Seconds between saves of the encoder and checkpoint (0 = only at the end)")
-      ->check(CLI::Range(0.0, 1e9));
+      ->check(InRange(0.0, 1e9));
   cmd->add_flag("--resume", o.resume, "Continue from the checkpoint next to the encoder file (ENCODER.checkpoint)");
   cmd->add_flag("--overwrite", flags->overwrite, "Replace an existing encoder file (without it, one is refused unless --resume)");
   cmd->add_flag("--quiet", flags->quiet, "No progress lines");

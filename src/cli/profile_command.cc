@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/inputs.h"
 #include "cluster/cluster_json.h"
 #include "exec/profile.h"
@@ -93,7 +94,7 @@ void AddProfileCommand(CLI::App& app) {
   cmd->add_option("--steps", flags->steps,
                   "Steps run on each profiled device; with N > 1 the first is dropped and each op's time is the "
                   "median of the rest")
-      ->check(CLI::Range(1, 1000));
+      ->check(InRange(1, 1000));
   cmd->add_option("--seed", flags->seed, "Seed of the values of the step's inputs and variables");
   cmd->callback([flags] { RunProfile(*flags); });
 }

@@ -2,26 +2,28 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/flag_checks.h"
+
 namespace devplace {
 
 void AddGdpNetworkFlags(CLI::App* command, RlOptions& rl, const std::string& group) {
   command->add_option("--start-bias", rl.gdp_start_bias,
                   "GDP: starting bonus on each unit's logit for the device of the fastest start probe (learned; 0 = no probes)")
-      ->group(group)->check(CLI::Range(0.0, 100.0));
+      ->group(group)->check(InRange(0.0, 100.0));
   command->add_flag("--gdp-no-baseline-probes{false}", rl.gdp_baseline_probes,
                     "GDP: start probes of the network's stretches only, not the expert's, METIS's, MinCut's and Scotch's placements")
       ->group(group);
   command->add_option("--stretch-noise", rl.gdp_stretch_noise_std,
                       "GDP: std of Gaussian noise drawn per stretch of the network and device, added to its units' logits "
                       "while sampling (moves whole stretches)")
-      ->group(group)->check(CLI::Range(0.0, 100.0));
+      ->group(group)->check(InRange(0.0, 100.0));
   command->add_option("--stretch-noise-steps", rl.gdp_stretch_noise_steps, "GDP: updates during which the stretch noise applies")
-      ->group(group)->check(CLI::NonNegativeNumber);
-  command->add_option("--gdp-hidden", rl.gdp_hidden, "GDP: width of GraphSAGE and the placer")->group(group)->check(CLI::Range(1, 4096));
-  command->add_option("--gdp-sage-layers", rl.gdp_sage_layers, "GDP: GraphSAGE layers")->group(group)->check(CLI::Range(0, 16));
-  command->add_option("--gdp-placer-layers", rl.gdp_placer_layers, "GDP: the placer's attention layers")->group(group)->check(CLI::Range(0, 16));
-  command->add_option("--gdp-heads", rl.gdp_heads, "GDP: attention heads (divides --gdp-hidden)")->group(group)->check(CLI::Range(1, 64));
-  command->add_option("--gdp-segment", rl.gdp_segment, "GDP: units per Transformer-XL segment")->group(group)->check(CLI::Range(1, 1 << 20));
+      ->group(group)->check(NotNegative());
+  command->add_option("--gdp-hidden", rl.gdp_hidden, "GDP: width of GraphSAGE and the placer")->group(group)->check(InRange(1, 4096));
+  command->add_option("--gdp-sage-layers", rl.gdp_sage_layers, "GDP: GraphSAGE layers")->group(group)->check(InRange(0, 16));
+  command->add_option("--gdp-placer-layers", rl.gdp_placer_layers, "GDP: the placer's attention layers")->group(group)->check(InRange(0, 16));
+  command->add_option("--gdp-heads", rl.gdp_heads, "GDP: attention heads (divides --gdp-hidden)")->group(group)->check(InRange(1, 64));
+  command->add_option("--gdp-segment", rl.gdp_segment, "GDP: units per Transformer-XL segment")->group(group)->check(InRange(1, 1 << 20));
   command->add_flag("--gdp-no-attention{false}", rl.gdp_attention, "GDP ablation: segment recurrence only, no attention")->group(group);
   command->add_flag("--gdp-no-superposition{false}", rl.gdp_superposition, "GDP ablation: no graph context gating the layers")->group(group);
 }
@@ -31,12 +33,12 @@ void AddMarsFlags(CLI::App* command, RlOptions& rl, const std::string& group) {
       ->group(group);
   command->add_option("--mars-encoder-learning-rate", rl.mars_encoder_learning_rate,
                       "Mars: Adam's learning rate for the graph encoder while the placer trains (0 freezes it)")
-      ->group(group)->check(CLI::Range(0.0, 1.0));
-  command->add_option("--mars-hidden", rl.mars_hidden, "Mars: width of the placer's LSTMs")->group(group)->check(CLI::Range(1, 4096));
-  command->add_option("--mars-segment", rl.mars_segment, "Mars: units per attention segment")->group(group)->check(CLI::Range(1, 1 << 20));
+      ->group(group)->check(InRange(0.0, 1.0));
+  command->add_option("--mars-hidden", rl.mars_hidden, "Mars: width of the placer's LSTMs")->group(group)->check(InRange(1, 4096));
+  command->add_option("--mars-segment", rl.mars_segment, "Mars: units per attention segment")->group(group)->check(InRange(1, 1 << 20));
   command->add_option("--mars-encoder-hidden", rl.mars_encoder_hidden, "Mars: width of a fresh encoder's GCN")
-      ->group(group)->check(CLI::Range(1, 4096));
-  command->add_option("--mars-encoder-layers", rl.mars_encoder_layers, "Mars: a fresh encoder's GCN layers")->group(group)->check(CLI::Range(1, 16));
+      ->group(group)->check(InRange(1, 4096));
+  command->add_option("--mars-encoder-layers", rl.mars_encoder_layers, "Mars: a fresh encoder's GCN layers")->group(group)->check(InRange(1, 16));
 }
 
 }  // namespace devplace

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/inputs.h"
 #include "cluster/cluster_json.h"
 #include "exec/detect_cluster.h"
@@ -122,7 +123,7 @@ void AddRunCommand(CLI::App& app) {
       ->required();
   cmd->add_option("--steps", flags->steps,
                   "Run N steps; with N > 1 the first is dropped and the step time is the mean of the rest")
-      ->check(CLI::Range(1, 1000));
+      ->check(InRange(1, 1000));
   cmd->add_option("--seed", flags->seed, "Seed of the values of the step's inputs and variables");
   cmd->add_option("--trace", flags->trace, "Also write the last step as Chrome trace JSON (open in Perfetto)");
   cmd->add_flag("--json", flags->json, "Print one JSON object instead of the table");
@@ -145,7 +146,7 @@ void AddClustersDetect(CLI::App& app) {
   CLI::Option* cpus = clusters
                           ->add_option("--cpu-devices", flags->cpu_devices,
                                        "With --detect: split the usable cores among this many CPU devices")
-                          ->check(CLI::Range(1, kMaxDevices));
+                          ->check(InRange(1, kMaxDevices));
   CLI::Option* no_gpus = clusters->add_flag("--no-gpus", flags->no_gpus, "With --detect: leave CUDA GPUs out");
   clusters->callback([flags, show, out, cpus, no_gpus] {
     if (flags->detect) {

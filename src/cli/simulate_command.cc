@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/inputs.h"
 #include "cluster/cluster_json.h"
 #include "cost/cost_model.h"
@@ -86,15 +87,15 @@ void AddSimulateCommand(CLI::App& app) {
   cmd->add_flag("--json", flags->json, "Print one JSON object instead of the table");
   AddOpTimesFlags(cmd, &flags->op_times, "Table of measured op times that override the cost model (JSON)");
   cmd->add_option("--jitter", flags->jitter, "Noise: std dev of the log of each op and transfer time (0 = deterministic)")
-      ->check(CLI::Range(0.0, 10.0));
+      ->check(InRange(0.0, 10.0));
   cmd->add_option("--failure-probability", flags->failure_probability, "Noise: chance that a step fails sporadically")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(InRange(0.0, 1.0));
   cmd->add_option("--seed", flags->seed, "Seed of the noise");
   cmd->add_option("--steps", flags->steps,
                   "Measure as the 2017 paper does: run N steps, drop the first; the mean of the rest is the step time")
-      ->check(CLI::Range(1, 1000000));
+      ->check(InRange(1, 1000000));
   cmd->add_option("--first-step-factor", flags->first_step_factor, "How much slower the (dropped) first step runs")
-      ->check(CLI::Range(1.0, 1000.0));
+      ->check(InRange(1.0, 1000.0));
   cmd->callback([flags] { RunSimulate(*flags); });
 }
 

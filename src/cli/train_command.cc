@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/inputs.h"
 #include "cli/rl_flags.h"
 #include "cluster/cluster_json.h"
@@ -113,26 +114,26 @@ void AddTrainCommand(CLI::App& app) {
   cmd->add_option("--cluster", flags->cluster, "Cluster preset or cluster file: the policy places on clusters of its devices")->required();
   cmd->add_option("-o,--out", flags->train.policy_out, "The policy file to write (also written at each checkpoint)")->required();
   cmd->add_option("--seed", rl.seed, "Seed of every random choice");
-  cmd->add_option("--max-steps", rl.max_steps, "Stop after this many updates")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-steps", rl.max_steps, "Stop after this many updates")->check(NotNegative());
   cmd->add_option("--max-seconds", rl.max_seconds, "Stop after this many seconds (default 600 when no budget is given)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NotNegative());
   cmd->add_option("--max-samples", rl.max_samples, "Stop after this many sampled placements, all graphs together")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--samples-per-step", rl.samples_per_step, "K: placements sampled per graph per update")->check(CLI::Range(1, 1024));
-  cmd->add_option("--workers", rl.worker_threads, "Threads measuring placements (0 = one per core)")->check(CLI::Range(0, 256));
+      ->check(NotNegative());
+  cmd->add_option("--samples-per-step", rl.samples_per_step, "K: placements sampled per graph per update")->check(InRange(1, 1024));
+  cmd->add_option("--workers", rl.worker_threads, "Threads measuring placements (0 = one per core)")->check(InRange(0, 256));
   cmd->add_option("--algorithm", rl.algorithm, "ppo (default, GDP's) or reinforce (one pass of the same loss)");
   cmd->add_option("--ppo-epochs", rl.ppo_epochs, "PPO: passes over each batch");
   cmd->add_option("--ppo-clip", rl.ppo_clip, "PPO: the ratio is clipped to [1 - c, 1 + c]");
-  cmd->add_option("--learning-rate", rl.learning_rate, "Adam's learning rate (default 0.0003; mars: 0.003)")->check(CLI::PositiveNumber);
-  cmd->add_option("--prior-learning-rate", rl.prior_learning_rate, "Adam's learning rate for the start bonus")->check(CLI::PositiveNumber);
-  cmd->add_option("--baseline-decay", rl.baseline_decay, "Decay of each graph's moving-average baseline")->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--entropy-weight", rl.entropy_weight, "Weight of the entropy bonus")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--learning-rate", rl.learning_rate, "Adam's learning rate (default 0.0003; mars: 0.003)")->check(Positive());
+  cmd->add_option("--prior-learning-rate", rl.prior_learning_rate, "Adam's learning rate for the start bonus")->check(Positive());
+  cmd->add_option("--baseline-decay", rl.baseline_decay, "Decay of each graph's moving-average baseline")->check(InRange(0.0, 1.0));
+  cmd->add_option("--entropy-weight", rl.entropy_weight, "Weight of the entropy bonus")->check(NotNegative());
   cmd->add_option("--failing-signal", rl.failing_signal, "flat or graded (default) out-of-memory signal")
       ->check(CLI::IsMember({"flat", "graded"}));
   cmd->add_option("--checkpoint-every", rl.checkpoint_every, "Updates between saves of the policy and checkpoint (0 = none by updates)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NotNegative());
   cmd->add_option("--checkpoint-seconds", rl.checkpoint_seconds, "Seconds between saves (0 = none by time; default 30)")
-      ->check(CLI::Range(0.0, 1e9));
+      ->check(InRange(0.0, 1e9));
   cmd->add_flag("--resume", flags->train.resume, "Continue from the checkpoint next to the policy file (POLICY.checkpoint)");
   cmd->add_flag("--overwrite", flags->overwrite, "Replace an existing policy file (without it, one is refused unless --resume)");
   cmd->add_flag("--quiet", flags->quiet, "No progress lines");
