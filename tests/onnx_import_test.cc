@@ -543,6 +543,79 @@ TEST(OnnxImportTest, ExpandByAShapeWithMinusOnesIsFolded) {
   EXPECT_EQ(OpNamed(r.graph, "join").outputs[0].shape, (std::vector<int64_t>{2, 6, 4}));
 }
 
+// torch.onnx writes F.pad(x, (1, 1, 2, 2)) (and every padding module) as
+// Pad(x, Cast(Reshape(Transpose(Slice(Reshape(Concat(pads, zeros), [-1, 2]),
+// -1, -big, axis 0, step -1)), [-1]))): the amounts flipped row-wise, then
+// read column-wise. Unfolded, the Pad and everything after it had unknown
+// shapes, and the Conv after it cost 0 FLOPs (a CycleGAN imported at 0
+// forward FLOPs); so did the opset 9 Slice, whose bounds are attributes.
+TEST(OnnxImportTest, TorchPaddingArithmeticIsFolded) {
+  onnx::ModelProto m = NewModel();
+  AddInput(m, "x", {"1", "3", "8", "8"});
+  AddWeight(m, "w", {4, 3, 3, 3});
+  AddIntConstant(m, "pads_torch", {1, 1, 2, 2}, /*scalar=*/false);
+  AddIntConstant(m, "zeros", {0, 0, 0, 0}, /*scalar=*/false);
+  SetInt(AddNode(m, "Concat", "cat", {"pads_torch", "zeros"}, {"all"}), "axis", 0);
+  AddIntConstant(m, "table_shape", {-1, 2}, /*scalar=*/false);
+  AddNode(m, "Reshape", "table", {"all", "table_shape"}, {"rows"});
+  AddIntConstant(m, "start", {-1}, /*scalar=*/false);
+  AddIntConstant(m, "end", {-std::numeric_limits<int64_t>::max()}, /*scalar=*/false);
+  AddIntConstant(m, "axis", {0}, /*scalar=*/false);
+  AddIntConstant(m, "step", {-1}, /*scalar=*/false);
+  AddNode(m, "Slice", "flip", {"rows", "start", "end", "axis", "step"}, {"flipped"});
+  SetInts(AddNode(m, "Transpose", "columns", {"flipped"}, {"cols"}), "perm", {1, 0});
+  AddIntConstant(m, "flat_shape", {-1}, /*scalar=*/false);
+  AddNode(m, "Reshape", "flat", {"cols", "flat_shape"}, {"pads_flat"});
+  SetInt(AddNode(m, "Cast", "cast", {"pads_flat"}, {"pads"}), "to", onnx::TensorProto::INT64);
+  AddNode(m, "Pad", "pad", {"x", "pads"}, {"padded"});
+  AddNode(m, "Conv", "conv", {"padded", "w"}, {"y"});
+  AddOutput(m, "y");
+  TempDir dir;
+  OnnxImportResult r = ImportOnnxFile(Save(dir, m));
+  EXPECT_TRUE(r.unknown_shape_tensors.empty());
+  // ONNX's pads: [x1_begin, x2_begin, ..., x1_end, ...] = [0, 0, 2, 1, 0, 0, 2, 1].
+  EXPECT_EQ(OpNamed(r.graph, "pad").outputs[0].shape, (std::vector<int64_t>{1, 3, 12, 10}));
+  EXPECT_EQ(OpNamed(r.graph, "conv").outputs[0].shape, (std::vector<int64_t>{1, 4, 10, 8}));
+  EXPECT_DOUBLE_EQ(OpNamed(r.graph, "conv").flops, 2.0 * 4 * 10 * 8 * 27);
+
+  // Opset 9: x [2, 6] reshaped to [last dim, -1] = [6, 2], the last dim
+  // sliced out of its shape by a Slice whose bounds are attributes.
+  onnx::ModelProto old = NewModel(/*ir_version=*/4, /*opset=*/9);
+  AddInput(old, "x", {"2", "6"});
+  AddNode(old, "Shape", "shape", {"x"}, {"s"});
+  auto* last = AddNode(old, "Slice", "last", {"s"}, {"n"});
+  SetInts(last, "starts", {-1});
+  SetInts(last, "ends", {std::numeric_limits<int64_t>::max()});
+  SetInts(last, "axes", {0});
+  AddIntConstant(old, "minus_one", {-1}, /*scalar=*/false);
+  SetInt(AddNode(old, "Concat", "cat", {"n", "minus_one"}, {"target"}), "axis", 0);
+  AddNode(old, "Reshape", "reshape", {"x", "target"}, {"y"});
+  AddOutput(old, "y");
+  OnnxImportResult r9 = ImportOnnxFile(Save(dir, old));
+  EXPECT_TRUE(r9.unknown_shape_tensors.empty());
+  EXPECT_EQ(OpNamed(r9.graph, "reshape").outputs[0].shape, (std::vector<int64_t>{6, 2}));
+}
+
+// Where shapes stay unknown (a computation the folder cannot evaluate), the
+// products that cost nothing for it are named in the warning, not left to
+// a total of 0 FLOPs to tell.
+TEST(OnnxImportTest, ProductsOfUnknownShapeAreNamedInTheWarning) {
+  onnx::ModelProto m = NewModel();
+  AddInput(m, "x", {"1", "3", "8", "8"});
+  AddInput(m, "amounts", {"8"});  // a data input: nothing can fold it
+  m.mutable_graph()->mutable_input(1)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+  AddWeight(m, "w", {4, 3, 3, 3});
+  AddNode(m, "Pad", "pad", {"x", "amounts"}, {"padded"});
+  AddNode(m, "Conv", "conv", {"padded", "w"}, {"y"});
+  AddOutput(m, "y");
+  TempDir dir;
+  const std::string path = Save(dir, m);
+  OnnxImportResult r = ImportOnnxFile(path);
+  EXPECT_EQ(r.uncosted_products, (std::vector<std::string>{"conv"}));
+  const std::string warning = OnnxImportWarning(path, r);
+  EXPECT_NE(warning.find("matrix products of unknown shape costed at 0 FLOPs: conv"), std::string::npos) << warning;
+}
+
 TEST(OnnxHostileTest, HugeRangesAreNotMaterialized) {
   TempDir dir;
   onnx::ModelProto m = NewModel();

@@ -105,6 +105,21 @@ IntTensor Vector(std::vector<int64_t> values) {
 
 int64_t Wrap(int64_t index, int64_t size) { return index < 0 ? index + size : index; }
 
+// Row-major strides of `dims` (counts already bounded by kMaxElements).
+std::vector<int64_t> Strides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> strides(dims.size(), 1);
+  for (size_t i = dims.size(); i-- > 1;) strides[i - 1] = strides[i] * dims[i];
+  return strides;
+}
+
+// The next multi-index of `dims` in row-major order (wraps to zeros).
+void Advance(std::vector<int64_t>& index, const std::vector<int64_t>& dims) {
+  for (size_t i = index.size(); i-- > 0;) {
+    if (++index[i] < dims[i]) return;
+    index[i] = 0;
+  }
+}
+
 // One element of integer arithmetic as ONNX defines it, or nullopt where
 // the result is undefined or overflows (INT64_MIN / -1, division by zero):
 // such a node is left for the runtime rather than folded to a wrong value.
@@ -272,12 +287,60 @@ class Folder {
     if (!a) return std::nullopt;
     if (op == "Identity") return *a;
     if (op == "Reshape") {
-      // A vector (or scalar) to a vector of its length: [-1] or [n].
-      if (!b || a->dims.size() > 1 || b->values.size() != 1) return std::nullopt;
-      const int64_t n = static_cast<int64_t>(a->values.size());
-      if (b->values[0] != -1 && b->values[0] != n) return std::nullopt;
+      // To any shape of the same count: at most one -1 (the rest of the
+      // count), 0 copies the input's dim (allowzero = 0, the default).
+      if (!b || b->dims.size() != 1) return std::nullopt;
+      if (const auto* allowzero = Attribute(node, "allowzero"); allowzero && allowzero->i() != 0) return std::nullopt;
+      const int64_t count = static_cast<int64_t>(a->values.size());
+      std::vector<int64_t> dims = b->values;
+      int64_t known = 1;
+      int inferred = -1;
+      for (size_t i = 0; i < dims.size(); ++i) {
+        if (dims[i] == 0) {
+          if (i >= a->dims.size()) return std::nullopt;
+          dims[i] = a->dims[i];
+        }
+        if (dims[i] == -1) {
+          if (inferred >= 0) return std::nullopt;
+          inferred = static_cast<int>(i);
+          continue;
+        }
+        if (dims[i] < 0 || __builtin_mul_overflow(known, dims[i], &known)) return std::nullopt;
+      }
+      if (inferred >= 0) {
+        if (known == 0 || count % known != 0) return std::nullopt;
+        dims[inferred] = count / known;
+      } else if (known != count) {
+        return std::nullopt;
+      }
       IntTensor t = *a;
-      t.dims = {n};
+      t.dims = std::move(dims);
+      return t;
+    }
+    if (op == "Transpose") {
+      // torch.onnx's padding arithmetic transposes a [-1, 2] table.
+      const int64_t rank = static_cast<int64_t>(a->dims.size());
+      std::vector<int64_t> perm;
+      if (const auto* attr = Attribute(node, "perm")) perm.assign(attr->ints().begin(), attr->ints().end());
+      if (perm.empty()) {
+        for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);
+      }
+      if (static_cast<int64_t>(perm.size()) != rank) return std::nullopt;
+      std::vector<bool> seen(rank, false);
+      for (int64_t axis : perm) {
+        if (axis < 0 || axis >= rank || seen[axis]) return std::nullopt;
+        seen[axis] = true;
+      }
+      IntTensor t = *a;
+      for (int64_t i = 0; i < rank; ++i) t.dims[i] = a->dims[perm[i]];
+      const std::vector<int64_t> in_strides = Strides(a->dims);
+      std::vector<int64_t> index(rank, 0);
+      for (size_t k = 0; k < t.values.size(); ++k) {
+        int64_t from = 0;
+        for (int64_t i = 0; i < rank; ++i) from += index[i] * in_strides[perm[i]];
+        t.values[k] = a->values[from];
+        Advance(index, t.dims);
+      }
       return t;
     }
     if (op == "Equal") {
@@ -354,20 +417,65 @@ class Folder {
       return t;
     }
     if (op == "Slice") {
-      const IntTensor* starts = b;
-      const IntTensor* ends = Value(node, 2);
-      const IntTensor* steps = Value(node, 4);
-      if (a->dims.size() != 1 || !starts || !ends || starts->values.size() != 1 || ends->values.size() != 1) {
+      // Any rank, axes and steps (opset 10 on): torch.onnx flips with
+      // steps of -1 (padding amounts, reversed dims).
+      // Before opset 10, starts, ends and axes were attributes (torch's
+      // opset 9 export of out[:, -1]).
+      auto from = [&](int input, const char* attribute) -> std::optional<std::vector<int64_t>> {
+        if (const IntTensor* v = Value(node, input)) return v->values;
+        if (const auto* attr = Attribute(node, attribute)) return std::vector<int64_t>(attr->ints().begin(), attr->ints().end());
         return std::nullopt;
+      };
+      const std::optional<std::vector<int64_t>> starts = from(1, "starts"), ends = from(2, "ends"), axes = from(3, "axes"),
+                                                steps = from(4, "steps");
+      if (!starts || !ends || starts->size() != ends->size()) return std::nullopt;
+      const size_t n = starts->size();
+      if ((axes && axes->size() != n) || (steps && steps->size() != n)) return std::nullopt;
+      const int64_t rank = static_cast<int64_t>(a->dims.size());
+      // Per axis, the input indices the output takes, in order.
+      std::vector<std::vector<int64_t>> picks(rank);
+      for (int64_t axis = 0; axis < rank; ++axis) {
+        for (int64_t i = 0; i < a->dims[axis]; ++i) picks[axis].push_back(i);
       }
-      const int64_t size = static_cast<int64_t>(a->values.size());
-      if (steps && steps->values.size() != 1) return std::nullopt;
-      const int64_t step = steps ? steps->values[0] : 1;
-      if (step != 1) return std::nullopt;
-      const int64_t start = std::clamp(Wrap(starts->values[0], size), int64_t{0}, size);
-      const int64_t end = std::clamp(Wrap(std::min(ends->values[0], size), size), int64_t{0}, size);
-      IntTensor t = Vector({a->values.begin() + start, a->values.begin() + std::max(start, end)});
+      std::vector<bool> sliced(rank, false);
+      for (size_t k = 0; k < n; ++k) {
+        int64_t axis = axes ? (*axes)[k] : static_cast<int64_t>(k);
+        if (axis < 0) axis += rank;
+        if (axis < 0 || axis >= rank || sliced[axis]) return std::nullopt;
+        sliced[axis] = true;
+        const int64_t step = steps ? (*steps)[k] : 1;
+        if (step == 0) return std::nullopt;
+        const int64_t dim = a->dims[axis];
+        // ONNX's clamping: into [0, dim] going up, [-1, dim - 1] going down.
+        // Bounds are far from int64's limits once clamped to a small dim.
+        auto resolve = [dim](int64_t v, int64_t low, int64_t high) { return std::clamp(v < 0 ? v + dim : v, low, high); };
+        int64_t start, end;
+        if (step > 0) {
+          start = resolve((*starts)[k], 0, dim);
+          end = resolve((*ends)[k], 0, dim);
+        } else {
+          start = resolve((*starts)[k], 0, dim - 1);
+          end = resolve((*ends)[k], -1, dim - 1);
+        }
+        picks[axis].clear();
+        for (int64_t i = start; step > 0 ? i < end : i > end;) {
+          picks[axis].push_back(i);
+          if (__builtin_add_overflow(i, step, &i)) break;  // a step of 2^62 takes one element
+        }
+      }
+      IntTensor t;
       t.elem_type = a->elem_type;
+      for (int64_t axis = 0; axis < rank; ++axis) t.dims.push_back(static_cast<int64_t>(picks[axis].size()));
+      const std::optional<size_t> count = SmallCount(t.dims);
+      if (!count) return std::nullopt;
+      const std::vector<int64_t> in_strides = Strides(a->dims);
+      std::vector<int64_t> index(rank, 0);
+      for (size_t k = 0; k < *count; ++k) {
+        int64_t from = 0;
+        for (int64_t axis = 0; axis < rank; ++axis) from += picks[axis][index[axis]] * in_strides[axis];
+        t.values.push_back(a->values[from]);
+        Advance(index, t.dims);
+      }
       return t;
     }
     if (op == "Range") {

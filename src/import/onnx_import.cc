@@ -538,6 +538,7 @@ class Importer {
       const OnnxNodeCost cost = EstimateOnnxNodeFlops(node, in_infos, out_infos);
       op.flops = cost.flops;
       if (!cost.known_type) unknown_types_.insert(SafeOnnxName(node.op_type()));
+      if (cost.known_type && cost.flops == 0 && OnnxIsMatrixProduct(node.op_type())) result_.uncosted_products.push_back(op.name);
       result_.forward_flops += cost.flops;
 
       const int32_t index = AddOp(std::move(op), false);
@@ -615,6 +616,10 @@ std::string OnnxImportWarning(const std::string& path, const OnnxImportResult& r
     if (items.size() > most) text += ", ... (" + std::to_string(items.size()) + " in all)";
     return text;
   };
+  if (!result.uncosted_products.empty()) {
+    // First: the one that makes the step time wrong, not just a byte count.
+    parts.push_back("matrix products of unknown shape costed at 0 FLOPs: " + list_safe(result.uncosted_products, 5));
+  }
   if (!result.unknown_op_types.empty()) {
     parts.push_back("unknown op types costed from their tensor sizes: " + list_safe(result.unknown_op_types, 20));
   }

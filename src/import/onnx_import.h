@@ -33,6 +33,9 @@ struct OnnxImportResult {
   int64_t buffer_bytes = 0;      // other weights: running means and variances, integer constants
   std::vector<std::string> unknown_op_types;  // sorted, each once; their FLOPs are guesses
   std::vector<std::string> unknown_shape_tensors;  // tensors shape inference left unknown
+  // Matrix products (Conv, Gemm, MatMul, RNNs, Einsum) costed at 0 FLOPs
+  // because their shapes are unknown: the step time misses their work.
+  std::vector<std::string> uncosted_products;
   bool checker_skipped = false;  // the model is newer than this libonnx's checker knows
 };
 
