@@ -223,6 +223,18 @@ TEST(OnnxImportTest, EinsumShapesComeFromItsEquation) {
   }
 }
 
+// An int64 Constant node: a scalar, or a vector of `values`.
+void AddIntConstant(onnx::ModelProto& m, const std::string& name, const std::vector<int64_t>& values,
+                    bool scalar = true) {
+  auto* node = AddNode(m, "Constant", name, {}, {name});
+  auto* a = node->add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  a->mutable_t()->set_data_type(onnx::TensorProto::INT64);
+  if (!scalar) a->mutable_t()->add_dims(static_cast<int64_t>(values.size()));
+  for (int64_t v : values) a->mutable_t()->add_int64_data(v);
+}
+
 // A product whose operands do not fit (a model, or a --dim value, that is
 // wrong): libonnx's inference lets it pass, and it was costed from one
 // side. Now an error naming the node.
@@ -243,6 +255,23 @@ TEST(OnnxImportTest, ProductsWhoseOperandsDoNotFitAreErrors) {
   AddWeight(conv, "w", {4, 2, 3, 3});
   AddNode(conv, "Conv", "conv", {"x", "w"}, {"y"});
   AddOutput(conv, "y");
+  // Exported with its batch of 2 baked into a Reshape, imported with
+  // --batch 3: the rest of the model ran at batch 2, silently.
+  onnx::ModelProto reshape = NewModel();
+  AddInput(reshape, "x", {"2", "12"});
+  AddIntConstant(reshape, "fixed", {2, 3, 4}, /*scalar=*/false);
+  AddNode(reshape, "Reshape", "heads", {"x", "fixed"}, {"y"});
+  AddOutput(reshape, "y");
+  OnnxImportOptions batch3;
+  batch3.batch = 3;
+  EXPECT_EQ(OpNamed(ImportOnnxFile(Save(dir, reshape)).graph, "heads").outputs[0].shape, (std::vector<int64_t>{2, 3, 4}));
+  try {
+    ImportOnnxFile(Save(dir, reshape), batch3);
+    ADD_FAILURE() << "expected an error for the Reshape";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'heads' (Reshape): its input has 36 elements and its output 24"), std::string::npos)
+        << e.what();
+  }
   for (const auto& [model, named] : std::vector<std::pair<onnx::ModelProto, std::string>>{
            {matmul, "'mm' (MatMul): the inner dimensions 5 and 6 differ"},
            {gemm, "'fc' (Gemm): the inner dimensions 7 and 1 differ"},
@@ -429,16 +458,6 @@ std::pair<int, std::string> Devplace(const std::string& args) {
 // ---- Hostile models: each class of defect gives an Error, never a signal. ----
 
 // An int64 scalar or vector as a Constant node.
-void AddIntConstant(onnx::ModelProto& m, const std::string& name, const std::vector<int64_t>& values,
-                    bool scalar = true) {
-  auto* node = AddNode(m, "Constant", name, {}, {name});
-  auto* a = node->add_attribute();
-  a->set_name("value");
-  a->set_type(onnx::AttributeProto::TENSOR);
-  a->mutable_t()->set_data_type(onnx::TensorProto::INT64);
-  if (!scalar) a->mutable_t()->add_dims(static_cast<int64_t>(values.size()));
-  for (int64_t v : values) a->mutable_t()->add_int64_data(v);
-}
 
 // x [6] reshaped by a shape computed as Concat(Unsqueeze(op(a, b)), [-1]).
 onnx::ModelProto ReshapeByArithmetic(const std::string& op, int64_t a, int64_t b) {

@@ -67,8 +67,16 @@ int64_t OnnxTensorInfo::elements() const {
   return n;
 }
 
-std::string OnnxOperandMismatch(const onnx::NodeProto& node, const std::vector<const OnnxTensorInfo*>& in) {
+std::string OnnxOperandMismatch(const onnx::NodeProto& node, const std::vector<const OnnxTensorInfo*>& in,
+                                const std::vector<const OnnxTensorInfo*>& out) {
   if ((!node.domain().empty() && node.domain() != "ai.onnx") || in.size() < 2) return "";
+  if (node.op_type() == "Reshape") {
+    const OnnxTensorInfo* x = in[0];
+    const OnnxTensorInfo* y = out.empty() ? nullptr : out[0];
+    if (!x || !y || !x->fully_known() || !y->fully_known() || x->elements() == y->elements()) return "";
+    return "its input has " + std::to_string(x->elements()) + " elements and its output " +
+           std::to_string(y->elements()) + " (a shape fixed when the model was exported?)";
+  }
   const OnnxTensorInfo* a = in[0];
   const OnnxTensorInfo* b = in[1];
   if (!a || !b || !a->fully_known() || !b->fully_known()) return "";

@@ -35,10 +35,13 @@ OnnxNodeCost EstimateOnnxNodeFlops(const onnx::NodeProto& node, const std::vecto
                                    const std::vector<const OnnxTensorInfo*>& outputs);
 
 // Where a product's operands do not fit each other (MatMul's and Gemm's
-// inner dimensions, Conv's channels against its weight's), what is wrong;
-// "" otherwise or where a shape is unknown. libonnx's inference does not
-// check it, and the FLOPs would be costed from one side, silently.
-std::string OnnxOperandMismatch(const onnx::NodeProto& node, const std::vector<const OnnxTensorInfo*>& inputs);
+// inner dimensions, Conv's channels against its weight's), or a Reshape's
+// output has another element count than its input (a model exported with
+// its batch fixed in a Reshape, imported with another --batch), what is
+// wrong; "" otherwise or where a shape is unknown. libonnx's inference
+// checks neither, and the model would be costed at two sizes, silently.
+std::string OnnxOperandMismatch(const onnx::NodeProto& node, const std::vector<const OnnxTensorInfo*>& inputs,
+                                const std::vector<const OnnxTensorInfo*>& outputs);
 
 // Ops whose gradient is one product per input that needs it (so a
 // backward pass costs up to twice the forward), unlike element-wise ops,

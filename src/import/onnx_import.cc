@@ -531,7 +531,7 @@ class Importer {
         auto info = infos_.find(name);
         out_infos.push_back(info == infos_.end() ? nullptr : &info->second);
       }
-      if (const std::string mismatch = OnnxOperandMismatch(node, in_infos); !mismatch.empty()) {
+      if (const std::string mismatch = OnnxOperandMismatch(node, in_infos, out_infos); !mismatch.empty()) {
         throw Error(Quoted(path_) + ": node '" + ForMessage(op.name) + "' (" + ForMessage(op.type) + "): " + mismatch +
                     "; the model or its --dim/--batch values are wrong");
       }
