@@ -562,6 +562,40 @@ TEST(OnnxImportTest, ExpandByAShapeWithMinusOnesIsFolded) {
   EXPECT_EQ(OpNamed(r.graph, "join").outputs[0].shape, (std::vector<int64_t>{2, 6, 4}));
 }
 
+// --batch and a --dim for the same dimension must agree: they gave the
+// first dims one value and the dim's other uses the other, silently. A
+// command without --dim (compare, place on a .onnx) says to import first.
+TEST(OnnxImportTest, BatchAndDimForOneDimensionMustAgree) {
+  onnx::ModelProto m = NewModel();
+  AddInput(m, "x", {"batch", "4"});
+  AddInput(m, "mix", {"batch", "batch"});
+  AddNode(m, "MatMul", "mm", {"mix", "x"}, {"y"});
+  AddOutput(m, "y");
+  TempDir dir;
+  const std::string path = Save(dir, m);
+  OnnxImportOptions options;
+  options.batch = 2;
+  options.dims = {{"batch", 4}};
+  try {
+    ImportOnnxFile(path, options);
+    ADD_FAILURE() << "expected --batch and --dim to disagree";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--batch 2 and --dim batch=4 disagree"), std::string::npos) << e.what();
+  }
+  options.dims = {{"batch", 2}};
+  const OnnxImportResult agreed = ImportOnnxFile(path, options);
+  EXPECT_EQ(OpNamed(agreed.graph, "mix").outputs[0].shape, (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(OpNamed(agreed.graph, "mm").outputs[0].shape, (std::vector<int64_t>{2, 4}));
+  OnnxImportOptions no_flags;
+  no_flags.takes_dim_flags = false;
+  try {
+    ImportOnnxFile(path, no_flags);
+    ADD_FAILURE() << "expected an error naming the dynamic dimension";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no value: batch; import it first: devplace import"), std::string::npos) << e.what();
+  }
+}
+
 // torch.onnx writes F.pad(x, (1, 1, 2, 2)) (and every padding module) as
 // Pad(x, Cast(Reshape(Transpose(Slice(Reshape(Concat(pads, zeros), [-1, 2]),
 // -1, -big, axis 0, step -1)), [-1]))): the amounts flipped row-wise, then

@@ -28,6 +28,7 @@ Graph ResolveGraph(const std::string& model_or_path) {
     // need `devplace import --dim` first.
     OnnxImportOptions options;
     options.training = true;
+    options.takes_dim_flags = false;
     OnnxImportResult result = ImportOnnxFile(model_or_path, options);
     const std::string warning = OnnxImportWarning(model_or_path, result);
     if (!warning.empty()) std::fprintf(stderr, "%s\n", warning.c_str());

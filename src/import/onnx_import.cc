@@ -305,7 +305,17 @@ class Importer {
           if (options_.dims.count(dim->dim_param())) used.insert(dim->dim_param());
         }
         if (!weight && i == 0 && options_.batch) {
-          if (dim->has_dim_param()) params.emplace(dim->dim_param(), *options_.batch);
+          if (dim->has_dim_param()) {
+            // --dim batch=4 with --batch 2 gave the first dims 2 and the
+            // rest of that name 4, without a word.
+            auto given = options_.dims.find(dim->dim_param());
+            if (given != options_.dims.end() && given->second != *options_.batch) {
+              throw Error("--batch " + std::to_string(*options_.batch) + " and --dim " + ForMessage(given->first) + "=" +
+                          std::to_string(given->second) + " disagree: --batch sets '" + ForMessage(given->first) +
+                          "', the first dimension of input '" + ForMessage(input.name()) + "'; give one of them");
+            }
+            params.emplace(dim->dim_param(), *options_.batch);
+          }
           dim->set_dim_value(*options_.batch);
         } else if (dim->has_dim_value()) {
           continue;
@@ -330,8 +340,10 @@ class Importer {
       std::string names;
       for (size_t i = 0; i < missing.size() && i < 20; ++i) names += (i ? ", " : "") + missing[i];
       if (missing.size() > 20) names += ", ... (" + std::to_string(missing.size()) + " in all)";
-      throw Error(Quoted(path_) + " has dynamic dimensions with no value: " + names +
-                  "; give them with --dim NAME=VALUE (or --batch N for the first dimension)");
+      throw Error(Quoted(path_) + " has dynamic dimensions with no value: " + names + "; " +
+                  (options_.takes_dim_flags ? "give them with --dim NAME=VALUE (or --batch N for the first dimension)"
+                                            : "import it first: devplace import " + ForMessage(path_) +
+                                                  " -o graph.json --training --dim NAME=VALUE (or --batch N)"));
     }
     // Declared shapes of outputs and intermediates may still carry the
     // symbolic or exported sizes; shape inference recomputes them.

@@ -21,6 +21,9 @@ struct OnnxImportOptions {
   // Values of named dynamic dimensions (dim_param), as --dim NAME=VALUE.
   std::map<std::string, int64_t> dims;
   bool training = false;
+  // Whether the command reading the model takes --dim and --batch (import
+  // does); the others' errors say to import the model first.
+  bool takes_dim_flags = true;
   // Optimizer slots per parameter held with it in training (Adam: 2).
   int32_t optimizer_slots = 2;
 };
