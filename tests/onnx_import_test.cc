@@ -562,6 +562,64 @@ TEST(OnnxImportTest, ExpandByAShapeWithMinusOnesIsFolded) {
   EXPECT_EQ(OpNamed(r.graph, "join").outputs[0].shape, (std::vector<int64_t>{2, 6, 4}));
 }
 
+// A weight read only inside a Loop's body (torch.jit.script's loops) is a
+// parameter, read by the Loop: it had no variable op, no update and no
+// memory (PyTorch counted 1188 parameters, the import 132).
+TEST(OnnxImportTest, WeightsReadOnlyInsideALoopBodyAreParametersOfTheLoop) {
+  onnx::ModelProto m = NewModel();
+  AddInput(m, "x", {"2", "4"});
+  AddWeight(m, "cell.weight", {4, 4});
+  AddIntConstant(m, "trips", {3});
+  auto* cond = AddNode(m, "Constant", "go", {}, {"go"});
+  auto* value = cond->add_attribute();
+  value->set_name("value");
+  value->set_type(onnx::AttributeProto::TENSOR);
+  value->mutable_t()->set_data_type(onnx::TensorProto::BOOL);
+  value->mutable_t()->add_int32_data(1);
+  auto* loop = AddNode(m, "Loop", "loop", {"trips", "go", "x"}, {"y"});
+  auto* body_attribute = loop->add_attribute();
+  body_attribute->set_name("body");
+  body_attribute->set_type(onnx::AttributeProto::GRAPH);
+  onnx::GraphProto* body = body_attribute->mutable_g();
+  body->set_name("body");
+  auto typed = [](onnx::ValueInfoProto* v, const std::string& name, int32_t type) {
+    v->set_name(name);
+    v->mutable_type()->mutable_tensor_type()->set_elem_type(type);
+    v->mutable_type()->mutable_tensor_type()->mutable_shape();
+  };
+  typed(body->add_input(), "i", onnx::TensorProto::INT64);
+  typed(body->add_input(), "c_in", onnx::TensorProto::BOOL);
+  SetShape(body->add_input(), "v_in", {"2", "4"});
+  auto* mm = body->add_node();
+  mm->set_op_type("MatMul");
+  mm->set_name("step");
+  mm->add_input("v_in");
+  mm->add_input("cell.weight");
+  mm->add_output("v_out");
+  auto* keep = body->add_node();
+  keep->set_op_type("Identity");
+  keep->set_name("keep");
+  keep->add_input("c_in");
+  keep->add_output("c_out");
+  typed(body->add_output(), "c_out", onnx::TensorProto::BOOL);
+  SetShape(body->add_output(), "v_out", {"2", "4"});
+  AddOutput(m, "y");
+  TempDir dir;
+  OnnxImportOptions options;
+  options.training = true;
+  OnnxImportResult r = ImportOnnxFile(Save(dir, m), options);
+  EXPECT_EQ(r.parameter_count, 16);
+  const Graph& g = r.graph;
+  const int32_t weight = g.FindOp("cell.weight");
+  ASSERT_GE(weight, 0);
+  EXPECT_EQ(g.op(weight).type, "VariableV2");
+  bool read_by_loop = false;
+  for (int32_t e : g.out_data_edges(weight)) read_by_loop |= g.data_edges()[e].dst == g.FindOp("loop");
+  EXPECT_TRUE(read_by_loop);
+  EXPECT_EQ(g.op(weight).colocation_group, OpNamed(g, "loop").colocation_group);
+  EXPECT_FALSE(g.op(weight).colocation_group.empty());
+}
+
 // --batch and a --dim for the same dimension must agree: they gave the
 // first dims one value and the dim's other uses the other, silently. A
 // command without --dim (compare, place on a .onnx) says to import first.

@@ -36,6 +36,40 @@ constexpr std::uintmax_t kMaxModelFileBytes = std::uintmax_t{2} << 30;
 // The first line of a library's message, made safe to print.
 std::string FirstLine(const std::string& message) { return ForMessage(message.substr(0, message.find('\n'))); }
 
+// Adds to `outer` (once each, in order) the names `body` reads from an
+// enclosing scope: not its inputs or initializers, nor what its own nodes
+// (or their nested bodies) produce. `defined` is what is in scope so far.
+void CollectOuterNames(const onnx::GraphProto& body, std::set<std::string> defined, std::vector<std::string>& outer,
+                       std::set<std::string>& seen) {
+  for (const auto& v : body.input()) defined.insert(v.name());
+  for (const auto& t : body.initializer()) defined.insert(t.name());
+  auto read = [&](const std::string& name) {
+    if (!name.empty() && !defined.count(name) && seen.insert(name).second) outer.push_back(name);
+  };
+  for (const auto& node : body.node()) {
+    for (const auto& name : node.input()) read(name);
+    for (const auto& a : node.attribute()) {
+      if (a.has_g()) CollectOuterNames(a.g(), defined, outer, seen);
+      for (const auto& g : a.graphs()) CollectOuterNames(g, defined, outer, seen);
+    }
+    for (const auto& name : node.output()) defined.insert(name);
+  }
+  for (const auto& v : body.output()) read(v.name());
+}
+
+// What a node with subgraphs (Loop, If, Scan) reads implicitly: the outer
+// values its bodies name. A weight read only in a Loop's body was no
+// parameter at all, and a tensor read only there no edge into the Loop.
+std::vector<std::string> ImplicitInputs(const onnx::NodeProto& node) {
+  std::vector<std::string> outer;
+  std::set<std::string> seen(node.input().begin(), node.input().end());
+  for (const auto& a : node.attribute()) {
+    if (a.has_g()) CollectOuterNames(a.g(), {}, outer, seen);
+    for (const auto& g : a.graphs()) CollectOuterNames(g, {}, outer, seen);
+  }
+  return outer;
+}
+
 onnx::ModelProto ReadModel(const std::string& path) {
   std::error_code error;
   if (!std::filesystem::is_regular_file(path, error)) throw Error(Quoted(path) + " does not exist or is not a file");
@@ -494,7 +528,10 @@ class Importer {
     Graph& g = result_.graph;
     g.name = SafeOnnxName(graph.name().empty() ? std::filesystem::path(path_).stem().string() : graph.name());
     std::set<std::string> used;
-    for (const auto& node : graph.node()) used.insert(node.input().begin(), node.input().end());
+    for (const auto& node : graph.node()) {
+      used.insert(node.input().begin(), node.input().end());
+      for (const std::string& name : ImplicitInputs(node)) used.insert(name);
+    }
     for (const auto& v : graph.output()) used.insert(v.name());
 
     // Data inputs come from the host, as a training step's input pipeline.
@@ -535,6 +572,16 @@ class Importer {
         sources.push_back(it->second);
         auto info = infos_.find(name);
         in_infos.push_back(info == infos_.end() ? nullptr : &info->second);
+        op.bytes_read += g.op(it->second.op).outputs[it->second.output].bytes;
+      }
+      // Read by a body: edges (and a weight's co-location), not operands.
+      for (const std::string& name : ImplicitInputs(node)) {
+        auto it = producers_.find(name);
+        if (it == producers_.end()) {
+          throw Error(Quoted(path_) + ": node '" + ForMessage(op.name) + "' reads tensor '" + ForMessage(name) +
+                      "' in its body, which no input, initializer or earlier node produces");
+        }
+        sources.push_back(it->second);
         op.bytes_read += g.op(it->second.op).outputs[it->second.output].bytes;
       }
       for (const auto& name : node.output()) {
