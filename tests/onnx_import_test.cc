@@ -727,6 +727,35 @@ TEST(OnnxImportTest, ProductsOfUnknownShapeAreNamedInTheWarning) {
   EXPECT_NE(warning.find("matrix products of unknown shape costed at 0 FLOPs: conv"), std::string::npos) << warning;
 }
 
+// An empty constant may have a huge dim ([0, 2^40]): the folder's Slice and
+// Transpose must not walk it (nor overflow its strides).
+TEST(OnnxHostileTest, EmptyConstantsWithHugeDimsAreNotWalked) {
+  TempDir dir;
+  onnx::ModelProto m = NewModel();
+  AddInput(m, "x", {"4"});
+  auto* empty = AddNode(m, "Constant", "empty", {}, {"e"});
+  auto* value = empty->add_attribute();
+  value->set_name("value");
+  value->set_type(onnx::AttributeProto::TENSOR);
+  value->mutable_t()->set_data_type(onnx::TensorProto::INT64);
+  value->mutable_t()->add_dims(0);
+  value->mutable_t()->add_dims(int64_t{1} << 40);
+  value->mutable_t()->add_dims(int64_t{1} << 40);
+  AddNode(m, "Transpose", "flip", {"e"}, {"t"});
+  AddIntConstant(m, "start", {0}, /*scalar=*/false);
+  AddIntConstant(m, "end", {1}, /*scalar=*/false);
+  AddIntConstant(m, "axis", {1}, /*scalar=*/false);
+  AddNode(m, "Slice", "cut", {"t", "start", "end", "axis"}, {"u"});
+  AddNode(m, "Relu", "relu", {"x"}, {"y"});
+  AddOutput(m, "y");
+  try {
+    OnnxImportResult r = ImportOnnxFile(Save(dir, m));
+    EXPECT_GE(r.graph.FindOp("relu"), 0);
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("model.onnx"), std::string::npos) << e.what();
+  }
+}
+
 TEST(OnnxHostileTest, HugeRangesAreNotMaterialized) {
   TempDir dir;
   onnx::ModelProto m = NewModel();

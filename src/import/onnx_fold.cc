@@ -318,7 +318,9 @@ class Folder {
       return t;
     }
     if (op == "Transpose") {
-      // torch.onnx's padding arithmetic transposes a [-1, 2] table.
+      // torch.onnx's padding arithmetic transposes a [-1, 2] table. An
+      // empty tensor is left alone: one of its dims may be huge.
+      if (a->values.empty()) return std::nullopt;
       const int64_t rank = static_cast<int64_t>(a->dims.size());
       std::vector<int64_t> perm;
       if (const auto* attr = Attribute(node, "perm")) perm.assign(attr->ints().begin(), attr->ints().end());
@@ -428,7 +430,7 @@ class Folder {
       };
       const std::optional<std::vector<int64_t>> starts = from(1, "starts"), ends = from(2, "ends"), axes = from(3, "axes"),
                                                 steps = from(4, "steps");
-      if (!starts || !ends || starts->size() != ends->size()) return std::nullopt;
+      if (!starts || !ends || starts->size() != ends->size() || a->values.empty()) return std::nullopt;
       const size_t n = starts->size();
       if ((axes && axes->size() != n) || (steps && steps->size() != n)) return std::nullopt;
       const int64_t rank = static_cast<int64_t>(a->dims.size());
@@ -449,6 +451,8 @@ class Folder {
         // ONNX's clamping: into [0, dim] going up, [-1, dim - 1] going down.
         // Bounds are far from int64's limits once clamped to a small dim.
         auto resolve = [dim](int64_t v, int64_t low, int64_t high) { return std::clamp(v < 0 ? v + dim : v, low, high); };
+        picks[axis].clear();
+        if (dim == 0) continue;  // nothing to take (and [0, dim - 1] is no range)
         int64_t start, end;
         if (step > 0) {
           start = resolve((*starts)[k], 0, dim);
@@ -457,7 +461,6 @@ class Folder {
           start = resolve((*starts)[k], 0, dim - 1);
           end = resolve((*ends)[k], -1, dim - 1);
         }
-        picks[axis].clear();
         for (int64_t i = start; step > 0 ? i < end : i > end;) {
           picks[axis].push_back(i);
           if (__builtin_add_overflow(i, step, &i)) break;  // a step of 2^62 takes one element

@@ -460,7 +460,13 @@ class Importer {
       throw Error(Quoted(path_) + ": tensor '" + ForMessage(name) + "' is larger than 1 PiB (" +
                   std::to_string(it->second.dims.size()) + " dims); the model or its --dim/--batch values are wrong");
     }
-    return TensorSpec::Make(it->second.dims, dtype);
+    try {
+      return TensorSpec::Make(it->second.dims, dtype);
+    } catch (const Error& e) {
+      // An empty tensor whose other dims overflow int64 ([0, 2^40, 2^40])
+      // passes the byte check above; the error still names the model.
+      throw Error(Quoted(path_) + ": tensor '" + ForMessage(name) + "': " + e.what());
+    }
   }
 
   // Op names come from the model, which may hold any bytes: they are made
