@@ -24,6 +24,8 @@
 #include "test_util.h"
 #include "util/error.h"
 #include "rl/segment_placer.h"
+#include "rl/unit_decisions.h"
+#include "rl/window_moves.h"
 
 namespace devplace {
 namespace {
@@ -171,12 +173,15 @@ Graph KindsGraph() {
 }
 
 // Sampled log-probabilities equal the scored ones; every sample keeps
-// device kinds and co-location.
-TEST(GdpPolicyTest, SampledLogProbabilitiesEqualScoredOnesAndConstraintsHold) {
+// device kinds and co-location, window moves included.
+class GdpSampleTest : public ::testing::TestWithParam<double> {};
+
+TEST_P(GdpSampleTest, SampledLogProbabilitiesEqualScoredOnesAndConstraintsHold) {
   testing::OwnedProblem p(KindsGraph());
   RlOptions options;
   options.method = "gdp";
   options.gdp_segment = 4;  // 11 units in three segments: log-probabilities across segment boundaries
+  options.gdp_window_moves = GetParam();
   torch::manual_seed(3);
   auto policy = MakePolicy(p.get(), options);
   auto pass = policy->Begin();
@@ -202,6 +207,84 @@ TEST(GdpPolicyTest, SampledLogProbabilitiesEqualScoredOnesAndConstraintsHold) {
   }
   EXPECT_EQ(with_gradient, trained);
   EXPECT_EQ(trained + 1, static_cast<int64_t>(policy->module().parameters().size()));
+}
+
+INSTANTIATE_TEST_SUITE_P(WindowMoves, GdpSampleTest, ::testing::Values(0.0, 0.5, 1.0));
+
+Graph Chain(int32_t ops) {
+  Graph g;
+  for (int i = 0; i < ops; ++i) {
+    Op op = testing::MakeOp(i, "op" + std::to_string(i), 1e6, 4000);
+    op.type = "MatMul";
+    const int32_t index = g.AddOp(op);
+    if (i > 0) g.AddDataEdge(index - 1, 0, index);
+  }
+  g.Finalize("chain");
+  return g;
+}
+
+// A window move puts one run of the locality order on one fast device other
+// than its first unit's, of lengths from one unit to half of them; the same
+// seed moves the same window; a cluster with one fast device has no moves.
+TEST(WindowMovesTest, AMoveIsOneWindowOfTheLocalityOrderOnOneOtherFastDevice) {
+  testing::OwnedProblem p(Chain(200), testing::MakeSlowCpuCluster());  // the CPU is slow: gpu:0 and gpu:1 are the fast devices
+  const UnitDecisions units(p.get(), false);
+  const WindowMoves moves(units, 0.25);
+  EXPECT_EQ(moves.MovedSamples(16), 4);
+  EXPECT_EQ(moves.MovedSamples(1), 0);
+  const int32_t U = units.num_units();
+  ASSERT_EQ(U, 200);
+  std::vector<int32_t> by_position(U);
+  std::iota(by_position.begin(), by_position.end(), 0);
+  std::sort(by_position.begin(), by_position.end(),
+            [&](int32_t a, int32_t b) { return units.features().unit_position[a] < units.features().unit_position[b]; });
+  Random random(5);
+  int64_t shortest = U, longest = 0;
+  std::set<int32_t> targets;
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<int32_t> decision(U);
+    for (int32_t u = 0; u < U; ++u) decision[u] = 1 + (u % 2 == 0 ? 0 : 1) * (trial % 2);  // gpu:0, or gpu:0/gpu:1 alternating
+    const std::vector<int32_t> before = decision;
+    moves.Apply(decision, random);
+    // The moved positions: one run, all on one device.
+    int64_t first = -1, last = -1;
+    std::set<int32_t> devices;
+    for (int32_t i = 0; i < U; ++i) {
+      const int32_t u = by_position[i];
+      if (decision[u] != before[u]) {
+        if (first < 0) first = i;
+        last = i;
+      }
+    }
+    ASSERT_GE(first, 0) << "trial " << trial;
+    // The window is [start, start + length): the run of changed positions
+    // lies in it, and everything in between is on the target now.
+    const int32_t target = decision[by_position[first]];
+    for (int64_t i = first; i <= last; ++i) EXPECT_EQ(decision[by_position[i]], target);
+    EXPECT_NE(target, 0) << "the CPU is not a fast device";
+    targets.insert(target);
+    shortest = std::min(shortest, last - first + 1);
+    longest = std::max(longest, last - first + 1);
+  }
+  EXPECT_EQ(targets, (std::set<int32_t>{1, 2}));
+  EXPECT_LE(shortest, 2);
+  EXPECT_GT(longest, U / 4);
+  EXPECT_LE(longest, U / 2);
+
+  std::vector<int32_t> a(U, 1), b(U, 1);
+  Random r1(9), r2(9);
+  moves.Apply(a, r1);
+  moves.Apply(b, r2);
+  EXPECT_EQ(a, b);
+
+  Cluster one_gpu = testing::MakeSlowCpuCluster();
+  one_gpu.devices.pop_back();
+  one_gpu.links.pop_back();
+  one_gpu.links.pop_back();
+  one_gpu.Finalize("one gpu");
+  testing::OwnedProblem q(Chain(20), one_gpu);
+  const UnitDecisions single(q.get(), false);
+  EXPECT_EQ(WindowMoves(single, 1.0).MovedSamples(16), 0);
 }
 
 // With stretch noise far above the logits, the units of a stretch of the
@@ -355,8 +438,10 @@ double GreedyStepTime(testing::OwnedProblem& p, const std::string& policy_file, 
 
 // One policy trained on two graphs whose best placements differ (the
 // MatMuls and Conv2Ds apart in one, together in the other) places both at
-// their optimum, without start probes: no rule by op type does, so the
-// network must read each op's graph.
+// their optimum, without start probes or window moves (the network alone,
+// as the paper trains it; with half the samples moved, this small run ends
+// short of the chain's optimum): no rule by op type does, so the network must read
+// each op's graph.
 TEST(GdpTrainerTest, BatchTrainingReachesTheBestPlacementOfTwoDifferentGraphs) {
   testing::OwnedProblem wide(WideGraph(), testing::MakeSlowCpuCluster());
   testing::OwnedProblem chain(ChainGraph(), testing::MakeSlowCpuCluster());
@@ -369,6 +454,7 @@ TEST(GdpTrainerTest, BatchTrainingReachesTheBestPlacementOfTwoDifferentGraphs) {
   options.rl.method = "gdp";
   options.rl.algorithm = "ppo";
   options.rl.gdp_start_bias = 0;
+  options.rl.gdp_window_moves = 0;
   options.rl.gdp_hidden = 16;
   options.rl.gdp_heads = 2;
   options.rl.learning_rate = 0.002;

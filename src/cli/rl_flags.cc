@@ -19,6 +19,10 @@ void AddGdpNetworkFlags(CLI::App* command, RlOptions& rl, const std::string& gro
       ->group(group)->check(InRange(0.0, 100.0));
   command->add_option("--stretch-noise-steps", rl.gdp_stretch_noise_steps, "GDP: updates during which the stretch noise applies")
       ->group(group)->check(NotNegative());
+  command->add_option("--window-moves", rl.gdp_window_moves,
+                      "GDP: share of each update's samples that move one window of the network's locality order to one fast "
+                      "device (coherent exploration)")
+      ->group(group)->check(InRange(0.0, 1.0));
   command->add_option("--gdp-hidden", rl.gdp_hidden, "GDP: width of GraphSAGE and the placer")->group(group)->check(InRange(1, 4096));
   command->add_option("--gdp-sage-layers", rl.gdp_sage_layers, "GDP: GraphSAGE layers")->group(group)->check(InRange(0, 16));
   command->add_option("--gdp-placer-layers", rl.gdp_placer_layers, "GDP: the placer's attention layers")->group(group)->check(InRange(0, 16));

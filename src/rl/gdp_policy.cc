@@ -9,6 +9,7 @@
 #include "placers/placer.h"
 #include "rl/loaded_parameters.h"
 #include "rl/unit_policy.h"
+#include "rl/window_moves.h"
 #include "util/error.h"
 
 namespace devplace {
@@ -28,7 +29,8 @@ struct StretchNoise {
 
 class GdpPass : public PolicyPass {
  public:
-  GdpPass(torch::Tensor log_probs, StretchNoise noise) : log_probs_(std::move(log_probs)), noise_(std::move(noise)) {}
+  GdpPass(torch::Tensor log_probs, StretchNoise noise, std::shared_ptr<const WindowMoves> moves)
+      : log_probs_(std::move(log_probs)), noise_(std::move(noise)), moves_(std::move(moves)) {}
 
   PolicySamples Sample(int64_t count, torch::Generator& generator, const SampleOptions& options) override {
     torch::NoGradGuard no_grad;
@@ -60,6 +62,17 @@ class GdpPass : public PolicyPass {
     torch::Tensor devices = chosen.t().to(torch::kInt32).contiguous();
     const int64_t U = devices.size(1);
     for (int64_t k = 0; k < count; ++k) out.decisions.emplace_back(devices[k].data_ptr<int32_t>(), devices[k].data_ptr<int32_t>() + U);
+    const int64_t moved = options.greedy ? 0 : moves_->MovedSamples(count);
+    if (moved > 0) {
+      // The last draws of the update get a window move; their
+      // log-probabilities are the policy's own of the moved decision.
+      Random random(static_cast<uint64_t>(torch::randint(int64_t{1} << 62, {1}, generator).item<int64_t>()));
+      for (int64_t k = count - moved; k < count; ++k) moves_->Apply(out.decisions[k], random);
+      std::vector<int64_t> flat;
+      flat.reserve(count * U);
+      for (const Decision& d : out.decisions) flat.insert(flat.end(), d.begin(), d.end());
+      chosen = torch::tensor(flat, torch::kInt64).view({count, U}).t();
+    }
     out.log_prob = log_probs.gather(1, chosen).sum(0);
     out.entropy = Entropy().detach().expand({count}).clone();
     return out;
@@ -89,13 +102,16 @@ class GdpPass : public PolicyPass {
 
   torch::Tensor log_probs_;  // [U, D], with gradients
   StretchNoise noise_;
+  std::shared_ptr<const WindowMoves> moves_;
 };
 
 class GdpPolicy : public UnitPolicy {
  public:
-  GdpPolicy(std::shared_ptr<const UnitDecisions> units, std::shared_ptr<const UnitInputs> inputs, GdpNet net, const RlOptions& options)
+  GdpPolicy(std::shared_ptr<const UnitDecisions> units, std::shared_ptr<const UnitInputs> inputs,
+            std::shared_ptr<const WindowMoves> moves, GdpNet net, const RlOptions& options)
       : UnitPolicy(std::move(units), options, "GDP"),
         inputs_(std::move(inputs)),
+        moves_(std::move(moves)),
         module_(std::move(net), units_->num_units(), units_->num_devices()) {
     // A Mars encoder in GraphSAGE's place learns at its own rate; 0 freezes it.
     if (module_->net->encoder() && options_.mars_encoder_learning_rate == 0) {
@@ -111,7 +127,7 @@ class GdpPolicy : public UnitPolicy {
 
   std::unique_ptr<PolicyPass> Begin() override {
     return std::make_unique<GdpPass>(module_->net->LogProbs(*inputs_, module_->start, options_.tanh_constant, options_.temperature),
-                                     noise_);
+                                     noise_, moves_);
   }
 
   torch::nn::Module& module() override { return *module_; }
@@ -123,13 +139,14 @@ class GdpPolicy : public UnitPolicy {
 
   std::unique_ptr<Policy> MakeSibling() const override {
     GdpNet net(module_->net->architecture(), options_.gdp_start_bias);
-    return std::make_unique<GdpPolicy>(units_, inputs_, net, options_);
+    return std::make_unique<GdpPolicy>(units_, inputs_, moves_, net, options_);
   }
 
   torch::Tensor start_placement() override { return module_->start; }
 
  private:
   std::shared_ptr<const UnitInputs> inputs_;
+  std::shared_ptr<const WindowMoves> moves_;
   GdpGraphModule module_;
   StretchNoise noise_;
 };
@@ -158,7 +175,8 @@ std::unique_ptr<Policy> MakeGdpPolicyWithNet(const PlacementProblem& problem, Gd
   auto units = std::make_shared<const UnitDecisions>(problem, options.gdp_start_bias != 0 && options.gdp_baseline_probes);
   auto inputs = std::make_shared<const UnitInputs>(
       BuildUnitInputs(units->features(), problem.graph, problem.cluster, net->architecture().vocabulary));
-  return std::make_unique<GdpPolicy>(std::move(units), std::move(inputs), std::move(net), options);
+  auto moves = std::make_shared<const WindowMoves>(*units, options.gdp_window_moves);
+  return std::make_unique<GdpPolicy>(std::move(units), std::move(inputs), std::move(moves), std::move(net), options);
 }
 
 GdpNet MakeGdpNet(const RlOptions& options, int64_t devices, const std::vector<const Graph*>& graphs) {

@@ -102,6 +102,7 @@ void ValidateRlOptions(const RlOptions& o) {
   RequireNumber(o.mars_encoder_learning_rate, 0, 1, "--mars-encoder-learning-rate");
   RequireNumber(o.gdp_stretch_noise_std, 0, 100, "--stretch-noise");
   RequireCount(o.gdp_stretch_noise_steps, 0, INT64_MAX, "--stretch-noise-steps");
+  RequireNumber(o.gdp_window_moves, 0, 1, "--window-moves");
   if (!o.policy_file.empty() && o.method != "gdp" && o.method != "mars") {
     throw Error("--policy is a policy trained by `devplace train`: it needs --method gdp or mars");
   }

@@ -52,6 +52,8 @@ class UnitDecisions {
   // The stretch of the locality order a unit falls in, of `stretches`.
   int64_t StretchOf(int32_t unit, int64_t stretches) const;
   int32_t num_fast_devices() const { return static_cast<int32_t>(fast_devices_.size()); }
+  // Devices of at least half the fastest one's peak, ascending.
+  const std::vector<int32_t>& fast_devices() const { return fast_devices_; }
 
  private:
   // `d` if the unit may run there, else the first device it may run on.
