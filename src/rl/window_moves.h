@@ -1,7 +1,7 @@
-// Exploration by coherent moves (ours; neither paper has it): a unit-wise
-// policy (GDP, Mars) draws every unit's device independently, so a sample
-// strays from the policy's mode by scattered single units, and on a
-// pipeline-shaped graph almost every scattered move makes the step slower.
+// Exploration by coherent moves (ours; no paper has it): GDP's policy draws
+// every unit's device independently, so a sample strays from the policy's
+// mode by scattered single units, and on a pipeline-shaped graph almost
+// every scattered move makes the step slower.
 // The better placements often differ from the start by a whole stretch of
 // the network on another device (HDP finds them by moving a group;
 // BENCHMARKS.md, GDP-one). A window move takes a drawn decision and puts one
