@@ -306,6 +306,14 @@ TEST(GraphJsonHostileTest, SizesThatOverflowAreRejected) {
   std::string negative = LoadError(OneOp(R"("outputs": [{"shape": [2, -3]}])"));
   EXPECT_NE(negative.find("shape dimensions"), std::string::npos) << negative;
   EXPECT_NE(LoadError(OneOp(R"("outputs": [{"shape": [2], "bytes": -8}])")).find("'bytes'"), std::string::npos);
+  // Bytes given do not excuse a shape of more elements than 64 bits count,
+  // with or without a dtype devplace knows; an empty one is fine.
+  for (const char* dtype : {"float32", "bfloat8x"}) {
+    const std::string huge = LoadError(OneOp(std::string(R"("outputs": [{"dtype": ")") + dtype +
+                                             R"(", "shape": [4294967296, 4294967296], "bytes": 8}])"));
+    EXPECT_NE(huge.find("element count does not fit"), std::string::npos) << huge;
+  }
+  EXPECT_EQ(LoadError(OneOp(R"("outputs": [{"shape": [4294967296, 4294967296, 0]}])")), "");
   EXPECT_NE(LoadError(OneOp(R"("flops": 1e308}, {"id": 2, "name": "b", "type": "A", "flops": 1e308)")).find("flops"),
             std::string::npos);
 }
@@ -315,6 +323,10 @@ TEST(GraphHostileTest, TensorSizesAreChecked) {
   EXPECT_EQ(TensorSpec::CheckedBytes(std::vector<int64_t>{int64_t{1} << 32, int64_t{1} << 32}, 4), std::nullopt);
   EXPECT_EQ(TensorSpec::CheckedBytes(std::vector<int64_t>{2, -3}, 4), std::nullopt);
   EXPECT_EQ(TensorSpec::CheckedBytes(std::vector<int64_t>{0, int64_t{1} << 62}, 8), 0);
+  // Empty wherever the zero stands; a negative dimension is refused even so.
+  EXPECT_EQ(TensorSpec::CheckedBytes(std::vector<int64_t>{int64_t{1} << 40, int64_t{1} << 40, 0}, 8), 0);
+  EXPECT_EQ(TensorSpec::CheckedBytes(std::vector<int64_t>{0, -1}, 4), std::nullopt);
+  EXPECT_EQ(TensorSpec::Make({int64_t{1} << 40, int64_t{1} << 40, 0}).bytes, 0);
   EXPECT_THROW(TensorSpec::Make({int64_t{1} << 32, int64_t{1} << 32}), Error);
   EXPECT_THROW(TensorSpec::Make({-1}), Error);
 }

@@ -42,6 +42,9 @@ at::ScalarType ScalarTypeOf(std::string_view dtype, bool* known) {
 }
 
 int64_t ElementsOf(const TensorSpec& spec) {
+  // An empty tensor first: [2^40, 2^40, 0] is a valid spec whose leading
+  // product would overflow.
+  if (std::find(spec.shape.begin(), spec.shape.end(), 0) != spec.shape.end()) return 0;
   int64_t n = 1;
   for (int64_t d : spec.shape) n *= d;
   return n;

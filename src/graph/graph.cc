@@ -56,9 +56,17 @@ int64_t DtypeBytes(std::string_view dtype) {
 
 std::optional<int64_t> TensorSpec::CheckedBytes(std::span<const int64_t> shape, int64_t element_bytes) {
   if (element_bytes < 0) return std::nullopt;
+  // An empty tensor is 0 bytes wherever its zero dimension stands: [0, 2^62]
+  // and [2^62, 0] alike, as the ONNX importer counts them.
+  bool empty = false;
+  for (int64_t d : shape) {
+    if (d < 0) return std::nullopt;
+    empty |= d == 0;
+  }
+  if (empty) return 0;
   int64_t bytes = element_bytes;
   for (int64_t d : shape) {
-    if (d < 0 || __builtin_mul_overflow(bytes, d, &bytes)) return std::nullopt;
+    if (__builtin_mul_overflow(bytes, d, &bytes)) return std::nullopt;
   }
   return bytes;
 }

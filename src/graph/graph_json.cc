@@ -36,6 +36,10 @@ TensorSpec ReadTensor(const json& node, const JsonFields& op, size_t index) {
   }
   if (t.Has("bytes")) {
     tensor.bytes = t.Integer("bytes", kNonNegative);
+    // Bytes given need not match the shape (a view, a packed dtype), but the
+    // shape's element count must still be a number: the executor makes
+    // tensors of it.
+    if (!TensorSpec::CheckedBytes(tensor.shape, 1)) t.Fail("the shape's element count does not fit in 64 bits");
   } else {
     const int64_t element_bytes = DtypeBytes(tensor.dtype);
     if (element_bytes == 0) t.Fail("unknown dtype '" + ForMessage(tensor.dtype) + "' and no 'bytes' given");
