@@ -155,6 +155,70 @@ TEST(SegmentPlacerTest, GradientsStopAtTheSegmentMemory) {
   EXPECT_GT(x.grad().narrow(0, 4, 4).abs().sum().item<double>(), 0);
 }
 
+// Whether backpropagating from `out` passes an autograd node whose name
+// holds `name`.
+bool GraphHasNode(const torch::Tensor& out, const std::string& name) {
+  std::vector<torch::autograd::Node*> stack = {out.grad_fn().get()};
+  std::set<torch::autograd::Node*> seen;
+  while (!stack.empty()) {
+    torch::autograd::Node* node = stack.back();
+    stack.pop_back();
+    if (node == nullptr || !seen.insert(node).second) continue;
+    if (node->name().find(name) != std::string::npos) return true;
+    for (const torch::autograd::Edge& edge : node->next_edges()) stack.push_back(edge.function.get());
+  }
+  return false;
+}
+
+// Checkpointing (large graphs recompute each segment in the backward pass)
+// changes neither the logits nor any gradient: the embeddings', through the
+// segments and the superposition context, and every parameter's. Both
+// placers share one set of weights; the loss weighs nodes unevenly so that
+// every output's gradient differs.
+TEST(SegmentPlacerTest, CheckpointedSegmentsGiveTheSameLogitsAndGradients) {
+  for (const bool superposition : {true, false}) {
+    SegmentPlacerOptions o;
+    o.hidden = 8;
+    o.heads = 2;
+    o.layers = 3;
+    o.segment = 4;
+    o.devices = 3;
+    o.superposition = superposition;
+    torch::manual_seed(3);
+    SegmentPlacer plain(o);
+    SegmentPlacer checkpointed(o);
+    {
+      torch::NoGradGuard no_grad;
+      auto to = checkpointed->parameters();
+      auto from = plain->parameters();
+      for (size_t i = 0; i < to.size(); ++i) to[i].copy_(from[i]);
+    }
+    plain->set_checkpoint_above_nodes(1 << 30);
+    checkpointed->set_checkpoint_above_nodes(0);
+    const torch::Tensor input = torch::randn({14, 8});  // a short last segment
+    const torch::Tensor weights = torch::randn({14, 3});
+    std::vector<torch::Tensor> logits, input_grads;
+    for (SegmentPlacer placer : {plain, checkpointed}) {
+      torch::Tensor x = input.clone().requires_grad_(true);
+      torch::Tensor out = placer->forward(x * 1.0);  // a non-leaf, as the embeddings are
+      EXPECT_EQ(GraphHasNode(out, "CheckpointedSegment"), placer.get() == checkpointed.get());
+      (out * weights).sum().backward();
+      logits.push_back(out.detach());
+      input_grads.push_back(x.grad());
+    }
+    EXPECT_TRUE(torch::allclose(logits[0], logits[1], 1e-6, 1e-7)) << superposition;
+    EXPECT_TRUE(torch::allclose(input_grads[0], input_grads[1], 1e-5, 1e-6)) << superposition;
+    EXPECT_GT(input_grads[1].abs().sum().item<double>(), 0);
+    auto plain_parameters = plain->named_parameters();
+    auto checkpointed_parameters = checkpointed->named_parameters();
+    for (const auto& item : plain_parameters) {
+      const torch::Tensor& other = checkpointed_parameters[item.key()].grad();
+      ASSERT_TRUE(other.defined()) << item.key();
+      EXPECT_TRUE(torch::allclose(item.value().grad(), other, 1e-5, 1e-6)) << item.key() << " " << superposition;
+    }
+  }
+}
+
 // A chain of 12 ops: op 0 CPU-only, op 5 GPU-only, ops 3 and 8 in one
 // co-location group.
 Graph KindsGraph() {

@@ -1,8 +1,68 @@
 #include "rl/segment_placer.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace devplace {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// One segment's layers, checkpointed: the forward pass keeps the segment's
+// input, the graph context and the layers' memories, and the backward pass
+// recomputes the layers from them with autograd on and backpropagates
+// through that, so one segment's activations are alive at a time. The
+// parameters' gradients are accumulated into their .grad by that inner
+// backward (PyTorch's reentrant checkpoint), so the loss must be
+// backpropagated with backward(), as every trainer here does, not
+// torch::autograd::grad over the parameters.
+//
+// Returns the segment's output, then each layer's input after the first
+// (the next segment's memories; not differentiable: Transformer-XL stops
+// gradients at the memory).
+class CheckpointedSegment : public torch::autograd::Function<CheckpointedSegment> {
+ public:
+  static variable_list forward(AutogradContext* ctx, SegmentPlacerImpl* placer, const torch::Tensor& x,
+                               const torch::Tensor& context, torch::TensorList memories) {
+    // The module outlives the graph that refers to it: a pass's loss is
+    // backpropagated while its policy is alive.
+    ctx->saved_data["placer"] = static_cast<int64_t>(reinterpret_cast<intptr_t>(placer));
+    // Without superposition the context is an empty stand-in: autograd
+    // takes no undefined tensors here.
+    const bool has_context = context.numel() > 0;
+    ctx->saved_data["has_context"] = has_context;
+    variable_list saved = {x, context};
+    saved.insert(saved.end(), memories.begin(), memories.end());
+    ctx->save_for_backward(saved);
+    std::vector<torch::Tensor> layer_inputs;
+    variable_list outputs = {placer->Layers(x, std::vector<torch::Tensor>(memories.begin(), memories.end()),
+                                            has_context ? context : torch::Tensor(), &layer_inputs)};
+    outputs.insert(outputs.end(), layer_inputs.begin() + 1, layer_inputs.end());
+    ctx->mark_non_differentiable(variable_list(outputs.begin() + 1, outputs.end()));
+    return outputs;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    auto* placer = reinterpret_cast<SegmentPlacerImpl*>(static_cast<intptr_t>(ctx->saved_data["placer"].toInt()));
+    const bool has_context = ctx->saved_data["has_context"].toBool();
+    variable_list saved = ctx->get_saved_variables();
+    // One gradient per forward argument: the placer, x, context, each memory.
+    variable_list grads(3 + saved.size() - 2);
+    if (!grad_outputs[0].defined()) return grads;
+    torch::AutoGradMode enable_grad(true);
+    torch::Tensor x = saved[0].detach().requires_grad_(true);
+    torch::Tensor context = has_context ? saved[1].detach().requires_grad_(true) : torch::Tensor();
+    std::vector<torch::Tensor> memories(saved.begin() + 2, saved.end());
+    torch::Tensor out = placer->Layers(x, memories, context, nullptr);
+    torch::autograd::backward({out}, {grad_outputs[0]});
+    grads[1] = x.grad();
+    if (has_context) grads[2] = context.grad();
+    return grads;
+  }
+};
+
+}  // namespace
 
 SegmentPlacerImpl::SegmentPlacerImpl(const SegmentPlacerOptions& options) : options_(options) {
   const int64_t H = options.hidden;
@@ -51,6 +111,16 @@ torch::Tensor SegmentPlacerImpl::Layer(int64_t l, const torch::Tensor& x, const 
   return norm_feed_[l]->as<torch::nn::LayerNormImpl>()->forward(h + feed_out_[l]->as<torch::nn::LinearImpl>()->forward(mid));
 }
 
+torch::Tensor SegmentPlacerImpl::Layers(const torch::Tensor& x_in, const std::vector<torch::Tensor>& memories,
+                                        const torch::Tensor& context, std::vector<torch::Tensor>* layer_inputs) {
+  torch::Tensor x = x_in;
+  for (int64_t l = 0; l < options_.layers; ++l) {
+    if (layer_inputs != nullptr) layer_inputs->push_back(x.detach());
+    x = Layer(l, x, memories[l], context);
+  }
+  return x;
+}
+
 torch::Tensor SegmentPlacerImpl::forward(const torch::Tensor& embeddings) {
   const int64_t nodes = embeddings.size(0), S = std::max<int64_t>(1, options_.segment);
   torch::Tensor context;
@@ -60,16 +130,24 @@ torch::Tensor SegmentPlacerImpl::forward(const torch::Tensor& embeddings) {
     context = std::get<0>(context_attention_->forward(query, embeddings.unsqueeze(1), embeddings.unsqueeze(1), {}, false))
                   .view({1, -1});  // [1, H]
   }
-  std::vector<torch::Tensor> memory(options_.layers);  // per layer: the previous segment's input to it
+  // Per layer: the previous segment's input to it; empty before the first.
+  std::vector<torch::Tensor> memory(options_.layers, torch::empty({0, embeddings.size(1)}, embeddings.options()));
+  const bool checkpoint = torch::GradMode::is_enabled() && embeddings.requires_grad() && options_.layers > 0 &&
+                          nodes > options_.checkpoint_above_nodes;
   std::vector<torch::Tensor> outputs;
   for (int64_t start = 0; start < nodes; start += S) {
     torch::Tensor x = embeddings.narrow(0, start, std::min(S, nodes - start));
-    for (int64_t l = 0; l < options_.layers; ++l) {
-      torch::Tensor next_memory = x.detach();
-      x = Layer(l, x, memory[l], context);
-      memory[l] = next_memory;
+    if (checkpoint) {
+      variable_list out =
+          CheckpointedSegment::apply(this, x, context.defined() ? context : torch::empty({0}, embeddings.options()), memory);
+      memory[0] = x.detach();
+      for (int64_t l = 1; l < options_.layers; ++l) memory[l] = out[l];
+      outputs.push_back(out[0]);
+    } else {
+      std::vector<torch::Tensor> next_memory;
+      outputs.push_back(Layers(x, memory, context, &next_memory));
+      memory = std::move(next_memory);
     }
-    outputs.push_back(x);
   }
   torch::Tensor h = torch::cat(outputs, 0);
   if (options_.superposition) h = h * torch::sigmoid(output_gate_(context));

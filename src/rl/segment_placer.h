@@ -29,6 +29,13 @@ struct SegmentPlacerOptions {
   int64_t devices = 2;
   bool attention = true;
   bool superposition = true;
+  // Above this many nodes a training pass keeps only each segment's input
+  // and memories and recomputes the segment's layers in the backward pass
+  // (checkpointing): the layers' activations, about 24 KB a node at width
+  // 64, are what kept GDP from a million-op graph. Below it, torch's own
+  // autograd, which skips the recomputation. Not part of the architecture:
+  // either way gives the same logits and gradients up to rounding.
+  int64_t checkpoint_above_nodes = 32768;
 };
 
 class SegmentPlacerImpl : public torch::nn::Module {
@@ -40,10 +47,17 @@ class SegmentPlacerImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& embeddings);
 
   const SegmentPlacerOptions& options() const { return options_; }
+  void set_checkpoint_above_nodes(int64_t nodes) { options_.checkpoint_above_nodes = nodes; }
 
- private:
   // x: [len, hidden], memory: [mem, hidden] (may be empty). One layer.
   torch::Tensor Layer(int64_t l, const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& gates);
+  // Every layer over one segment; memories[l] is layer l's memory, and
+  // layer_inputs (if given) receives each layer's input, detached: the next
+  // segment's memories.
+  torch::Tensor Layers(const torch::Tensor& x, const std::vector<torch::Tensor>& memories, const torch::Tensor& context,
+                       std::vector<torch::Tensor>* layer_inputs);
+
+ private:
 
   SegmentPlacerOptions options_;
   torch::nn::MultiheadAttention context_attention_{nullptr};
