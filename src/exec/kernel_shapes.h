@@ -4,7 +4,6 @@
 
 #include <ATen/ATen.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <utility>
@@ -18,12 +17,8 @@ using Shape = std::vector<int64_t>;
 
 inline Shape OutShape(const KernelCall& c, int32_t i) { return TorchShapeOf(c.op.outputs[i]); }
 inline bool Is(const at::Tensor& t, const Shape& shape) { return t.sizes().vec() == shape; }
-inline int64_t Numel(const Shape& shape) {
-  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return 0;  // [2^40, 2^40, 0] is empty, not an overflow
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
+// Shapes come from the graph, whose loader refused counts that pass int64.
+inline int64_t Numel(const Shape& shape) { return TensorSpec::CheckedBytes(shape, 1).value_or(0); }
 
 // The inputs of a floating-point dtype, in order.
 std::vector<at::Tensor> FloatInputs(const KernelCall& c);

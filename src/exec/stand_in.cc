@@ -42,12 +42,8 @@ at::ScalarType ScalarTypeOf(std::string_view dtype, bool* known) {
 }
 
 int64_t ElementsOf(const TensorSpec& spec) {
-  // An empty tensor first: [2^40, 2^40, 0] is a valid spec whose leading
-  // product would overflow.
-  if (std::find(spec.shape.begin(), spec.shape.end(), 0) != spec.shape.end()) return 0;
-  int64_t n = 1;
-  for (int64_t d : spec.shape) n *= d;
-  return n;
+  // The graph's loader refused shapes whose count passes int64.
+  return TensorSpec::CheckedBytes(spec.shape, 1).value_or(0);
 }
 
 std::vector<int64_t> TorchShapeOf(const TensorSpec& spec) {

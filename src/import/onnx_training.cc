@@ -11,14 +11,9 @@ namespace {
 
 bool IsFloat(const TensorSpec& t) { return t.dtype.rfind("float", 0) == 0 || t.dtype == "bfloat16"; }
 
-int64_t Elements(const TensorSpec& t) {
-  // An empty tensor first: [2^40, 2^40, 0] is a valid spec whose leading
-  // product would overflow.
-  if (std::find(t.shape.begin(), t.shape.end(), 0) != t.shape.end()) return 0;
-  int64_t n = 1;
-  for (int64_t d : t.shape) n *= d;
-  return n;
-}
+// Import made every shape's bytes with TensorSpec::Make, which refuses
+// counts that pass int64.
+int64_t Elements(const TensorSpec& t) { return TensorSpec::CheckedBytes(t.shape, 1).value_or(0); }
 
 }  // namespace
 
