@@ -9,19 +9,20 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// One segment's layers, checkpointed: the forward pass keeps the segment's
-// input, the graph context and the layers' memories, and the backward pass
-// recomputes the layers from them with autograd on and backpropagates
-// through that, so one segment's activations are alive at a time. The
+// One chunk of segments through every layer, checkpointed: the forward
+// pass keeps the chunk's input, the graph context and the layers' memories,
+// and the backward pass recomputes the layers from them with autograd on
+// and backpropagates through that, so one chunk's activations are alive at
+// a time. The
 // parameters' gradients are accumulated into their .grad by that inner
 // backward (PyTorch's reentrant checkpoint), so the loss must be
 // backpropagated with backward(), as every trainer here does, not
 // torch::autograd::grad over the parameters.
 //
-// Returns the segment's output, then each layer's input after the first
-// (the next segment's memories; not differentiable: Transformer-XL stops
-// gradients at the memory).
-class CheckpointedSegment : public torch::autograd::Function<CheckpointedSegment> {
+// Returns the chunk's output, then the last segment's input to each layer
+// after the first (the next chunk's memories; not differentiable:
+// Transformer-XL stops gradients at the memory).
+class CheckpointedChunk : public torch::autograd::Function<CheckpointedChunk> {
  public:
   static variable_list forward(AutogradContext* ctx, SegmentPlacerImpl* placer, const torch::Tensor& x,
                                const torch::Tensor& context, torch::TensorList memories) {
@@ -35,10 +36,10 @@ class CheckpointedSegment : public torch::autograd::Function<CheckpointedSegment
     variable_list saved = {x, context};
     saved.insert(saved.end(), memories.begin(), memories.end());
     ctx->save_for_backward(saved);
-    std::vector<torch::Tensor> layer_inputs;
+    std::vector<torch::Tensor> next_memories;
     variable_list outputs = {placer->Layers(x, std::vector<torch::Tensor>(memories.begin(), memories.end()),
-                                            has_context ? context : torch::Tensor(), &layer_inputs)};
-    outputs.insert(outputs.end(), layer_inputs.begin() + 1, layer_inputs.end());
+                                            has_context ? context : torch::Tensor(), &next_memories)};
+    outputs.insert(outputs.end(), next_memories.begin() + 1, next_memories.end());
     ctx->mark_non_differentiable(variable_list(outputs.begin() + 1, outputs.end()));
     return outputs;
   }
@@ -94,16 +95,38 @@ SegmentPlacerImpl::SegmentPlacerImpl(const SegmentPlacerOptions& options) : opti
   if (options.superposition) output_gate_ = register_module("output_gate", torch::nn::Linear(H, H));
 }
 
+torch::Tensor SegmentPlacerImpl::Attend(int64_t l, const torch::Tensor& x, const torch::Tensor& memory) {
+  // Every segment of the chunk at once, as a batch: segment i's keys are
+  // segment i-1's rows (the chunk's first segment: `memory`) and its own.
+  // Missing rows (no memory yet, the graph's short last segment) are
+  // padded and masked out, which weighs them exactly zero.
+  const int64_t n = x.size(0), H = x.size(1), S = std::max<int64_t>(1, options_.segment);
+  const int64_t segments = (n + S - 1) / S, padded = segments * S, m = memory.size(0);
+  auto& attention = *attention_[l]->as<torch::nn::MultiheadAttentionImpl>();
+  if (segments == 1) {  // the direct formula: [len, 1, H], nothing padded
+    torch::Tensor keys = (m > 0 ? torch::cat({memory, x}, 0) : x).unsqueeze(1);
+    return std::get<0>(attention.forward(x.unsqueeze(1), keys, keys, {}, false)).squeeze(1);
+  }
+  torch::Tensor queries = n == padded ? x : torch::cat({x, x.new_zeros({padded - n, H})}, 0);
+  queries = queries.view({segments, S, H});
+  torch::Tensor first_memory = m == S ? memory : torch::cat({memory, x.new_zeros({S - m, H})}, 0);
+  torch::Tensor memories = first_memory.unsqueeze(0);
+  if (segments > 1) memories = torch::cat({memories, queries.narrow(0, 0, segments - 1).detach()}, 0);
+  torch::Tensor keys = torch::cat({memories, queries}, 1).transpose(0, 1);  // [2S, segments, H]
+  torch::Tensor ignored;
+  if (m < S || n < padded) {
+    ignored = torch::zeros({segments, 2 * S}, torch::TensorOptions().dtype(torch::kBool));
+    if (m < S) ignored[0].narrow(0, m, S - m).fill_(true);
+    if (n < padded) ignored[segments - 1].narrow(0, S + (S - (padded - n)), padded - n).fill_(true);
+  }
+  torch::Tensor attended = std::get<0>(attention.forward(queries.transpose(0, 1), keys, keys, ignored, false));  // [S, segments, H]
+  return attended.transpose(0, 1).reshape({padded, H}).narrow(0, 0, n);
+}
+
 torch::Tensor SegmentPlacerImpl::Layer(int64_t l, const torch::Tensor& x, const torch::Tensor& memory,
                                        const torch::Tensor& context) {
   torch::Tensor h = x;
-  if (options_.attention) {
-    // [len, 1, H]: MultiheadAttention reads sequence-first, one graph.
-    torch::Tensor keys = memory.defined() && memory.size(0) > 0 ? torch::cat({memory, x}, 0) : x;
-    torch::Tensor attended = std::get<0>(
-        attention_[l]->as<torch::nn::MultiheadAttentionImpl>()->forward(x.unsqueeze(1), keys.unsqueeze(1), keys.unsqueeze(1), {}, false));
-    h = norm_attention_[l]->as<torch::nn::LayerNormImpl>()->forward(h + attended.squeeze(1));
-  }
+  if (options_.attention) h = norm_attention_[l]->as<torch::nn::LayerNormImpl>()->forward(h + Attend(l, x, memory));
   torch::Tensor in = h;
   if (options_.superposition) in = in * torch::sigmoid(gate_[2 * l]->as<torch::nn::LinearImpl>()->forward(context));
   torch::Tensor mid = torch::relu(feed_in_[l]->as<torch::nn::LinearImpl>()->forward(in));
@@ -112,10 +135,12 @@ torch::Tensor SegmentPlacerImpl::Layer(int64_t l, const torch::Tensor& x, const 
 }
 
 torch::Tensor SegmentPlacerImpl::Layers(const torch::Tensor& x_in, const std::vector<torch::Tensor>& memories,
-                                        const torch::Tensor& context, std::vector<torch::Tensor>* layer_inputs) {
+                                        const torch::Tensor& context, std::vector<torch::Tensor>* next_memories) {
+  const int64_t S = std::max<int64_t>(1, options_.segment);
+  const int64_t last_start = (x_in.size(0) - 1) / S * S;  // the chunk's last segment
   torch::Tensor x = x_in;
   for (int64_t l = 0; l < options_.layers; ++l) {
-    if (layer_inputs != nullptr) layer_inputs->push_back(x.detach());
+    if (next_memories != nullptr) next_memories->push_back(x.narrow(0, last_start, x.size(0) - last_start).detach());
     x = Layer(l, x, memories[l], context);
   }
   return x;
@@ -123,6 +148,10 @@ torch::Tensor SegmentPlacerImpl::Layers(const torch::Tensor& x_in, const std::ve
 
 torch::Tensor SegmentPlacerImpl::forward(const torch::Tensor& embeddings) {
   const int64_t nodes = embeddings.size(0), S = std::max<int64_t>(1, options_.segment);
+  // Segments are batched a chunk at a time: one call per layer for
+  // thousands of nodes, instead of a dozen small ones per segment, which
+  // spent an update's time dispatching ops.
+  const int64_t chunk = std::max<int64_t>(1, options_.chunk_nodes / S) * S;
   torch::Tensor context;
   if (options_.superposition) {
     // One learned query over every node: what kind of graph this is.
@@ -135,12 +164,13 @@ torch::Tensor SegmentPlacerImpl::forward(const torch::Tensor& embeddings) {
   const bool checkpoint = torch::GradMode::is_enabled() && embeddings.requires_grad() && options_.layers > 0 &&
                           nodes > options_.checkpoint_above_nodes;
   std::vector<torch::Tensor> outputs;
-  for (int64_t start = 0; start < nodes; start += S) {
-    torch::Tensor x = embeddings.narrow(0, start, std::min(S, nodes - start));
+  for (int64_t start = 0; start < nodes; start += chunk) {
+    torch::Tensor x = embeddings.narrow(0, start, std::min(chunk, nodes - start));
     if (checkpoint) {
       variable_list out =
-          CheckpointedSegment::apply(this, x, context.defined() ? context : torch::empty({0}, embeddings.options()), memory);
-      memory[0] = x.detach();
+          CheckpointedChunk::apply(this, x, context.defined() ? context : torch::empty({0}, embeddings.options()), memory);
+      const int64_t last_start = (x.size(0) - 1) / S * S;
+      memory[0] = x.narrow(0, last_start, x.size(0) - last_start).detach();
       for (int64_t l = 1; l < options_.layers; ++l) memory[l] = out[l];
       outputs.push_back(out[0]);
     } else {

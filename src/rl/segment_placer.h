@@ -29,13 +29,17 @@ struct SegmentPlacerOptions {
   int64_t devices = 2;
   bool attention = true;
   bool superposition = true;
-  // Above this many nodes a training pass keeps only each segment's input
-  // and memories and recomputes the segment's layers in the backward pass
+  // Above this many nodes a training pass keeps only each chunk's input
+  // and memories and recomputes the chunk's layers in the backward pass
   // (checkpointing): the layers' activations, about 24 KB a node at width
   // 64, are what kept GDP from a million-op graph. Below it, torch's own
   // autograd, which skips the recomputation. Not part of the architecture:
   // either way gives the same logits and gradients up to rounding.
   int64_t checkpoint_above_nodes = 32768;
+  // Nodes per chunk: the segments of a chunk go through each layer as one
+  // batch (rounded down to whole segments, at least one). Not part of the
+  // architecture either.
+  int64_t chunk_nodes = 4096;
 };
 
 class SegmentPlacerImpl : public torch::nn::Module {
@@ -47,17 +51,27 @@ class SegmentPlacerImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& embeddings);
 
   const SegmentPlacerOptions& options() const { return options_; }
-  void set_checkpoint_above_nodes(int64_t nodes) { options_.checkpoint_above_nodes = nodes; }
+  // How a pass is cut and kept (SegmentPlacerOptions): the results are the
+  // same up to rounding.
+  void set_chunking(int64_t chunk_nodes, int64_t checkpoint_above_nodes) {
+    options_.chunk_nodes = chunk_nodes;
+    options_.checkpoint_above_nodes = checkpoint_above_nodes;
+  }
 
-  // x: [len, hidden], memory: [mem, hidden] (may be empty). One layer.
-  torch::Tensor Layer(int64_t l, const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& gates);
-  // Every layer over one segment; memories[l] is layer l's memory, and
-  // layer_inputs (if given) receives each layer's input, detached: the next
-  // segment's memories.
+  // One layer over a chunk of whole segments (the graph's last may be
+  // short). x: [len, hidden]; memory: [mem, hidden], the previous segment's
+  // input to this layer (empty before the first).
+  torch::Tensor Layer(int64_t l, const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& context);
+  // Every layer over one chunk; memories[l] is layer l's memory, and
+  // next_memories (if given) receives the chunk's last segment's input to
+  // each layer, detached: the next chunk's memories.
   torch::Tensor Layers(const torch::Tensor& x, const std::vector<torch::Tensor>& memories, const torch::Tensor& context,
-                       std::vector<torch::Tensor>* layer_inputs);
+                       std::vector<torch::Tensor>* next_memories);
 
  private:
+  // Layer l's attention for a chunk: each segment over the previous one's
+  // rows and its own.
+  torch::Tensor Attend(int64_t l, const torch::Tensor& x, const torch::Tensor& memory);
 
   SegmentPlacerOptions options_;
   torch::nn::MultiheadAttention context_attention_{nullptr};
