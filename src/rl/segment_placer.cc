@@ -13,9 +13,8 @@ using torch::autograd::variable_list;
 // pass keeps the chunk's input, the graph context and the layers' memories,
 // and the backward pass recomputes the layers from them with autograd on
 // and backpropagates through that, so one chunk's activations are alive at
-// a time. The
-// parameters' gradients are accumulated into their .grad by that inner
-// backward (PyTorch's reentrant checkpoint), so the loss must be
+// a time. The parameters' gradients are accumulated into their .grad by
+// that inner backward (PyTorch's reentrant checkpoint), so the loss must be
 // backpropagated with backward(), as every trainer here does, not
 // torch::autograd::grad over the parameters.
 //
@@ -110,8 +109,7 @@ torch::Tensor SegmentPlacerImpl::Attend(int64_t l, const torch::Tensor& x, const
   torch::Tensor queries = n == padded ? x : torch::cat({x, x.new_zeros({padded - n, H})}, 0);
   queries = queries.view({segments, S, H});
   torch::Tensor first_memory = m == S ? memory : torch::cat({memory, x.new_zeros({S - m, H})}, 0);
-  torch::Tensor memories = first_memory.unsqueeze(0);
-  if (segments > 1) memories = torch::cat({memories, queries.narrow(0, 0, segments - 1).detach()}, 0);
+  torch::Tensor memories = torch::cat({first_memory.unsqueeze(0), queries.narrow(0, 0, segments - 1).detach()}, 0);
   torch::Tensor keys = torch::cat({memories, queries}, 1).transpose(0, 1);  // [2S, segments, H]
   torch::Tensor ignored;
   if (m < S || n < padded) {
