@@ -132,13 +132,17 @@ torch::Tensor SegmentPlacerImpl::Layer(int64_t l, const torch::Tensor& x, const 
   return norm_feed_[l]->as<torch::nn::LayerNormImpl>()->forward(h + feed_out_[l]->as<torch::nn::LinearImpl>()->forward(mid));
 }
 
+torch::Tensor SegmentPlacerImpl::LastSegment(const torch::Tensor& x) const {
+  const int64_t S = std::max<int64_t>(1, options_.segment);
+  const int64_t last_start = (x.size(0) - 1) / S * S;
+  return x.narrow(0, last_start, x.size(0) - last_start).detach();
+}
+
 torch::Tensor SegmentPlacerImpl::Layers(const torch::Tensor& x_in, const std::vector<torch::Tensor>& memories,
                                         const torch::Tensor& context, std::vector<torch::Tensor>* next_memories) {
-  const int64_t S = std::max<int64_t>(1, options_.segment);
-  const int64_t last_start = (x_in.size(0) - 1) / S * S;  // the chunk's last segment
   torch::Tensor x = x_in;
   for (int64_t l = 0; l < options_.layers; ++l) {
-    if (next_memories != nullptr) next_memories->push_back(x.narrow(0, last_start, x.size(0) - last_start).detach());
+    if (next_memories != nullptr) next_memories->push_back(LastSegment(x));
     x = Layer(l, x, memories[l], context);
   }
   return x;
@@ -167,8 +171,7 @@ torch::Tensor SegmentPlacerImpl::forward(const torch::Tensor& embeddings) {
     if (checkpoint) {
       variable_list out =
           CheckpointedChunk::apply(this, x, context.defined() ? context : torch::empty({0}, embeddings.options()), memory);
-      const int64_t last_start = (x.size(0) - 1) / S * S;
-      memory[0] = x.narrow(0, last_start, x.size(0) - last_start).detach();
+      memory[0] = LastSegment(x);
       for (int64_t l = 1; l < options_.layers; ++l) memory[l] = out[l];
       outputs.push_back(out[0]);
     } else {

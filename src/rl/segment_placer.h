@@ -58,10 +58,6 @@ class SegmentPlacerImpl : public torch::nn::Module {
     options_.checkpoint_above_nodes = checkpoint_above_nodes;
   }
 
-  // One layer over a chunk of whole segments (the graph's last may be
-  // short). x: [len, hidden]; memory: [mem, hidden], the previous segment's
-  // input to this layer (empty before the first).
-  torch::Tensor Layer(int64_t l, const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& context);
   // Every layer over one chunk; memories[l] is layer l's memory, and
   // next_memories (if given) receives the chunk's last segment's input to
   // each layer, detached: the next chunk's memories.
@@ -69,6 +65,13 @@ class SegmentPlacerImpl : public torch::nn::Module {
                        std::vector<torch::Tensor>* next_memories);
 
  private:
+  // One layer over a chunk of whole segments (the graph's last may be
+  // short). x: [len, hidden]; memory: [mem, hidden], the previous segment's
+  // input to this layer (empty before the first).
+  torch::Tensor Layer(int64_t l, const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& context);
+  // The rows of a chunk's last segment, detached: a memory for the next
+  // chunk.
+  torch::Tensor LastSegment(const torch::Tensor& x) const;
   // Layer l's attention for a chunk: each segment over the previous one's
   // rows and its own.
   torch::Tensor Attend(int64_t l, const torch::Tensor& x, const torch::Tensor& memory);
