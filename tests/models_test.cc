@@ -505,12 +505,51 @@ TEST(ModelsTest, EveryParameterHasABoundThatKeepsGraphsBuildable) {
 
 TEST(ModelsTest, ValuesPast32BitsAreRejectedNotTruncated) {
   // 4294967295 cut to an int32 is -1, which used to give an 18-op graph.
-  for (const char* param : {"ops", "width", "batch"}) {
+  for (const char* param : {"ops", "width", "batch", "hidden"}) {
     const std::string message = ErrorOf([&] { MakeModel("synthetic", {{param, 4294967295}}); });
     EXPECT_NE(message.find(std::string("--") + param + " 4294967295"), std::string::npos) << message;
   }
   EXPECT_NE(ErrorOf([] { MakeModel("nmt", {{"layers", 100000000}}); }).find("--layers 100000000"), std::string::npos);
   EXPECT_NE(ErrorOf([] { MakeModel("tiny", {{"seed", -1}}); }).find("--seed -1"), std::string::npos);
+}
+
+// --hidden scales every branch's width (and so its parameters) and
+// nothing else: the default draws the widths it always drew, 256 x 1..8.
+TEST(ModelsTest, SyntheticHiddenScalesTheBranchesAndKeepsTheDefault) {
+  auto weight_shapes = [](const Graph& g) {
+    std::vector<std::vector<int64_t>> shapes;
+    for (int32_t i = 0; i < g.num_ops(); ++i) {
+      if (g.op(i).type == "VariableV2") shapes.push_back(g.op(i).outputs[0].shape);
+    }
+    return shapes;
+  };
+  auto total_persistent = [](const Graph& g) {
+    int64_t bytes = 0;
+    for (int32_t i = 0; i < g.num_ops(); ++i) bytes += g.op(i).persistent_bytes;
+    return bytes;
+  };
+  const Graph standard = MakeModel("synthetic", {{"ops", 2000}});
+  const Graph same = MakeModel("synthetic", {{"ops", 2000}, {"hidden", 2048}});
+  const Graph small = MakeModel("synthetic", {{"ops", 2000}, {"hidden", 64}});
+  const Graph one = MakeModel("synthetic", {{"ops", 2000}, {"hidden", 1}});
+  const auto standard_shapes = weight_shapes(standard);
+  ASSERT_FALSE(standard_shapes.empty());
+  EXPECT_EQ(standard_shapes, weight_shapes(same));
+  EXPECT_EQ(total_persistent(standard), total_persistent(same));
+  const auto small_shapes = weight_shapes(small);
+  ASSERT_EQ(small_shapes.size(), standard_shapes.size());
+  EXPECT_EQ(small.num_ops(), standard.num_ops());
+  EXPECT_EQ(small.data_edges().size(), standard.data_edges().size());
+  for (size_t i = 0; i < small_shapes.size(); ++i) {
+    for (size_t k = 0; k < 2; ++k) {
+      EXPECT_EQ(standard_shapes[i][k] % 256, 0);
+      // The same draw, scaled: 256 x j at the default is 8 x j at 64.
+      EXPECT_EQ(small_shapes[i][k] * 32, standard_shapes[i][k]);
+    }
+  }
+  EXPECT_EQ(total_persistent(standard), total_persistent(small) * 32 * 32);
+  for (const auto& shape : weight_shapes(one)) EXPECT_EQ(shape, (std::vector<int64_t>{1, 1}));
+  EXPECT_NE(ErrorOf([] { MakeModel("synthetic", {{"hidden", 0}}); }).find("--hidden 0"), std::string::npos);
 }
 
 TEST(ModelsTest, UnrolledRnnsAreBoundedInLayersTimesSteps) {
@@ -562,6 +601,9 @@ TEST(ModelsTest, LargestAllowedValuesOfCheapGeneratorsAreAccepted) {
   Graph wide = MakeModel("synthetic", {{"ops", 1}, {"width", max_of("synthetic", "width")},
                                         {"batch", max_of("synthetic", "batch")}, {"seed", max_of("synthetic", "seed")}});
   EXPECT_EQ(wide.num_ops(), 4 * max_of("synthetic", "width") + 2);
+  Graph widest = MakeModel("synthetic", {{"ops", 1}, {"width", 2}, {"batch", max_of("synthetic", "batch")},
+                                          {"hidden", max_of("synthetic", "hidden")}});
+  EXPECT_EQ(widest.num_ops(), 4 * 2 + 2);
   // The smallest images and filters the image models accept build.
   EXPECT_NO_THROW(MakeModel("inception_v3", {{"batch", 1}, {"image", kMinInceptionImage}}));
   EXPECT_NO_THROW(MakeModel("amoebanet", {{"batch", 1}, {"cells", 1}, {"image", kMinAmoebaNetImage},

@@ -170,6 +170,7 @@ SyntheticOptions SyntheticFrom(const ModelParams& p, int64_t ops, int64_t width)
   o.num_ops = Param(p, "ops", ops);
   o.width = Param(p, "width", width);
   o.batch = Param(p, "batch", 64);
+  o.hidden = Param(p, "hidden", o.hidden);
   o.seed = static_cast<uint64_t>(Param(p, "seed", 1));  // non-negative by its range
   return o;
 }
@@ -189,6 +190,7 @@ const std::vector<ModelEntry>& Entries() {
         {{"ops", 1, kMaxSyntheticOps},
          {"width", 1, kMaxSyntheticWidth},
          {"batch", 1, kMaxSyntheticBatch},
+         {"hidden", 1, kMaxSyntheticHidden},
          {"seed", 0, kMaxSeed}}},
        [](const ModelParams& p) { return MakeSyntheticGraph(SyntheticFrom(p, 1000, 4)); }},
       Rnnlm("rnnlm", "2017 paper RNNLM: 2-layer LSTM, hidden 2048, 40 steps, batch 64, Adam", 2, 2048, 64),

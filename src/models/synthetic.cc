@@ -23,6 +23,7 @@ Graph MakeSyntheticGraph(const SyntheticOptions& options) {
   RequireIn(options.num_ops, kMaxSyntheticOps, "ops");
   RequireIn(options.width, kMaxSyntheticWidth, "width");
   RequireIn(options.batch, kMaxSyntheticBatch, "batch");
+  RequireIn(options.hidden, kMaxSyntheticHidden, "hidden");
   Random random(options.seed);
   // Within the bounds above every count fits an int32 and every size an
   // int64 with room to spare.
@@ -48,7 +49,8 @@ Graph MakeSyntheticGraph(const SyntheticOptions& options) {
 
   std::vector<std::vector<int64_t>> hidden(layers + 1, std::vector<int64_t>(width));
   for (auto& row : hidden) {
-    for (int64_t& h : row) h = 256 * (1 + static_cast<int64_t>(random.Below(8)));
+    // hidden / 8 x 1..8, exactly 256 x 1..8 at the default 2048.
+    for (int64_t& h : row) h = std::max<int64_t>(1, options.hidden * (1 + static_cast<int64_t>(random.Below(8))) / 8);
   }
 
   int32_t input = add("input/batch", "IteratorGetNext", Phase::kForward, 0, {batch, hidden[0][0]});

@@ -14,6 +14,11 @@ struct SyntheticOptions {
   int64_t num_ops = 1000;  // approximate; rounded to whole layers (at least one)
   int64_t width = 4;       // parallel branches per layer
   int64_t batch = 64;
+  // The widest a layer may be: each branch's width is drawn from
+  // hidden/8 x 1..8 (at least 1). The default's parameters (3.6 TiB at a
+  // million ops) fit no cluster; a smaller one makes a large graph that
+  // fits (docs/models.md).
+  int64_t hidden = 2048;
   uint64_t seed = 1;
 };
 
@@ -22,6 +27,7 @@ struct SyntheticOptions {
 inline constexpr int64_t kMaxSyntheticOps = 1'000'000;
 inline constexpr int64_t kMaxSyntheticWidth = 1024;
 inline constexpr int64_t kMaxSyntheticBatch = 65536;
+inline constexpr int64_t kMaxSyntheticHidden = 65536;
 
 // Throws Error when an option is outside its bounds.
 Graph MakeSyntheticGraph(const SyntheticOptions& options);
