@@ -620,6 +620,205 @@ TEST(OnnxImportTest, WeightsReadOnlyInsideALoopBodyAreParametersOfTheLoop) {
   EXPECT_FALSE(g.op(weight).colocation_group.empty());
 }
 
+// A Loop, Scan or If is costed by its bodies: a Loop's body times its
+// constant trip count, a Scan's times its length, an If's dearer branch;
+// before, a scripted RNN's whole recurrence was one op costed at one FLOP
+// per element of its tensors. A trip count that is not a constant is
+// counted once, and the warning says so.
+namespace control_flow {
+
+void Typed(onnx::ValueInfoProto* v, const std::string& name, int32_t type) {
+  v->set_name(name);
+  v->mutable_type()->mutable_tensor_type()->set_elem_type(type);
+  v->mutable_type()->mutable_tensor_type()->mutable_shape();
+}
+
+onnx::GraphProto* Body(onnx::NodeProto* node, const std::string& attribute) {
+  auto* a = node->add_attribute();
+  a->set_name(attribute);
+  a->set_type(onnx::AttributeProto::GRAPH);
+  a->mutable_g()->set_name(attribute);
+  return a->mutable_g();
+}
+
+onnx::NodeProto* BodyNode(onnx::GraphProto* body, const std::string& type, const std::string& name,
+                          const std::vector<std::string>& inputs, const std::vector<std::string>& outputs) {
+  auto* node = body->add_node();
+  node->set_op_type(type);
+  node->set_name(name);
+  for (const auto& i : inputs) node->add_input(i);
+  for (const auto& o : outputs) node->add_output(o);
+  return node;
+}
+
+void AddTrue(onnx::ModelProto& m, const std::string& name) {
+  auto* cond = AddNode(m, "Constant", name, {}, {name});
+  auto* value = cond->add_attribute();
+  value->set_name("value");
+  value->set_type(onnx::AttributeProto::TENSOR);
+  value->mutable_t()->set_data_type(onnx::TensorProto::BOOL);
+  value->mutable_t()->add_int32_data(1);
+}
+
+// Fills a Loop body that multiplies the [2, 4] state by the [4, 4] weight
+// "w" once per iteration (64 FLOPs); `inner_trips`, when given, wraps that
+// product in a Loop of its own with that trip count.
+void FillStepBody(onnx::GraphProto* body, const std::string& tag, const std::string& inner_trips = "") {
+  Typed(body->add_input(), tag + "_i", onnx::TensorProto::INT64);
+  Typed(body->add_input(), tag + "_c_in", onnx::TensorProto::BOOL);
+  SetShape(body->add_input(), tag + "_v_in", {"2", "4"});
+  BodyNode(body, "Identity", tag + "_keep", {tag + "_c_in"}, {tag + "_c_out"});
+  if (inner_trips.empty()) {
+    BodyNode(body, "MatMul", tag + "_step", {tag + "_v_in", "w"}, {tag + "_v_out"});
+  } else {
+    auto* inner = BodyNode(body, "Loop", tag + "_inner", {inner_trips, tag + "_c_in", tag + "_v_in"}, {tag + "_v_out"});
+    FillStepBody(Body(inner, "body"), tag + "_inner");
+  }
+  Typed(body->add_output(), tag + "_c_out", onnx::TensorProto::BOOL);
+  SetShape(body->add_output(), tag + "_v_out", {"2", "4"});
+}
+
+// x [2, 4] through a Loop named "loop" with trip count `trips` (a tensor
+// name; "" for none).
+onnx::ModelProto LoopModel(const std::string& trips, const std::string& inner_trips = "") {
+  onnx::ModelProto m = NewModel();
+  AddInput(m, "x", {"2", "4"});
+  AddWeight(m, "w", {4, 4});
+  AddTrue(m, "go");
+  auto* loop = AddNode(m, "Loop", "loop", {trips, "go", "x"}, {"y"});
+  FillStepBody(Body(loop, "body"), "b", inner_trips);
+  AddOutput(m, "y");
+  return m;
+}
+
+}  // namespace control_flow
+
+TEST(OnnxImportTest, ControlFlowIsCostedByItsBodies) {
+  using namespace control_flow;
+  constexpr double kStep = 2.0 * 2 * 4 * 4;  // one [2, 4] x [4, 4] MatMul
+  TempDir dir;
+  auto import = [&dir](onnx::ModelProto m, const std::string& name, bool training = false) {
+    OnnxImportOptions options;
+    options.training = training;
+    return ImportOnnxFile(Save(dir, m, name), options);
+  };
+  {
+    onnx::ModelProto m = LoopModel("trips");
+    AddIntConstant(m, "trips", {3});
+    std::rotate(m.mutable_graph()->mutable_node()->rbegin(), m.mutable_graph()->mutable_node()->rbegin() + 1,
+                m.mutable_graph()->mutable_node()->rend());  // the constant first
+    const OnnxImportResult r = import(m, "constant.onnx");
+    EXPECT_DOUBLE_EQ(OpNamed(r.graph, "loop").flops, 3 * kStep);
+    EXPECT_TRUE(r.uncounted_loops.empty());
+    // The body gives back the state's shape, so the final state has it
+    // (libonnx's inference leaves it unknown: 0 bytes, and whatever reads
+    // it unshaped).
+    EXPECT_EQ(OpNamed(r.graph, "loop").outputs[0].shape, (std::vector<int64_t>{2, 4}));
+    EXPECT_TRUE(r.unknown_shape_tensors.empty());
+    EXPECT_TRUE(r.unknown_op_types.empty());
+    EXPECT_EQ(OnnxImportWarning("constant.onnx", r).find("loops"), std::string::npos);
+    EXPECT_EQ(OnnxImportWarning("constant.onnx", r).find("unknown op types"), std::string::npos);
+    // Its gradient is costed as a product's: one product per step for the
+    // weight's gradient, and one more where its input needs a gradient
+    // too (here, when that input is itself a product with a weight).
+    EXPECT_DOUBLE_EQ(OpNamed(import(m, "constant.onnx", true).graph, "loop/grad").flops, 3 * kStep);
+    AddWeight(m, "w0", {4, 4});
+    auto* nodes = m.mutable_graph()->mutable_node();
+    for (auto& node : *nodes) {
+      if (node.op_type() == "Loop") node.set_input(2, "xw");
+    }
+    AddNode(m, "MatMul", "pre", {"x", "w0"}, {"xw"});
+    std::rotate(nodes->rbegin(), nodes->rbegin() + 1, nodes->rend());
+    EXPECT_DOUBLE_EQ(OpNamed(import(m, "pre.onnx", true).graph, "loop/grad").flops, 2 * 3 * kStep);
+  }
+  {
+    // A trip count read from the input, and PyTorch's `while`: INT64_MAX.
+    onnx::ModelProto from_input = LoopModel("n");
+    control_flow::Typed(from_input.mutable_graph()->add_input(), "n", onnx::TensorProto::INT64);
+    onnx::ModelProto unbounded = LoopModel("forever");
+    AddIntConstant(unbounded, "forever", {std::numeric_limits<int64_t>::max()});
+    std::rotate(unbounded.mutable_graph()->mutable_node()->rbegin(), unbounded.mutable_graph()->mutable_node()->rbegin() + 1,
+                unbounded.mutable_graph()->mutable_node()->rend());
+    for (auto& [model, name] : {std::pair{from_input, "input.onnx"}, std::pair{unbounded, "while.onnx"}}) {
+      const OnnxImportResult r = import(model, name);
+      EXPECT_DOUBLE_EQ(OpNamed(r.graph, "loop").flops, kStep) << name;
+      EXPECT_EQ(r.uncounted_loops, std::vector<std::string>{"loop"}) << name;
+      EXPECT_NE(OnnxImportWarning(name, r).find("loops whose trip count is not a constant costed for one iteration: loop"),
+                std::string::npos)
+          << OnnxImportWarning(name, r);
+    }
+  }
+  {
+    // Nested: 2 outer trips of 3 inner ones, the inner count from the
+    // outer scope.
+    onnx::ModelProto m = LoopModel("outer_trips", "inner_trips");
+    AddIntConstant(m, "outer_trips", {2});
+    AddIntConstant(m, "inner_trips", {3});
+    auto* nodes = m.mutable_graph()->mutable_node();
+    std::rotate(nodes->rbegin(), nodes->rbegin() + 2, nodes->rend());
+    const OnnxImportResult r = import(m, "nested.onnx");
+    EXPECT_DOUBLE_EQ(OpNamed(r.graph, "loop").flops, 2 * 3 * kStep);
+    EXPECT_TRUE(r.uncounted_loops.empty());
+  }
+  {
+    // A state whose shape changes (the body widens [2, 4] to [2, 8]) stays
+    // unknown: no iteration count fixes it.
+    onnx::ModelProto m = LoopModel("trips");
+    AddIntConstant(m, "trips", {3});
+    std::rotate(m.mutable_graph()->mutable_node()->rbegin(), m.mutable_graph()->mutable_node()->rbegin() + 1,
+                m.mutable_graph()->mutable_node()->rend());
+    AddWeight(m, "wide", {4, 8});
+    onnx::GraphProto* body = nullptr;
+    for (auto& node : *m.mutable_graph()->mutable_node()) {
+      if (node.op_type() == "Loop") body = node.mutable_attribute(0)->mutable_g();
+    }
+    ASSERT_NE(body, nullptr);
+    for (auto& node : *body->mutable_node()) {
+      if (node.op_type() == "MatMul") node.set_input(1, "wide");
+    }
+    SetShape(body->mutable_output(1), "b_v_out", {"2", "8"});
+    const OnnxImportResult r = import(m, "widening.onnx");
+    EXPECT_EQ(r.unknown_shape_tensors, std::vector<std::string>{"y"});
+  }
+  {
+    // If: the dearer branch (a product against a copy).
+    onnx::ModelProto m = NewModel();
+    AddInput(m, "x", {"2", "4"});
+    AddWeight(m, "w", {4, 4});
+    AddTrue(m, "go");
+    auto* branch = AddNode(m, "If", "choose", {"go"}, {"y"});
+    onnx::GraphProto* then_branch = Body(branch, "then_branch");
+    BodyNode(then_branch, "MatMul", "product", {"x", "w"}, {"then_y"});
+    SetShape(then_branch->add_output(), "then_y", {"2", "4"});
+    onnx::GraphProto* else_branch = Body(branch, "else_branch");
+    BodyNode(else_branch, "Identity", "copy", {"x"}, {"else_y"});
+    SetShape(else_branch->add_output(), "else_y", {"2", "4"});
+    AddOutput(m, "y");
+    const OnnxImportResult r = import(m, "if.onnx");
+    EXPECT_DOUBLE_EQ(OpNamed(r.graph, "choose").flops, kStep);
+  }
+  {
+    // Scan over 5 slices of xs [5, 2, 4]: per slice a product and an add
+    // (8 FLOPs) whose operand is a body tensor only inference shapes.
+    onnx::ModelProto m = NewModel();
+    AddInput(m, "h0", {"2", "4"});
+    AddInput(m, "xs", {"5", "2", "4"});
+    AddWeight(m, "w", {4, 4});
+    auto* scan = AddNode(m, "Scan", "scan", {"h0", "xs"}, {"h"});
+    SetInt(scan, "num_scan_inputs", 1);
+    onnx::GraphProto* body = Body(scan, "body");
+    SetShape(body->add_input(), "h_in", {"2", "4"});
+    SetShape(body->add_input(), "x_t", {"2", "4"});
+    BodyNode(body, "MatMul", "recur", {"h_in", "w"}, {"hw"});
+    BodyNode(body, "Add", "mix", {"hw", "x_t"}, {"h_out"});
+    SetShape(body->add_output(), "h_out", {"2", "4"});
+    AddOutput(m, "h");
+    const OnnxImportResult r = import(m, "scan.onnx");
+    EXPECT_DOUBLE_EQ(OpNamed(r.graph, "scan").flops, 5 * (kStep + 8));
+    EXPECT_TRUE(r.uncounted_loops.empty());
+  }
+}
+
 // --batch and a --dim for the same dimension must agree: they gave the
 // first dims one value and the dim's other uses the other, silently. A
 // command without --dim (compare, place on a .onnx) says to import first.

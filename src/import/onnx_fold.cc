@@ -512,6 +512,12 @@ class Folder {
 
 int FoldShapeComputations(onnx::GraphProto& graph) { return Folder(graph).Run(); }
 
+std::optional<std::vector<int64_t>> OnnxIntValues(const onnx::TensorProto& tensor) {
+  std::optional<IntTensor> t = FromProto(tensor);
+  if (!t) return std::nullopt;
+  return std::move(t->values);
+}
+
 std::optional<std::vector<int64_t>> KnownDims(const onnx::ValueInfoProto& v) {
   if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return std::nullopt;
   std::vector<int64_t> dims;

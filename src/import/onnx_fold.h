@@ -20,6 +20,10 @@ namespace devplace {
 // its output. Returns how many nodes were folded.
 int FoldShapeComputations(onnx::GraphProto& graph);
 
+// The values of an integer (int64 or int32) tensor held in the model, for
+// a small one; nullopt otherwise.
+std::optional<std::vector<int64_t>> OnnxIntValues(const onnx::TensorProto& tensor);
+
 // A value's dims where inference knows every one of them, else nullopt.
 std::optional<std::vector<int64_t>> KnownDims(const onnx::ValueInfoProto& v);
 

@@ -17,6 +17,7 @@
 #include "import/onnx_einsum.h"
 #include "import/onnx_flops.h"
 #include "import/onnx_fold.h"
+#include "import/onnx_control_flow.h"
 #include "import/onnx_training.h"
 #include "import/onnx_validate.h"
 #include "onnx/checker.h"
@@ -139,19 +140,6 @@ bool LooksLikeParameterName(const std::string& name) {
     if (name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0) return true;
   }
   return false;
-}
-
-OnnxTensorInfo InfoOf(const onnx::ValueInfoProto& value) {
-  OnnxTensorInfo info;
-  if (!value.type().has_tensor_type()) return info;
-  const auto& tensor = value.type().tensor_type();
-  info.dtype = OnnxDtypeName(tensor.elem_type());
-  info.element_bytes = OnnxElementBytes(tensor.elem_type());
-  if (tensor.has_shape()) {
-    info.has_shape = true;
-    for (const auto& d : tensor.shape().dim()) info.dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
-  }
-  return info;
 }
 
 struct Producer {
@@ -404,7 +392,8 @@ class Importer {
       }
       CheckInferredShapes();
       const int folded = FoldShapeComputations(*model_.mutable_graph());
-      if (folded + CompleteEinsumShapes(*model_.mutable_graph()) == 0) break;
+      const int completed = CompleteEinsumShapes(*model_.mutable_graph()) + CompleteLoopStateShapes(*model_.mutable_graph());
+      if (folded + completed == 0) break;
     }
   }
 
@@ -429,10 +418,10 @@ class Importer {
 
   void CollectTensorInfo() {
     const auto& graph = model_.graph();
-    for (const auto& v : graph.input()) infos_[v.name()] = InfoOf(v);
-    for (const auto& v : graph.value_info()) infos_[v.name()] = InfoOf(v);
+    for (const auto& v : graph.input()) infos_[v.name()] = OnnxInfoOf(v);
+    for (const auto& v : graph.value_info()) infos_[v.name()] = OnnxInfoOf(v);
     for (const auto& v : graph.output()) {
-      OnnxTensorInfo info = InfoOf(v);
+      OnnxTensorInfo info = OnnxInfoOf(v);
       if (info.has_shape || !infos_.count(v.name())) infos_[v.name()] = info;
     }
     for (const auto& t : graph.initializer()) {
@@ -557,6 +546,21 @@ class Importer {
       if (weight_inputs_.count(input.name())) AddWeight(input.name(), statistics, used);
     }
 
+    const OnnxInfoLookup find_info = [this](const std::string& name) -> const OnnxTensorInfo* {
+      auto it = infos_.find(name);
+      return it == infos_.end() ? nullptr : &it->second;
+    };
+    // Folding has made constant integers (a Loop's trip count) initializers.
+    std::unordered_map<std::string, const onnx::TensorProto*> initializer_protos;
+    for (const auto& t : graph.initializer()) initializer_protos[t.name()] = &t;
+    const OnnxScalarLookup find_scalar = [&initializer_protos](const std::string& name) -> std::optional<int64_t> {
+      auto it = initializer_protos.find(name);
+      if (it == initializer_protos.end()) return std::nullopt;
+      const std::optional<std::vector<int64_t>> values = OnnxIntValues(*it->second);
+      if (!values || values->size() != 1) return std::nullopt;
+      return values->front();
+    };
+
     UnionFind groups;
     for (int n = 0; n < graph.node_size(); ++n) {
       const auto& node = graph.node(n);
@@ -600,7 +604,14 @@ class Importer {
         throw Error(Quoted(path_) + ": node '" + ForMessage(op.name) + "' (" + ForMessage(op.type) + "): " + mismatch +
                     "; the model or its --dim/--batch values are wrong");
       }
-      const OnnxNodeCost cost = EstimateOnnxNodeFlops(node, in_infos, out_infos);
+      OnnxNodeCost cost = EstimateOnnxNodeFlops(node, in_infos, out_infos);
+      const OnnxSubgraphCost control = EstimateOnnxSubgraphFlops(node, op.name, in_infos, find_info, find_scalar);
+      if (control.has_subgraph) {
+        // Control flow: the work of its bodies, not a guess from its tensors.
+        cost = {control.flops, /*known_type=*/true};
+        for (const std::string& name : control.uncounted_loops) result_.uncounted_loops.push_back(name);
+        for (const std::string& type : control.unknown_types) unknown_types_.insert(SafeOnnxName(type));
+      }
       op.flops = cost.flops;
       if (!cost.known_type) unknown_types_.insert(SafeOnnxName(node.op_type()));
       if (cost.known_type && cost.flops == 0 && OnnxIsMatrixProduct(node.op_type())) result_.uncosted_products.push_back(op.name);
@@ -687,6 +698,10 @@ std::string OnnxImportWarning(const std::string& path, const OnnxImportResult& r
   }
   if (!result.unknown_op_types.empty()) {
     parts.push_back("unknown op types costed from their tensor sizes: " + list_safe(result.unknown_op_types, 20));
+  }
+  if (!result.uncounted_loops.empty()) {
+    parts.push_back("loops whose trip count is not a constant costed for one iteration: " +
+                    list_safe(result.uncounted_loops, 5));
   }
   if (!result.unknown_shape_tensors.empty()) {
     parts.push_back("tensors of unknown shape counted as 0 bytes: " + list_safe(result.unknown_shape_tensors, 5));

@@ -39,6 +39,9 @@ struct OnnxImportResult {
   // Matrix products (Conv, Gemm, MatMul, RNNs, Einsum) costed at 0 FLOPs
   // because their shapes are unknown: the step time misses their work.
   std::vector<std::string> uncosted_products;
+  // Loops (and Scans) costed for one iteration: their trip count is not a
+  // constant (a `while` loop) or their length unknown.
+  std::vector<std::string> uncounted_loops;
   bool checker_skipped = false;  // the model is newer than this libonnx's checker knows
 };
 

@@ -126,8 +126,9 @@ void SynthesizeTraining(Graph& graph, const std::vector<bool>& trainable,
     }
     // Matrix products pay one product per input gradient; other ops about
     // one pass over their data; summing several arriving gradients one add
-    // per extra term.
-    if (OnnxIsMatrixProduct(f.type)) {
+    // per extra term. A loop's body (a scripted RNN's cell) is mostly
+    // products: its gradient is costed as theirs.
+    if (OnnxIsMatrixProduct(f.type) || f.type == "Loop" || f.type == "Scan") {
       // Biases (rank 1) cost only a reduction, left out here.
       size_t products = 0;
       for (int32_t e : grad_edges) products += edge_tensor(e).shape.size() >= 2 ? 1 : 0;

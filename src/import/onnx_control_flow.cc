@@ -1,0 +1,201 @@
+#include "import/onnx_control_flow.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "import/onnx_fold.h"
+#include "import/onnx_validate.h"
+
+namespace devplace {
+
+namespace {
+
+const onnx::GraphProto* GraphAttribute(const onnx::NodeProto& node, const std::string& name) {
+  for (const auto& a : node.attribute()) {
+    if (a.name() == name && a.has_g()) return &a.g();
+  }
+  return nullptr;
+}
+
+int64_t IntAttribute(const onnx::NodeProto& node, const std::string& name, int64_t fallback) {
+  for (const auto& a : node.attribute()) {
+    if (a.name() == name) return a.i();
+  }
+  return fallback;
+}
+
+// One body's tensors, then the enclosing scope's.
+class BodyScope {
+ public:
+  BodyScope(const onnx::GraphProto& body, const OnnxInfoLookup& outer) : outer_(outer) {
+    for (const auto& v : body.input()) infos_[v.name()] = OnnxInfoOf(v);
+    for (const auto& v : body.value_info()) infos_[v.name()] = OnnxInfoOf(v);
+    for (const auto& v : body.output()) {
+      OnnxTensorInfo info = OnnxInfoOf(v);
+      if (info.has_shape || !infos_.count(v.name())) infos_[v.name()] = info;
+    }
+    for (const auto& t : body.initializer()) {
+      OnnxTensorInfo info;
+      info.has_shape = true;
+      info.dims.assign(t.dims().begin(), t.dims().end());
+      info.dtype = OnnxDtypeName(t.data_type());
+      info.element_bytes = OnnxElementBytes(t.data_type());
+      infos_[t.name()] = info;
+    }
+  }
+
+  const OnnxTensorInfo* Find(const std::string& name) const {
+    if (name.empty()) return nullptr;
+    auto it = infos_.find(name);
+    return it != infos_.end() ? &it->second : outer_(name);
+  }
+
+ private:
+  std::unordered_map<std::string, OnnxTensorInfo> infos_;
+  const OnnxInfoLookup& outer_;
+};
+
+// One run of `body`: its nodes' FLOPs, their own subgraphs included.
+double BodyFlops(const onnx::GraphProto& body, const std::string& owner, const OnnxInfoLookup& outer,
+                 const OnnxScalarLookup& scalar, OnnxSubgraphCost& cost) {
+  const BodyScope scope(body, outer);
+  const OnnxInfoLookup lookup = [&scope](const std::string& name) { return scope.Find(name); };
+  double flops = 0;
+  for (int n = 0; n < body.node_size(); ++n) {
+    const onnx::NodeProto& node = body.node(n);
+    std::vector<const OnnxTensorInfo*> in, out;
+    for (const auto& name : node.input()) in.push_back(scope.Find(name));
+    for (const auto& name : node.output()) out.push_back(scope.Find(name));
+    const std::string name = owner + "/" + (node.name().empty() ? node.op_type() + "_" + std::to_string(n) : node.name());
+    const OnnxSubgraphCost inner = EstimateOnnxSubgraphFlops(node, name, in, lookup, scalar);
+    if (inner.has_subgraph) {
+      flops += inner.flops;
+      cost.uncounted_loops.insert(cost.uncounted_loops.end(), inner.uncounted_loops.begin(), inner.uncounted_loops.end());
+      cost.unknown_types.insert(inner.unknown_types.begin(), inner.unknown_types.end());
+      continue;
+    }
+    const OnnxNodeCost node_cost = EstimateOnnxNodeFlops(node, in, out);
+    flops += node_cost.flops;
+    if (!node_cost.known_type) cost.unknown_types.insert(node.op_type());
+  }
+  return flops;
+}
+
+}  // namespace
+
+int CompleteLoopStateShapes(onnx::GraphProto& graph) {
+  std::unordered_map<std::string, std::vector<int64_t>> known;
+  std::unordered_map<std::string, onnx::ValueInfoProto*> info_of;
+  auto add = [&known](const onnx::ValueInfoProto& v) {
+    if (std::optional<std::vector<int64_t>> dims = KnownDims(v)) known[v.name()] = *dims;
+  };
+  for (const auto& v : graph.input()) add(v);
+  for (auto& v : *graph.mutable_value_info()) {
+    add(v);
+    info_of[v.name()] = &v;
+  }
+  for (auto& v : *graph.mutable_output()) {
+    add(v);
+    info_of.emplace(v.name(), &v);
+  }
+  for (const auto& t : graph.initializer()) known.emplace(t.name(), std::vector<int64_t>(t.dims().begin(), t.dims().end()));
+
+  int written = 0;
+  for (const auto& node : graph.node()) {
+    if (node.op_type() != "Loop" || (!node.domain().empty() && node.domain() != "ai.onnx")) continue;
+    const onnx::GraphProto* body = GraphAttribute(node, "body");
+    if (!body) continue;
+    // Inputs M, cond, then the states; body outputs cond, then the states;
+    // node outputs the final states, then the scan outputs.
+    for (int k = 0; k + 2 < node.input_size() && k < node.output_size() && k + 1 < body->output_size(); ++k) {
+      const std::string& out = node.output(k);
+      if (out.empty() || known.count(out)) continue;
+      auto initial = known.find(node.input(k + 2));
+      if (initial == known.end()) continue;
+      const std::optional<std::vector<int64_t>> returned = KnownDims(body->output(k + 1));
+      if (!returned || *returned != initial->second) continue;
+      auto it = info_of.find(out);
+      if (it == info_of.end() || !it->second->type().has_tensor_type()) continue;
+      auto* tensor = it->second->mutable_type()->mutable_tensor_type();
+      if (tensor->has_shape() && tensor->shape().dim_size() != static_cast<int>(returned->size())) continue;
+      auto* shape = tensor->mutable_shape();
+      shape->clear_dim();
+      for (int64_t d : *returned) shape->add_dim()->set_dim_value(d);
+      known[out] = *returned;
+      ++written;
+    }
+  }
+  return written;
+}
+
+OnnxTensorInfo OnnxInfoOf(const onnx::ValueInfoProto& value) {
+  OnnxTensorInfo info;
+  if (!value.type().has_tensor_type()) return info;
+  const auto& tensor = value.type().tensor_type();
+  info.dtype = OnnxDtypeName(tensor.elem_type());
+  info.element_bytes = OnnxElementBytes(tensor.elem_type());
+  if (tensor.has_shape()) {
+    info.has_shape = true;
+    for (const auto& d : tensor.shape().dim()) info.dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+  }
+  return info;
+}
+
+OnnxSubgraphCost EstimateOnnxSubgraphFlops(const onnx::NodeProto& node, const std::string& node_name,
+                                           const std::vector<const OnnxTensorInfo*>& inputs,
+                                           const OnnxInfoLookup& outer, const OnnxScalarLookup& scalar) {
+  OnnxSubgraphCost cost;
+  if (!node.domain().empty() && node.domain() != "ai.onnx") return cost;
+  const std::string& type = node.op_type();
+  if (type == "Loop") {
+    const onnx::GraphProto* body = GraphAttribute(node, "body");
+    if (!body) return cost;
+    cost.has_subgraph = true;
+    // Input 0 is the trip count M (absent: run while the condition holds).
+    std::optional<int64_t> trips;
+    if (node.input_size() > 0 && !node.input(0).empty()) trips = scalar(node.input(0));
+    if (!trips || *trips < 0 || *trips > kMaxCostedTripCount) {
+      cost.uncounted_loops.push_back(node_name);
+      trips = 1;
+    }
+    cost.flops = static_cast<double>(*trips) * BodyFlops(*body, node_name, outer, scalar, cost);
+  } else if (type == "Scan") {
+    const onnx::GraphProto* body = GraphAttribute(node, "body");
+    if (!body) return cost;
+    cost.has_subgraph = true;
+    // The scan runs along axis scan_input_axes[0] (default 0) of the first
+    // scan input, which follows the state variables.
+    const int64_t scan_inputs = IntAttribute(node, "num_scan_inputs", 0);
+    int64_t axis = 0;
+    for (const auto& a : node.attribute()) {
+      if (a.name() == "scan_input_axes" && a.ints_size() > 0) axis = a.ints(0);
+    }
+    int64_t length = -1;
+    const int64_t first_scan = static_cast<int64_t>(inputs.size()) - scan_inputs;
+    if (scan_inputs > 0 && first_scan >= 0 && first_scan < static_cast<int64_t>(inputs.size())) {
+      const OnnxTensorInfo* x = inputs[first_scan];
+      if (x && x->has_shape) {
+        const int64_t rank = static_cast<int64_t>(x->dims.size());
+        if (axis < 0) axis += rank;
+        if (axis >= 0 && axis < rank) length = x->dims[axis];
+      }
+    }
+    if (length < 0) {
+      cost.uncounted_loops.push_back(node_name);
+      length = 1;
+    }
+    cost.flops = static_cast<double>(length) * BodyFlops(*body, node_name, outer, scalar, cost);
+  } else if (type == "If") {
+    const onnx::GraphProto* then_branch = GraphAttribute(node, "then_branch");
+    const onnx::GraphProto* else_branch = GraphAttribute(node, "else_branch");
+    if (!then_branch && !else_branch) return cost;
+    cost.has_subgraph = true;
+    // Which branch runs is known only at run time: the dearer one.
+    const double then_flops = then_branch ? BodyFlops(*then_branch, node_name + "/then", outer, scalar, cost) : 0;
+    const double else_flops = else_branch ? BodyFlops(*else_branch, node_name + "/else", outer, scalar, cost) : 0;
+    cost.flops = std::max(then_flops, else_flops);
+  }
+  return cost;
+}
+
+}  // namespace devplace
