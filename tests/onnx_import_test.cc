@@ -262,6 +262,28 @@ TEST(OnnxImportTest, ProductsWhoseOperandsDoNotFitAreErrors) {
   AddIntConstant(reshape, "fixed", {2, 3, 4}, /*scalar=*/false);
   AddNode(reshape, "Reshape", "heads", {"x", "fixed"}, {"y"});
   AddOutput(reshape, "y");
+  // Element-wise operands that do not broadcast; ones that do import.
+  onnx::ModelProto add = NewModel();
+  AddInput(add, "a", {"2", "3"});
+  AddWeight(add, "b", {4, 3});
+  AddNode(add, "Add", "sum", {"a", "b"}, {"y"});
+  AddOutput(add, "y");
+  onnx::ModelProto where = NewModel();
+  AddInput(where, "c", {"2", "1"});
+  AddInput(where, "x", {"2", "3"});
+  AddWeight(where, "w", {5});
+  AddNode(where, "Where", "pick", {"c", "x", "w"}, {"y"});
+  AddOutput(where, "y");
+  onnx::ModelProto fits = NewModel();
+  AddInput(fits, "a", {"2", "1", "3"});
+  AddInput(fits, "b", {"batch", "4", "1"});
+  AddWeight(fits, "c", {3});
+  AddNode(fits, "Mul", "scale", {"a", "b"}, {"ab"});
+  AddNode(fits, "Sum", "total", {"ab", "c", "a"}, {"y"});
+  AddOutput(fits, "y");
+  OnnxImportOptions batch2;
+  batch2.batch = 2;
+  EXPECT_EQ(OpNamed(ImportOnnxFile(Save(dir, fits), batch2).graph, "total").outputs[0].shape, (std::vector<int64_t>{2, 4, 3}));
   OnnxImportOptions batch3;
   batch3.batch = 3;
   EXPECT_EQ(OpNamed(ImportOnnxFile(Save(dir, reshape)).graph, "heads").outputs[0].shape, (std::vector<int64_t>{2, 3, 4}));
@@ -275,7 +297,9 @@ TEST(OnnxImportTest, ProductsWhoseOperandsDoNotFitAreErrors) {
   for (const auto& [model, named] : std::vector<std::pair<onnx::ModelProto, std::string>>{
            {matmul, "'mm' (MatMul): the inner dimensions 5 and 6 differ"},
            {gemm, "'fc' (Gemm): the inner dimensions 7 and 1 differ"},
-           {conv, "'conv' (Conv): the input's channels and the weight's (times group) 3 and 2 differ"}}) {
+           {conv, "'conv' (Conv): the input's channels and the weight's (times group) 3 and 2 differ"},
+           {add, "'sum' (Add): its operands' shapes [2, 3] and [4, 3] do not broadcast"},
+           {where, "'pick' (Where): its operands' shapes [2, 1] and [2, 3] and [5] do not broadcast"}}) {
     try {
       ImportOnnxFile(Save(dir, model));
       ADD_FAILURE() << "expected an error: " << named;

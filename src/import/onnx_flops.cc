@@ -51,6 +51,60 @@ const std::map<std::string, double>& ElementwiseCosts() {
   return costs;
 }
 
+// Element-wise ops whose operands broadcast as numpy's do (PRelu's slope
+// only one way, which this check, both ways, lets pass when wrong).
+const std::set<std::string>& BroadcastingOps() {
+  static const std::set<std::string> ops = {"Add",   "Sub",     "Mul",  "Div",       "Pow",         "Mod",
+                                            "Equal", "Less",    "Greater", "LessOrEqual", "GreaterOrEqual",
+                                            "And",   "Or",      "Xor",  "BitShift",  "Where",       "Max",
+                                            "Min",   "Sum",     "Mean", "PRelu"};
+  return ops;
+}
+
+std::string ShapeText(const std::vector<int64_t>& dims) {
+  std::string text = "[";
+  for (size_t i = 0; i < dims.size(); ++i) text += (i ? ", " : "") + (dims[i] < 0 ? std::string("?") : std::to_string(dims[i]));
+  return text + "]";
+}
+
+// Right-aligned, each pair of dims must be equal or one of them 1; an
+// unknown dim fits anything. libonnx's inference lets a mismatch pass
+// (with error_mode 0) and the op was costed from one side.
+std::string BroadcastMismatch(const std::vector<const OnnxTensorInfo*>& in) {
+  std::vector<int64_t> shape;  // the broadcast so far
+  bool any = false;
+  for (const OnnxTensorInfo* x : in) {
+    if (!x || !x->has_shape) continue;
+    if (!any) {
+      any = true;
+      shape = x->dims;
+      continue;
+    }
+    const std::vector<int64_t>& dims = x->dims;
+    std::vector<int64_t> merged(std::max(shape.size(), dims.size()), 1);
+    for (size_t k = 0; k < merged.size(); ++k) {
+      const int64_t a = k < shape.size() ? shape[shape.size() - 1 - k] : 1;
+      const int64_t b = k < dims.size() ? dims[dims.size() - 1 - k] : 1;
+      int64_t& m = merged[merged.size() - 1 - k];
+      if (a == b || b == 1) {
+        m = a;
+      } else if (a == 1) {
+        m = b;
+      } else if (a < 0 || b < 0) {
+        m = a < 0 ? b : a;
+      } else {
+        std::string shapes;
+        for (const OnnxTensorInfo* y : in) {
+          if (y && y->has_shape) shapes += (shapes.empty() ? "" : " and ") + ShapeText(y->dims);
+        }
+        return "its operands' shapes " + shapes + " do not broadcast";
+      }
+    }
+    shape = std::move(merged);
+  }
+  return "";
+}
+
 }  // namespace
 
 bool OnnxTensorInfo::fully_known() const {
@@ -77,10 +131,11 @@ std::string OnnxOperandMismatch(const onnx::NodeProto& node, const std::vector<c
     return "its input has " + std::to_string(x->elements()) + " elements and its output " +
            std::to_string(y->elements()) + " (a shape fixed when the model was exported?)";
   }
+  const std::string& t = node.op_type();
+  if (BroadcastingOps().count(t)) return BroadcastMismatch(in);
   const OnnxTensorInfo* a = in[0];
   const OnnxTensorInfo* b = in[1];
   if (!a || !b || !a->fully_known() || !b->fully_known()) return "";
-  const std::string& t = node.op_type();
   auto differ = [](int64_t x, int64_t y, const std::string& what) {
     return x == y ? std::string() : what + " " + std::to_string(x) + " and " + std::to_string(y) + " differ";
   };
