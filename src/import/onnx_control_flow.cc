@@ -4,7 +4,6 @@
 #include <unordered_map>
 
 #include "import/onnx_fold.h"
-#include "import/onnx_validate.h"
 
 namespace devplace {
 
@@ -28,20 +27,7 @@ int64_t IntAttribute(const onnx::NodeProto& node, const std::string& name, int64
 class BodyScope {
  public:
   BodyScope(const onnx::GraphProto& body, const OnnxInfoLookup& outer) : outer_(outer) {
-    for (const auto& v : body.input()) infos_[v.name()] = OnnxInfoOf(v);
-    for (const auto& v : body.value_info()) infos_[v.name()] = OnnxInfoOf(v);
-    for (const auto& v : body.output()) {
-      OnnxTensorInfo info = OnnxInfoOf(v);
-      if (info.has_shape || !infos_.count(v.name())) infos_[v.name()] = info;
-    }
-    for (const auto& t : body.initializer()) {
-      OnnxTensorInfo info;
-      info.has_shape = true;
-      info.dims.assign(t.dims().begin(), t.dims().end());
-      info.dtype = OnnxDtypeName(t.data_type());
-      info.element_bytes = OnnxElementBytes(t.data_type());
-      infos_[t.name()] = info;
-    }
+    CollectOnnxTensorInfos(body, infos_);
   }
 
   const OnnxTensorInfo* Find(const std::string& name) const {
@@ -84,22 +70,7 @@ double BodyFlops(const onnx::GraphProto& body, const std::string& owner, const O
 }  // namespace
 
 int CompleteLoopStateShapes(onnx::GraphProto& graph) {
-  std::unordered_map<std::string, std::vector<int64_t>> known;
-  std::unordered_map<std::string, onnx::ValueInfoProto*> info_of;
-  auto add = [&known](const onnx::ValueInfoProto& v) {
-    if (std::optional<std::vector<int64_t>> dims = KnownDims(v)) known[v.name()] = *dims;
-  };
-  for (const auto& v : graph.input()) add(v);
-  for (auto& v : *graph.mutable_value_info()) {
-    add(v);
-    info_of[v.name()] = &v;
-  }
-  for (auto& v : *graph.mutable_output()) {
-    add(v);
-    info_of.emplace(v.name(), &v);
-  }
-  for (const auto& t : graph.initializer()) known.emplace(t.name(), std::vector<int64_t>(t.dims().begin(), t.dims().end()));
-
+  GraphShapes shapes(graph);
   int written = 0;
   for (const auto& node : graph.node()) {
     if (node.op_type() != "Loop" || (!node.domain().empty() && node.domain() != "ai.onnx")) continue;
@@ -109,36 +80,15 @@ int CompleteLoopStateShapes(onnx::GraphProto& graph) {
     // node outputs the final states, then the scan outputs.
     for (int k = 0; k + 2 < node.input_size() && k < node.output_size() && k + 1 < body->output_size(); ++k) {
       const std::string& out = node.output(k);
-      if (out.empty() || known.count(out)) continue;
-      auto initial = known.find(node.input(k + 2));
-      if (initial == known.end()) continue;
+      if (out.empty() || shapes.Find(out)) continue;
+      const std::vector<int64_t>* initial = shapes.Find(node.input(k + 2));
+      if (!initial) continue;
       const std::optional<std::vector<int64_t>> returned = KnownDims(body->output(k + 1));
-      if (!returned || *returned != initial->second) continue;
-      auto it = info_of.find(out);
-      if (it == info_of.end() || !it->second->type().has_tensor_type()) continue;
-      auto* tensor = it->second->mutable_type()->mutable_tensor_type();
-      if (tensor->has_shape() && tensor->shape().dim_size() != static_cast<int>(returned->size())) continue;
-      auto* shape = tensor->mutable_shape();
-      shape->clear_dim();
-      for (int64_t d : *returned) shape->add_dim()->set_dim_value(d);
-      known[out] = *returned;
-      ++written;
+      if (!returned || *returned != *initial) continue;
+      if (shapes.Complete(out, *returned)) ++written;
     }
   }
   return written;
-}
-
-OnnxTensorInfo OnnxInfoOf(const onnx::ValueInfoProto& value) {
-  OnnxTensorInfo info;
-  if (!value.type().has_tensor_type()) return info;
-  const auto& tensor = value.type().tensor_type();
-  info.dtype = OnnxDtypeName(tensor.elem_type());
-  info.element_bytes = OnnxElementBytes(tensor.elem_type());
-  if (tensor.has_shape()) {
-    info.has_shape = true;
-    for (const auto& d : tensor.shape().dim()) info.dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
-  }
-  return info;
 }
 
 OnnxSubgraphCost EstimateOnnxSubgraphFlops(const onnx::NodeProto& node, const std::string& node_name,

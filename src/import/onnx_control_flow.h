@@ -58,7 +58,4 @@ OnnxSubgraphCost EstimateOnnxSubgraphFlops(const onnx::NodeProto& node, const st
 // many outputs it completed; run between inference rounds.
 int CompleteLoopStateShapes(onnx::GraphProto& graph);
 
-// The importer's view of a typed value (dims -1 where unknown).
-OnnxTensorInfo OnnxInfoOf(const onnx::ValueInfoProto& value);
-
 }  // namespace devplace

@@ -113,27 +113,11 @@ std::optional<EinsumResult> EvaluateEinsum(const std::string& equation, const st
 }
 
 int CompleteEinsumShapes(onnx::GraphProto& graph) {
-  // Known shapes, and every value_info by name (to fill in).
-  std::map<std::string, std::vector<int64_t>> known;
-  std::map<std::string, onnx::ValueInfoProto*> info_of;
-  auto add = [&known](const onnx::ValueInfoProto& v) {
-    if (std::optional<std::vector<int64_t>> dims = KnownDims(v)) known[v.name()] = *dims;
-  };
-  for (const auto& v : graph.input()) add(v);
-  for (auto& v : *graph.mutable_value_info()) {
-    add(v);
-    info_of[v.name()] = &v;
-  }
-  for (auto& v : *graph.mutable_output()) {
-    add(v);
-    info_of.emplace(v.name(), &v);
-  }
-  for (const auto& t : graph.initializer()) known.emplace(t.name(), std::vector<int64_t>(t.dims().begin(), t.dims().end()));
-
+  GraphShapes shapes(graph);
   int written = 0;
   for (const auto& node : graph.node()) {
     if (node.op_type() != "Einsum" || (!node.domain().empty() && node.domain() != "ai.onnx")) continue;
-    if (node.output_size() != 1 || node.output(0).empty() || known.count(node.output(0))) continue;
+    if (node.output_size() != 1 || node.output(0).empty() || shapes.Find(node.output(0))) continue;
     const onnx::AttributeProto* equation = nullptr;
     for (const auto& a : node.attribute()) {
       if (a.name() == "equation") equation = &a;
@@ -141,24 +125,14 @@ int CompleteEinsumShapes(onnx::GraphProto& graph) {
     if (!equation) continue;
     std::vector<std::vector<int64_t>> inputs;
     for (const auto& name : node.input()) {
-      auto it = known.find(name);
-      if (it == known.end()) break;
-      inputs.push_back(it->second);
+      const std::vector<int64_t>* dims = shapes.Find(name);
+      if (!dims) break;
+      inputs.push_back(*dims);
     }
     if (static_cast<int>(inputs.size()) != node.input_size()) continue;
     std::optional<EinsumResult> result = EvaluateEinsum(equation->s(), inputs);
-    if (!result) continue;
-    // Inference wrote the output's type and rank; only its dims are added
-    // (a rank that disagrees leaves the entry alone).
-    auto it = info_of.find(node.output(0));
-    if (it == info_of.end() || !it->second->type().has_tensor_type()) continue;
-    auto* tensor = it->second->mutable_type()->mutable_tensor_type();
-    if (tensor->has_shape() && tensor->shape().dim_size() != static_cast<int>(result->output_dims.size())) continue;
-    auto* shape = tensor->mutable_shape();
-    shape->clear_dim();
-    for (int64_t d : result->output_dims) shape->add_dim()->set_dim_value(d);
-    known[node.output(0)] = result->output_dims;
-    ++written;
+    // Inference wrote the output's type and rank; only its dims are added.
+    if (result && shapes.Complete(node.output(0), result->output_dims)) ++written;
   }
   return written;
 }

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "import/onnx_einsum.h"
+#include "import/onnx_validate.h"
 
 namespace devplace {
 namespace {
@@ -106,6 +107,36 @@ std::string BroadcastMismatch(const std::vector<const OnnxTensorInfo*>& in) {
 }
 
 }  // namespace
+
+OnnxTensorInfo OnnxInfoOf(const onnx::ValueInfoProto& value) {
+  OnnxTensorInfo info;
+  if (!value.type().has_tensor_type()) return info;
+  const auto& tensor = value.type().tensor_type();
+  info.dtype = OnnxDtypeName(tensor.elem_type());
+  info.element_bytes = OnnxElementBytes(tensor.elem_type());
+  if (tensor.has_shape()) {
+    info.has_shape = true;
+    for (const auto& d : tensor.shape().dim()) info.dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+  }
+  return info;
+}
+
+void CollectOnnxTensorInfos(const onnx::GraphProto& graph, std::unordered_map<std::string, OnnxTensorInfo>& infos) {
+  for (const auto& v : graph.input()) infos[v.name()] = OnnxInfoOf(v);
+  for (const auto& v : graph.value_info()) infos[v.name()] = OnnxInfoOf(v);
+  for (const auto& v : graph.output()) {
+    OnnxTensorInfo info = OnnxInfoOf(v);
+    if (info.has_shape || !infos.count(v.name())) infos[v.name()] = info;
+  }
+  for (const auto& t : graph.initializer()) {
+    OnnxTensorInfo info;
+    info.has_shape = true;
+    info.dims.assign(t.dims().begin(), t.dims().end());
+    info.dtype = OnnxDtypeName(t.data_type());
+    info.element_bytes = OnnxElementBytes(t.data_type());
+    infos[t.name()] = info;
+  }
+}
 
 bool OnnxTensorInfo::fully_known() const {
   if (!has_shape) return false;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "onnx/onnx_pb.h"
@@ -23,6 +24,13 @@ struct OnnxTensorInfo {
   // Element count; 0 when the shape is not fully known.
   int64_t elements() const;
 };
+
+// The importer's view of a typed value (dims -1 where unknown).
+OnnxTensorInfo OnnxInfoOf(const onnx::ValueInfoProto& value);
+
+// What `graph` says of its values (inputs, value_info, outputs where they
+// say more, initializers), into `infos` by name.
+void CollectOnnxTensorInfos(const onnx::GraphProto& graph, std::unordered_map<std::string, OnnxTensorInfo>& infos);
 
 struct OnnxNodeCost {
   double flops = 0;

@@ -528,4 +528,37 @@ std::optional<std::vector<int64_t>> KnownDims(const onnx::ValueInfoProto& v) {
   return dims;
 }
 
+GraphShapes::GraphShapes(onnx::GraphProto& graph) {
+  auto add = [this](const onnx::ValueInfoProto& v) {
+    if (std::optional<std::vector<int64_t>> dims = KnownDims(v)) known_[v.name()] = std::move(*dims);
+  };
+  for (const auto& v : graph.input()) add(v);
+  for (auto& v : *graph.mutable_value_info()) {
+    add(v);
+    entry_[v.name()] = &v;
+  }
+  for (auto& v : *graph.mutable_output()) {
+    add(v);
+    entry_.emplace(v.name(), &v);
+  }
+  for (const auto& t : graph.initializer()) known_.emplace(t.name(), std::vector<int64_t>(t.dims().begin(), t.dims().end()));
+}
+
+const std::vector<int64_t>* GraphShapes::Find(const std::string& name) const {
+  auto it = known_.find(name);
+  return it == known_.end() ? nullptr : &it->second;
+}
+
+bool GraphShapes::Complete(const std::string& name, const std::vector<int64_t>& dims) {
+  auto it = entry_.find(name);
+  if (it == entry_.end() || !it->second->type().has_tensor_type()) return false;
+  auto* tensor = it->second->mutable_type()->mutable_tensor_type();
+  if (tensor->has_shape() && tensor->shape().dim_size() != static_cast<int>(dims.size())) return false;
+  auto* shape = tensor->mutable_shape();
+  shape->clear_dim();
+  for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
+  known_[name] = dims;
+  return true;
+}
+
 }  // namespace devplace

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "onnx/onnx_pb.h"
@@ -26,5 +28,23 @@ std::optional<std::vector<int64_t>> OnnxIntValues(const onnx::TensorProto& tenso
 
 // A value's dims where inference knows every one of them, else nullopt.
 std::optional<std::vector<int64_t>> KnownDims(const onnx::ValueInfoProto& v);
+
+// The shapes of a graph's values where every dim is known (inputs,
+// value_info, outputs, initializers), for passes that work out what
+// inference could not and write it back between inference rounds.
+class GraphShapes {
+ public:
+  explicit GraphShapes(onnx::GraphProto& graph);
+  // nullptr where not fully known.
+  const std::vector<int64_t>* Find(const std::string& name) const;
+  // Writes `dims` into the value_info or output entry inference made for
+  // `name`: only dims, and only where its rank (if any) agrees. False
+  // (nothing written) otherwise.
+  bool Complete(const std::string& name, const std::vector<int64_t>& dims);
+
+ private:
+  std::unordered_map<std::string, std::vector<int64_t>> known_;
+  std::unordered_map<std::string, onnx::ValueInfoProto*> entry_;
+};
 
 }  // namespace devplace

@@ -416,23 +416,7 @@ class Importer {
     for (const auto& v : model_.graph().output()) check(v);
   }
 
-  void CollectTensorInfo() {
-    const auto& graph = model_.graph();
-    for (const auto& v : graph.input()) infos_[v.name()] = OnnxInfoOf(v);
-    for (const auto& v : graph.value_info()) infos_[v.name()] = OnnxInfoOf(v);
-    for (const auto& v : graph.output()) {
-      OnnxTensorInfo info = OnnxInfoOf(v);
-      if (info.has_shape || !infos_.count(v.name())) infos_[v.name()] = info;
-    }
-    for (const auto& t : graph.initializer()) {
-      OnnxTensorInfo info;
-      info.has_shape = true;
-      info.dims.assign(t.dims().begin(), t.dims().end());
-      info.dtype = OnnxDtypeName(t.data_type());
-      info.element_bytes = OnnxElementBytes(t.data_type());
-      infos_[t.name()] = info;
-    }
-  }
+  void CollectTensorInfo() { CollectOnnxTensorInfos(model_.graph(), infos_); }
 
   TensorSpec SpecOf(const std::string& name) {
     auto it = infos_.find(name);
