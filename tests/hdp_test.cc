@@ -309,6 +309,32 @@ TEST(HdpPolicyTest, PriorsLearnAtTheirOwnRate) {
   EXPECT_EQ(MakePolicyOptimizer(*seq2seq, rl)->param_groups().size(), 1u);
 }
 
+// The learned locality weight cannot turn the prior around: below 0 it
+// counts as 0 (the prior off). A negative weight, reached by its own Adam
+// steps, sent every unit to the farthest group and collapsed a long run.
+TEST(HdpPolicyTest, ANegativeLocalityWeightTurnsThePriorOffNotAround) {
+  Problem p(ConstrainedGraph(), testing::MakeSlowCpuCluster());
+  RlOptions options = HdpOptions(6);
+  auto policy = MakePolicy(p, options);
+  torch::Generator gen = Seeded(5);
+  PolicySamples sampled = policy->Begin()->Sample(4, gen, {});
+  auto grouping_log_probs = [&](float locality) {
+    for (auto& item : policy->module().named_parameters()) {
+      if (item.key() == "grouper_locality") {
+        torch::NoGradGuard no_grad;
+        item.value().fill_(locality);
+      }
+    }
+    auto pass = policy->Begin();
+    pass->Score(sampled.decisions);
+    return Parts(*pass).grouping.detach().clone();
+  };
+  const torch::Tensor off = grouping_log_probs(0.0f);
+  EXPECT_TRUE(torch::equal(grouping_log_probs(-0.5f), off));
+  EXPECT_TRUE(torch::equal(grouping_log_probs(-100.0f), off));
+  EXPECT_FALSE(torch::allclose(grouping_log_probs(0.5f), off));  // a positive weight still shapes the groups
+}
+
 // A network of `modules` blocks, each two heavy parallel branches between a
 // light input and a light join (an Inception-like shape): its fast
 // placements put the two branches of a block on different GPUs.

@@ -124,7 +124,12 @@ class HdpNetImpl : public torch::nn::Module {
   torch::Tensor GrouperLogits() {
     torch::Tensor x = torch::cat({type_embedding_(unit_type_), unit_static_}, 1);
     torch::Tensor logits = Squash(grouper_output_(torch::tanh(grouper_hidden_(x))));
-    if (options_.grouper_locality > 0) logits = logits - locality_ * (unit_slot_ - group_middle_).square();
+    // The weight is learned but never below 0: a negative one sends every
+    // unit to the group farthest from its place (squared distances in the
+    // hundreds of groups), which once collapsed a million-op run's
+    // groupings in one update (BENCHMARKS.md). At 0 the prior is off, as
+    // the paper's Grouper, and stays off.
+    if (options_.grouper_locality > 0) logits = logits - locality_.clamp_min(0) * (unit_slot_ - group_middle_).square();
     return logits;
   }
 
