@@ -61,7 +61,7 @@ struct Start {
   double cost = std::numeric_limits<double>::infinity();
 };
 
-// The best of the one-shot baselines (not the searches, not random).
+// The best of the one-shot baselines (not the searches; random included).
 Start BestOneShot(const PlacementProblem& problem, int64_t& evaluations) {
   Start best;
   for (PlacerRun& run : RunPlacers(problem, OneShotBaselineNames())) {

@@ -109,7 +109,7 @@ Grouping ConstraintGroups(const Graph& graph) {
 std::vector<std::string> OneShotBaselineNames() {
   std::vector<std::string> names;
   for (const PlacerInfo& placer : ListPlacers()) {
-    if (!placer.search && placer.name != "random") names.push_back(placer.name);
+    if (!placer.search) names.push_back(placer.name);
   }
   return names;
 }

@@ -110,8 +110,11 @@ struct PlacerRun {
 std::vector<PlacerRun> RunPlacers(const PlacementProblem& problem, const std::vector<std::string>& names);
 
 // The one-shot baselines, in ListPlacers' order: every placer but the
-// searches and `random`. What mcmc starts from and what exact falls back
-// to on a graph too large for it.
+// searches, `random` (seeded) included. What mcmc starts from and what
+// exact falls back to on a graph too large for it. Random groups beat
+// every partitioner 2.5x on a wide graph (a million-op synthetic graph
+// whose partitioners cut into runs of layers; BENCHMARKS.md), and a search
+// that left them out started from the partitioners' 3.97 s, not 1.58 s.
 std::vector<std::string> OneShotBaselineNames();
 
 // Devices of a kind, in cluster order.
