@@ -16,13 +16,6 @@ const onnx::GraphProto* GraphAttribute(const onnx::NodeProto& node, const std::s
   return nullptr;
 }
 
-int64_t IntAttribute(const onnx::NodeProto& node, const std::string& name, int64_t fallback) {
-  for (const auto& a : node.attribute()) {
-    if (a.name() == name) return a.i();
-  }
-  return fallback;
-}
-
 // One body's tensors, then the enclosing scope's.
 class BodyScope {
  public:
@@ -115,11 +108,9 @@ OnnxSubgraphCost EstimateOnnxSubgraphFlops(const onnx::NodeProto& node, const st
     cost.has_subgraph = true;
     // The scan runs along axis scan_input_axes[0] (default 0) of the first
     // scan input, which follows the state variables.
-    const int64_t scan_inputs = IntAttribute(node, "num_scan_inputs", 0);
-    int64_t axis = 0;
-    for (const auto& a : node.attribute()) {
-      if (a.name() == "scan_input_axes" && a.ints_size() > 0) axis = a.ints(0);
-    }
+    const int64_t scan_inputs = OnnxIntAttribute(node, "num_scan_inputs", 0);
+    const std::vector<int64_t> axes = OnnxIntsAttribute(node, "scan_input_axes");
+    int64_t axis = axes.empty() ? 0 : axes[0];
     int64_t length = -1;
     const int64_t first_scan = static_cast<int64_t>(inputs.size()) - scan_inputs;
     if (scan_inputs > 0 && first_scan >= 0 && first_scan < static_cast<int64_t>(inputs.size())) {

@@ -22,20 +22,6 @@ double Product(const std::vector<int64_t>& dims, size_t from = 0) {
 
 int64_t Elements(const OnnxTensorInfo* t) { return t ? t->elements() : 0; }
 
-std::vector<int64_t> IntsAttribute(const onnx::NodeProto& node, const std::string& name) {
-  for (const auto& a : node.attribute()) {
-    if (a.name() == name) return {a.ints().begin(), a.ints().end()};
-  }
-  return {};
-}
-
-int64_t IntAttribute(const onnx::NodeProto& node, const std::string& name, int64_t fallback) {
-  for (const auto& a : node.attribute()) {
-    if (a.name() == name) return a.i();
-  }
-  return fallback;
-}
-
 // Per-element cost of element-wise ops; transcendental functions count as
 // a few FLOPs, as profilers usually do.
 const std::map<std::string, double>& ElementwiseCosts() {
@@ -108,6 +94,20 @@ std::string BroadcastMismatch(const std::vector<const OnnxTensorInfo*>& in) {
 
 }  // namespace
 
+std::vector<int64_t> OnnxIntsAttribute(const onnx::NodeProto& node, const std::string& name) {
+  for (const auto& a : node.attribute()) {
+    if (a.name() == name) return {a.ints().begin(), a.ints().end()};
+  }
+  return {};
+}
+
+int64_t OnnxIntAttribute(const onnx::NodeProto& node, const std::string& name, int64_t fallback) {
+  for (const auto& a : node.attribute()) {
+    if (a.name() == name) return a.i();
+  }
+  return fallback;
+}
+
 OnnxTensorInfo OnnxInfoOf(const onnx::ValueInfoProto& value) {
   OnnxTensorInfo info;
   if (!value.type().has_tensor_type()) return info;
@@ -175,12 +175,12 @@ std::string OnnxOperandMismatch(const onnx::NodeProto& node, const std::vector<c
     return differ(a->dims.back(), k_b, "the inner dimensions");
   }
   if (t == "Gemm" && a->dims.size() == 2 && b->dims.size() == 2) {
-    const int64_t k_a = IntAttribute(node, "transA", 0) ? a->dims[0] : a->dims[1];
-    const int64_t k_b = IntAttribute(node, "transB", 0) ? b->dims[1] : b->dims[0];
+    const int64_t k_a = OnnxIntAttribute(node, "transA", 0) ? a->dims[0] : a->dims[1];
+    const int64_t k_b = OnnxIntAttribute(node, "transB", 0) ? b->dims[1] : b->dims[0];
     return differ(k_a, k_b, "the inner dimensions");
   }
   if (t == "Conv" && a->dims.size() >= 3 && b->dims.size() == a->dims.size()) {
-    const int64_t group = IntAttribute(node, "group", 1);
+    const int64_t group = OnnxIntAttribute(node, "group", 1);
     if (group < 1 || b->dims[1] > std::numeric_limits<int64_t>::max() / group) return "";
     return differ(a->dims[1], b->dims[1] * group, "the input's channels and the weight's (times group)");
   }
@@ -246,7 +246,7 @@ OnnxNodeCost EstimateOnnxNodeFlops(const onnx::NodeProto& node, const std::vecto
     if (in.size() > 2 && in[2]) cost.flops += out_elements;
   } else if (t == "Gemm") {
     if (x && x->fully_known() && x->dims.size() == 2) {
-      const int64_t k = IntAttribute(node, "transA", 0) ? x->dims[0] : x->dims[1];
+      const int64_t k = OnnxIntAttribute(node, "transA", 0) ? x->dims[0] : x->dims[1];
       cost.flops = 2.0 * out_elements * k;
     }
     if (in.size() > 2 && in[2]) cost.flops += out_elements;
@@ -269,7 +269,7 @@ OnnxNodeCost EstimateOnnxNodeFlops(const onnx::NodeProto& node, const std::vecto
     // gate for the batch, plus the gates' element-wise work.
     const OnnxTensorInfo* r = in.size() > 2 ? in[2] : nullptr;
     if (x && x->fully_known() && x->dims.size() == 3 && w && w->fully_known() && r && r->fully_known()) {
-      const bool batch_first = IntAttribute(node, "layout", 0) == 1;
+      const bool batch_first = OnnxIntAttribute(node, "layout", 0) == 1;
       const double steps = batch_first ? x->dims[1] : x->dims[0];
       const double batch = batch_first ? x->dims[0] : x->dims[1];
       const double hidden_total = r->dims.size() == 3 ? static_cast<double>(r->dims[0]) * r->dims[2] : 0;
@@ -283,7 +283,7 @@ OnnxNodeCost EstimateOnnxNodeFlops(const onnx::NodeProto& node, const std::vecto
   } else if (t == "Softmax" || t == "LogSoftmax") {
     cost.flops = 5.0 * in_elements;  // max, subtract, exp, sum, divide
   } else if (t == "MaxPool" || t == "AveragePool" || t == "LpPool") {
-    cost.flops = out_elements * static_cast<double>(Product(IntsAttribute(node, "kernel_shape")));
+    cost.flops = out_elements * static_cast<double>(Product(OnnxIntsAttribute(node, "kernel_shape")));
   } else if (t == "GlobalAveragePool" || t == "GlobalMaxPool" || t == "GlobalLpPool") {
     cost.flops = in_elements;
   } else if (t.rfind("Reduce", 0) == 0 || t == "ArgMax" || t == "ArgMin" || t == "CumSum" || t == "TopK") {

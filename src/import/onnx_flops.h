@@ -25,6 +25,11 @@ struct OnnxTensorInfo {
   int64_t elements() const;
 };
 
+// A node's INT attribute (`fallback` when absent) and INTS attribute
+// (empty when absent).
+int64_t OnnxIntAttribute(const onnx::NodeProto& node, const std::string& name, int64_t fallback);
+std::vector<int64_t> OnnxIntsAttribute(const onnx::NodeProto& node, const std::string& name);
+
 // The importer's view of a typed value (dims -1 where unknown).
 OnnxTensorInfo OnnxInfoOf(const onnx::ValueInfoProto& value);
 
