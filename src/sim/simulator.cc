@@ -27,42 +27,45 @@ struct Transfer {
   std::span<const Hop> route;
 };
 
-// A list of indices that keeps its storage across runs, with an append
-// that is always inlined: std::vector's push_back, a call from the event
-// loop (too large for the compiler to inline it into), cost about 4 % of a
-// run's instructions. Only growing leaves the loop.
-class IndexList {
+// A list that keeps its storage across runs, with an append that is
+// always inlined: std::vector's push_back, a call from the event loop (too
+// large for the compiler to inline it into), cost about 4 % of a run's
+// instructions. Only growing leaves the loop.
+template <typename T>
+class InlineList {
  public:
-  IndexList() = default;
-  IndexList(const IndexList& other) { *this = other; }
-  IndexList& operator=(const IndexList& other) {
+  InlineList() = default;
+  InlineList(const InlineList& other) { *this = other; }
+  InlineList& operator=(const InlineList& other) {
     if (this != &other) assign(other.begin(), other.end());
     return *this;
   }
 
-  [[gnu::always_inline]] void push_back(int32_t v) {
+  [[gnu::always_inline]] void push_back(const T& v) {
     if (size_ == storage_.size()) [[unlikely]] Grow();
     storage_.data()[size_++] = v;
   }
   void clear() { size_ = 0; }
-  void assign(const int32_t* first, const int32_t* last) {
+  void assign(const T* first, const T* last) {
     size_ = 0;
     for (; first != last; ++first) push_back(*first);
   }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  int32_t operator[](size_t i) const { return storage_.data()[i]; }
-  int32_t* begin() { return storage_.data(); }
-  int32_t* end() { return storage_.data() + size_; }
-  const int32_t* begin() const { return storage_.data(); }
-  const int32_t* end() const { return storage_.data() + size_; }
+  T& operator[](size_t i) { return storage_.data()[i]; }
+  const T& operator[](size_t i) const { return storage_.data()[i]; }
+  T* begin() { return storage_.data(); }
+  T* end() { return storage_.data() + size_; }
+  const T* begin() const { return storage_.data(); }
+  const T* end() const { return storage_.data() + size_; }
 
  private:
   [[gnu::noinline]] void Grow() { storage_.resize(std::max<size_t>(16, 2 * storage_.size())); }
 
-  std::vector<int32_t> storage_;  // its size is the capacity; entries past size_ are stale
+  std::vector<T> storage_;  // its size is the capacity; entries past size_ are stale
   size_t size_ = 0;
 };
+using IndexList = InlineList<int32_t>;
 
 // A FIFO queue of indices that reuses its storage across runs.
 class Fifo {
@@ -90,7 +93,7 @@ struct Simulator::Scratch {
   std::vector<int32_t> pending;       // per op
   std::vector<int32_t> refcount;      // per tensor, on its producer's device
   std::vector<int32_t> copy_of;       // [tensor * devices + device] -> transfer
-  std::vector<Transfer> transfers;
+  InlineList<Transfer> transfers;
   std::vector<Fifo> ready;            // per device
   std::vector<int32_t> running;       // per device
   std::vector<double> idle_since_us;  // per device: when it last ran nothing (wake-ups)
@@ -215,7 +218,10 @@ Simulator::Simulator(const Graph& graph, const Cluster& cluster, const CostModel
     host_devices += shares_host_.back();
   }
   for (int32_t from = 0; from < num_devices_; ++from) {
-    for (int32_t to = 0; to < num_devices_; ++to) copy_engine_.push_back(cluster.CopyEngine(from, to));
+    for (int32_t to = 0; to < num_devices_; ++to) {
+      copy_engine_.push_back(cluster.CopyEngine(from, to));
+      route_.push_back(cluster.Route(from, to));
+    }
   }
   set_copies_use_host_cores(true);
   for (const Device& d : cluster.devices) wakes_ = wakes_ || d.wake_up_us > 0;
@@ -300,7 +306,7 @@ struct Simulator::Snapshot {
   int64_t events_done = 0;
   std::vector<int32_t> pending;
   std::vector<int32_t> refcount;
-  std::vector<Transfer> transfers;
+  InlineList<Transfer> transfers;
   std::vector<Fifo> ready;
   std::vector<int32_t> running;
   std::vector<double> idle_since_us;
@@ -769,7 +775,7 @@ class Simulator::Step {
       for (; remote_devices != 0; remote_devices &= remote_devices - 1) {
         const int32_t rd = std::countr_zero(remote_devices);
         int32_t id = static_cast<int32_t>(s_.transfers.size());
-        s_.transfers.push_back({t, op, rd, 0, s_.count_on_device[rd], cluster_.Route(d, rd)});
+        s_.transfers.push_back({t, op, rd, 0, s_.count_on_device[rd], sim_.route_[d * D_ + rd]});
         s_.count_on_device[rd] = 0;
         copy_of_[static_cast<size_t>(t) * D_ + rd] = id;
         s_.arriving.push_back(id);

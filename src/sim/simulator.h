@@ -213,6 +213,7 @@ class Simulator {
   // takes a compute slot of that device (docs/simulator.md).
   bool copies_use_host_cores_ = false;
   std::vector<int32_t> copy_engine_;       // [from * devices + to] -> Cluster::CopyEngine
+  std::vector<std::span<const Hop>> route_;  // [from * devices + to] -> Cluster::Route, one load per send
   bool wakes_ = false;  // some device wakes late when idle (Device::wake_up_us)
   std::vector<int32_t> slot_of_;           // op -> slot
   std::vector<int32_t> producer_begin_;    // slot -> first predecessor slot (data and control); size ops+1
