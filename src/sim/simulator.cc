@@ -36,6 +36,8 @@ class InlineList {
  public:
   InlineList() = default;
   InlineList(const InlineList& other) { *this = other; }
+  // A copy (a snapshot saved or resumed) takes one allocation at most, as
+  // a vector's does; appending one by one would grow it step by step.
   InlineList& operator=(const InlineList& other) {
     if (this != &other) assign(other.begin(), other.end());
     return *this;
@@ -46,9 +48,10 @@ class InlineList {
     storage_.data()[size_++] = v;
   }
   void clear() { size_ = 0; }
+  // [first, last) must not lie in this list.
   void assign(const T* first, const T* last) {
-    size_ = 0;
-    for (; first != last; ++first) push_back(*first);
+    storage_.assign(first, last);
+    size_ = storage_.size();
   }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
@@ -60,7 +63,10 @@ class InlineList {
   const T* end() const { return storage_.data() + size_; }
 
  private:
-  [[gnu::noinline]] void Grow() { storage_.resize(std::max<size_t>(16, 2 * storage_.size())); }
+  // Up to the capacity a copy left unused, else twice the size.
+  [[gnu::noinline]] void Grow() {
+    storage_.resize(std::max({size_t{16}, 2 * storage_.size(), storage_.capacity()}));
+  }
 
   std::vector<T> storage_;  // its size is the capacity; entries past size_ are stale
   size_t size_ = 0;
