@@ -242,7 +242,8 @@ PlacerOutput EarliestTaskFirst(const PlacementProblem& problem, const std::vecto
   // Each op's time on each device, computed once: the scan below weighs
   // every ready op on every candidate device at every step, and the cost
   // model's lookup (op kind by name, measured-time table) was most of its
-  // time (a million-op graph that fits: over 10 minutes before, in m-ETF).
+  // time (on a million-op graph that fits h100x8, m-ETF ran 9 minutes
+  // unfinished; now 51 s to its look bound).
   std::vector<double> op_time_us(static_cast<size_t>(n) * D);
   for (int32_t op = 0; op < n; ++op) {
     for (int32_t d = 0; d < D; ++d) op_time_us[static_cast<size_t>(op) * D + d] = problem.cost.OpTimeUs(graph.op(op), d);

@@ -42,6 +42,21 @@ class InlineList {
     if (this != &other) assign(other.begin(), other.end());
     return *this;
   }
+  // Moves (snapshots kept, and their vector growing) take the storage and
+  // leave the other list empty, never a size beyond its storage.
+  InlineList(InlineList&& other) noexcept : storage_(std::move(other.storage_)), size_(other.size_) {
+    other.storage_.clear();
+    other.size_ = 0;
+  }
+  InlineList& operator=(InlineList&& other) noexcept {
+    if (this != &other) {
+      storage_ = std::move(other.storage_);
+      size_ = other.size_;
+      other.storage_.clear();
+      other.size_ = 0;
+    }
+    return *this;
+  }
 
   [[gnu::always_inline]] void push_back(const T& v) {
     if (size_ == storage_.size()) [[unlikely]] Grow();
