@@ -239,15 +239,12 @@ PlacerOutput EarliestTaskFirst(const PlacementProblem& problem, const std::vecto
   ListScheduleState state(problem);
   std::vector<int32_t> pool = WorkDevices(cluster);
 
-  // Each op's time on each device, computed once: the scan below weighs
-  // every ready op on every candidate device at every step, and the cost
-  // model's lookup (op kind by name, measured-time table) was most of its
-  // time (on a million-op graph that fits h100x8, m-ETF ran 9 minutes
-  // unfinished; now 51 s to its look bound).
-  std::vector<double> op_time_us(static_cast<size_t>(n) * D);
-  for (int32_t op = 0; op < n; ++op) {
-    for (int32_t d = 0; d < D; ++d) op_time_us[static_cast<size_t>(op) * D + d] = problem.cost.OpTimeUs(graph.op(op), d);
-  }
+  // Each op's time on each device from the simulator's table, not the cost
+  // model: the scan below weighs every ready op on every candidate device
+  // at every step, and the cost model's lookup (op kind by name,
+  // measured-time table) was most of its time (on a million-op graph that
+  // fits h100x8, m-ETF ran 9 minutes unfinished; now 51 s to its look bound).
+  const Simulator& simulator = problem.simulator;
 
   std::vector<double> finish_us(n, 0);
   std::vector<double> device_free_us(D, 0);
@@ -324,7 +321,7 @@ PlacerOutput EarliestTaskFirst(const PlacementProblem& problem, const std::vecto
       double op_start = kInfinity, op_finish = kInfinity;
       for (int32_t d : candidates) {
         double start = std::max(device_free_us[d], data_ready_us(op, d, /*book=*/false));
-        double finish = start + op_time_us[static_cast<size_t>(op) * D + d];
+        double finish = start + simulator.OpTimeUs(op, d);
         // The first candidate even at an infinite time, so that an op no
         // device can run still gets one (the simulator then says why).
         if (op_device < 0 || finish < op_finish) {

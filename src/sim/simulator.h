@@ -146,6 +146,12 @@ class Simulator {
 
   const Graph& graph() const { return *graph_; }
   const Cluster& cluster() const { return *cluster_; }
+  // The op's compute time on the device, as a run charges it (from the
+  // cost model, computed once here): placers that weigh every op on every
+  // device (the list schedulers) read it rather than ask the cost model.
+  double OpTimeUs(int32_t op, int32_t device) const {
+    return op_time_us_[static_cast<size_t>(slot_of_[op]) * num_devices_ + device];
+  }
 
  private:
   struct Scratch;   // per-run state, reused between runs
