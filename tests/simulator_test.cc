@@ -7,6 +7,7 @@
 
 #include "cluster/presets.h"
 #include "cost/op_time_table.h"
+#include "graph/canonical_order.h"
 #include "models/registry.h"
 #include "models/synthetic.h"
 #include "report/sim_report.h"
@@ -238,6 +239,29 @@ TEST(SimulatorTest, OversizedGraphFailsWithOutOfMemory) {
   SimResult parameters = f.Run({kGpu1, kGpu1, kGpu1}, SimOptions{.stop_at_oom = true});
   EXPECT_TRUE(parameters.oom);
   EXPECT_FALSE(f.Run({kCpu, kCpu, kCpu}).oom);
+}
+
+// OpTimeUs reads the simulator's table, which is kept by slot (canonical
+// topological rank), not by op index: on a model whose ops are not stored in
+// that order, it must still give each op its own time (the list schedulers
+// read it instead of the cost model).
+TEST(SimulatorTest, OpTimeUsIsTheCostModelsTimeForEachOpAndDevice) {
+  Graph graph = MakeModel("inception_v3");
+  Cluster cluster = *MakeClusterPreset("p100x4");
+  CostModel cost(cluster);
+  Simulator simulator(graph, cluster, cost);
+  const std::vector<int32_t> order = CanonicalOrder(graph);
+  int32_t renumbered = 0;  // ops whose slot is not their index: what the test is about
+  for (int32_t i = 0; i < graph.num_ops(); ++i) renumbered += order[i] != i;
+  ASSERT_GT(renumbered, 0);
+  int32_t compared = 0;
+  for (int32_t op = 0; op < graph.num_ops(); ++op) {
+    for (int32_t d = 0; d < cluster.num_devices(); ++d) {
+      ASSERT_EQ(simulator.OpTimeUs(op, d), cost.OpTimeUs(graph.op(op), d)) << graph.op(op).name << " on " << d;
+      ++compared;
+    }
+  }
+  EXPECT_GT(compared, 0);
 }
 
 // The environment grades a placement out of memory by the share of its peak
