@@ -8,6 +8,9 @@
 #   POLICY=runs/policies/k80x2.pt CLUSTER=k80x2 \
 #     HELD="held/rnnlm_l3.json held/nmt_h512.json resnet18.json" bash bench/gdp_generalisation.sh
 #
+# FINETUNE_STEPS=0 or SCRATCH_SECONDS=0 leaves that column out ("-"): a
+# zero-shot table for every preset's policy takes minutes, not an hour.
+#
 # HELD defaults to built-in models at sizes the reference training does not
 # use (written to runs/held/ by `devplace generate`) and, when it exists,
 # runs/held/resnet18.json (tools/export_pytorch.py resnet18, then import).
@@ -38,17 +41,26 @@ for graph in $HELD; do
   t0=$(now)
   "$devplace" place --overwrite --method gdp --graph "$graph" --cluster "$cluster" --policy "$policy" --json --out "$work/$name-zero" > "$work/zero.json" 2> /dev/null
   t1=$(now)
-  "$devplace" place --overwrite --method gdp --graph "$graph" --cluster "$cluster" --policy "$policy" --max-steps "$finetune" --json \
-    --out "$work/$name-tune" > "$work/tune.json" 2> /dev/null
+  echo '{"step_time_s": null}' > "$work/tune.json"
+  if [ "$finetune" != 0 ]; then
+    "$devplace" place --overwrite --method gdp --graph "$graph" --cluster "$cluster" --policy "$policy" --max-steps "$finetune" --json \
+      --out "$work/$name-tune" > "$work/tune.json" 2> /dev/null
+  fi
   t2=$(now)
-  "$devplace" place --overwrite --method gdp --graph "$graph" --cluster "$cluster" --max-seconds "$scratch" --json \
-    --out "$work/$name-scratch" > "$work/scratch.json" 2> /dev/null
+  echo '{"step_time_s": null}' > "$work/scratch.json"
+  if [ "$scratch" != 0 ]; then
+    "$devplace" place --overwrite --method gdp --graph "$graph" --cluster "$cluster" --max-seconds "$scratch" --json \
+      --out "$work/$name-scratch" > "$work/scratch.json" 2> /dev/null
+  fi
   "$devplace" compare --graph "$graph" --cluster "$cluster" --json > "$work/compare.json" 2> /dev/null
   best=$(python3 -c "
 import json,sys
 rows=[r for r in json.load(open(sys.argv[1])) if r.get('step_time_s') is not None and not r['oom'] and not r['invalid']]
 r=min(rows,key=lambda r:r['step_time_s']); print('%.4f (%s)' % (r['step_time_s'], r['method']))" "$work/compare.json")
-  printf "| %s | %.4f | %.1f | %.4f | %.1f | %.4f | %s |\n" "$name" "$(field "$work/zero.json" step_time_s)" \
-    "$(python3 -c "print($t1 - $t0)")" "$(field "$work/tune.json" step_time_s)" "$(python3 -c "print($t2 - $t1)")" \
-    "$(field "$work/scratch.json" step_time_s)" "$best"
+  # A column left out (or a run that placed nothing) prints "-".
+  num() { python3 -c "import sys; print(sys.argv[1] if sys.argv[1] == '-' else '%.4f' % float(sys.argv[1]))" "$1"; }
+  tune_wall=$(python3 -c "print('-' if '$finetune' == '0' else '%.1f' % ($t2 - $t1))")
+  printf "| %s | %s | %.1f | %s | %s | %s | %s |\n" "$name" "$(num "$(field "$work/zero.json" step_time_s)")" \
+    "$(python3 -c "print($t1 - $t0)")" "$(num "$(field "$work/tune.json" step_time_s)")" "$tune_wall" \
+    "$(num "$(field "$work/scratch.json" step_time_s)")" "$best"
 done

@@ -138,9 +138,11 @@ std::vector<int32_t> DevicesOfKind(const Cluster& cluster, DeviceKind kind) {
 }
 
 double FastestOpTimeUs(const PlacementProblem& problem, int32_t op) {
+  // The simulator already holds every op's time on every device; asking the
+  // cost model again would redo its roofline sums per call.
   double best = std::numeric_limits<double>::infinity();
   for (int32_t d = 0; d < problem.cluster.num_devices(); ++d) {
-    best = std::min(best, problem.cost.OpTimeUs(problem.graph.op(op), d));
+    best = std::min(best, problem.simulator.OpTimeUs(op, d));
   }
   return best;
 }
