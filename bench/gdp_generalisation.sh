@@ -34,7 +34,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 field() { python3 -c "import json,sys; v=json.load(open(sys.argv[1]))[sys.argv[2]]; print('-' if v is None else v)" "$@"; }
 now() { date +%s.%N; }
-echo "| held-out graph | zero-shot s | its wall s | fine-tuned ($finetune updates) s | its wall s | scratch (${scratch} s) s | fastest baseline s (method) |"
+tune_head=$([ "$finetune" = 0 ] && echo "fine-tuned (not run)" || echo "fine-tuned ($finetune updates) s")
+scratch_head=$([ "$scratch" = 0 ] && echo "scratch (not run)" || echo "scratch (${scratch} s) s")
+echo "| held-out graph | zero-shot s | its wall s | $tune_head | its wall s | $scratch_head | fastest baseline s (method) |"
 echo "|---|---|---|---|---|---|---|"
 for graph in $HELD; do
   name=$(basename "$graph" .json)
