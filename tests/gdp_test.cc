@@ -590,5 +590,34 @@ TEST(GdpNetTest, PolicyFileRoundTripsAndRefusesAnotherClusterOrDamage) {
   }
 }
 
+// --start-bias beside a policy file replaces the learned start bonus the
+// file holds (a fine-tune told to stay nearer its start); without the flag
+// the file's value stands.
+TEST(GdpNetTest, AGivenStartBiasReplacesTheLoadedPolicysLearnedOne) {
+  testing::OwnedProblem p(KindsGraph());
+  GdpArchitecture a;
+  a.hidden = 16;
+  a.heads = 2;
+  a.devices = p.cluster.num_devices();
+  a.vocabulary = UnitVocabulary({&p.graph});
+  GdpNet net(a, 1.5);
+  testing::TempDir dir;
+  const std::string path = dir.File("policy.pt");
+  GdpPolicyFileFacts facts;
+  facts.cluster_name = p.cluster.name;
+  for (const Device& d : p.cluster.devices) facts.device_kinds.push_back(DeviceKindName(d.kind));
+  facts.graphs = {"kinds"};
+  SaveGdpPolicyFile(path, net, facts);
+
+  RlOptions options;
+  options.method = "gdp";
+  options.policy_file = path;
+  EXPECT_EQ(MakePolicy(p.get(), options)->prior_parameters().at(0).item<double>(), 1.5);
+  options.gdp_start_bias = 7;  // a value without the flag: the file's stands
+  EXPECT_EQ(MakePolicy(p.get(), options)->prior_parameters().at(0).item<double>(), 1.5);
+  options.gdp_start_bias_given = true;
+  EXPECT_EQ(MakePolicy(p.get(), options)->prior_parameters().at(0).item<double>(), 7);
+}
+
 }  // namespace
 }  // namespace devplace

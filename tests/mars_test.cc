@@ -15,6 +15,7 @@
 
 
 #include "test_files.h"
+#include "rl/batch_trainer.h"
 #include "rl/checkpoint_file.h"
 #include "rl/deep_graph_infomax.h"
 #include "rl/mars_encoder.h"
@@ -380,6 +381,29 @@ TEST(MarsPlacerTest, TheLoopPlacesWithAndWithoutAPretrainedEncoderDeterministica
   RlOptions other = MarsOptions(8);
   other.encoder_file = folder.File("missing.pt");
   EXPECT_THROW(MakePolicy(problem.get(), other), Error);
+}
+
+// As for GDP: --start-bias beside a Mars policy file replaces the learned
+// start bonus the file holds; without the flag the file's value stands.
+TEST(MarsPlacerTest, AGivenStartBiasReplacesTheLoadedPolicysLearnedOne) {
+  testing::OwnedProblem problem(MakeModel("tiny"), *MakeClusterPreset("k80x2"));
+  testing::TempDir folder;
+  BatchTrainOptions train;
+  train.rl = MarsOptions(8);
+  train.rl.max_steps = 1;
+  train.rl.samples_per_step = 2;
+  train.rl.worker_threads = 1;
+  train.rl.checkpoint_seconds = 0;
+  train.policy_out = folder.File("mars.pt");
+  TrainAcrossGraphs({problem.get()}, train);
+
+  RlOptions options = MarsOptions(8);
+  options.policy_file = train.policy_out;
+  const double learned = MakePolicy(problem.get(), options)->prior_parameters().at(0).item<double>();
+  options.gdp_start_bias = learned + 4;  // without the flag: the file's value stands
+  EXPECT_EQ(MakePolicy(problem.get(), options)->prior_parameters().at(0).item<double>(), learned);
+  options.gdp_start_bias_given = true;
+  EXPECT_FLOAT_EQ(MakePolicy(problem.get(), options)->prior_parameters().at(0).item<double>(), learned + 4);
 }
 
 // Issue 15's question, does the pre-trained encoder help GDP: with

@@ -489,6 +489,7 @@ void AddPlaceCommand(CLI::App& app) {
       flags->algorithm_given = cmd->count("--algorithm") > 0;
       flags->learning_rate_given = cmd->count("--learning-rate") > 0;
       flags->measure_steps_given = cmd->count("--measure-steps") > 0 && cmd->count("--run-steps") == 0;
+      RefuseNetworkFlagsWithPolicy(*cmd, flags->rl);
       RunPlace(*flags);
     } catch (const Error&) {
       throw;

@@ -3,12 +3,19 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/flag_checks.h"
+#include "util/error.h"
 
 namespace devplace {
 
 void AddGdpNetworkFlags(CLI::App* command, RlOptions& rl, const std::string& group) {
-  command->add_option("--start-bias", rl.gdp_start_bias,
-                  "GDP: starting bonus on each unit's logit for the device of the fastest start probe (learned; 0 = no probes)")
+  command->add_option_function<double>(
+         "--start-bias",
+         [&rl](double bias) {
+           rl.gdp_start_bias = bias;
+           rl.gdp_start_bias_given = true;
+         },
+         "GDP: starting bonus on each unit's logit for the device of the fastest start probe (learned; 0 = no probes; "
+         "with --policy it replaces the policy's learned bonus)")
       ->group(group)->check(InRange(0.0, 100.0));
   command->add_flag("--gdp-no-baseline-probes{false}", rl.gdp_baseline_probes,
                     "GDP: start probes of the network's stretches only, not the expert's, METIS's, MinCut's and Scotch's placements")
@@ -43,6 +50,21 @@ void AddMarsFlags(CLI::App* command, RlOptions& rl, const std::string& group) {
   command->add_option("--mars-encoder-hidden", rl.mars_encoder_hidden, "Mars: width of a fresh encoder's GCN")
       ->group(group)->check(InRange(1, 4096));
   command->add_option("--mars-encoder-layers", rl.mars_encoder_layers, "Mars: a fresh encoder's GCN layers")->group(group)->check(InRange(1, 16));
+}
+
+void RefuseNetworkFlagsWithPolicy(const CLI::App& command, const RlOptions& rl) {
+  if (rl.policy_file.empty()) return;
+  // The sizes and ablations a policy file fixes: given beside one, they
+  // would be silently ignored.
+  static const char* const kArchitectureFlags[] = {
+      "--gdp-hidden",  "--gdp-sage-layers", "--gdp-placer-layers",  "--gdp-heads",          "--gdp-segment",
+      "--gdp-no-attention", "--gdp-no-superposition", "--mars-hidden", "--mars-segment", "--mars-encoder-hidden",
+      "--mars-encoder-layers"};
+  for (const char* flag : kArchitectureFlags) {
+    if (command.count(flag) > 0) {
+      throw Error(std::string(flag) + " does not go with --policy: the policy file fixes the network's architecture");
+    }
+  }
 }
 
 }  // namespace devplace

@@ -56,6 +56,7 @@ class GdpNetImpl : public torch::nn::Module {
   torch::Tensor start_bias() const { return start_bias_; }
   // The Mars encoder in GraphSAGE's place; null without one.
   MarsEncoder& encoder() { return encoder_; }
+  // Replaces the learned start bonus (a loaded policy given --start-bias).
   void set_start_bias(double value);
 
  private:

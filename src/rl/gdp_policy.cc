@@ -193,7 +193,9 @@ std::unique_ptr<Policy> MakeGdpPolicy(const PlacementProblem& problem, const RlO
   ValidateRlOptions(options);
   if (!options.policy_file.empty()) {
     if (!options.encoder_file.empty()) throw Error("--encoder and --policy: a trained policy holds its graph embedding already; give one");
-    return MakeGdpPolicyWithNet(problem, LoadGdpPolicyFile(options.policy_file, problem.cluster), options);
+    GdpNet net = LoadGdpPolicyFile(options.policy_file, problem.cluster);
+    if (options.gdp_start_bias_given) net->set_start_bias(options.gdp_start_bias);
+    return MakeGdpPolicyWithNet(problem, std::move(net), options);
   }
   return MakeGdpPolicyWithNet(problem, MakeGdpNet(options, problem.cluster.num_devices(), {&problem.graph}), options);
 }

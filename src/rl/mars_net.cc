@@ -63,6 +63,11 @@ MarsNetImpl::Encoded MarsNetImpl::Encode(const UnitInputs& inputs, bool encoder_
   return e;
 }
 
+void MarsNetImpl::set_start_bias(double value) {
+  torch::NoGradGuard no_grad;
+  start_bias_.fill_(value);
+}
+
 torch::Tensor MarsNetImpl::LogProbs(const torch::Tensor& h, const torch::Tensor& context, int64_t first, const torch::Tensor& start,
                                     const torch::Tensor& allowed, double tanh_constant, double temperature) {
   const int64_t T = h.size(1);

@@ -73,6 +73,8 @@ class MarsNetImpl : public torch::nn::Module {
   const MarsEncoder& encoder() const { return encoder_; }
   const MarsPlacerArchitecture& architecture() const { return architecture_; }
   torch::Tensor start_bias() const { return start_bias_; }
+  // Replaces the learned start bonus (a loaded policy given --start-bias).
+  void set_start_bias(double value);
   // The placer's own parameters (everything but the graph encoder's).
   std::vector<torch::Tensor> placer_parameters() const;
 

@@ -130,7 +130,9 @@ std::unique_ptr<Policy> MakeMarsPolicy(const PlacementProblem& problem, const Rl
   ValidateRlOptions(options);
   if (!options.policy_file.empty()) {
     if (!options.encoder_file.empty()) throw Error("--encoder and --policy: a Mars policy file holds its encoder already; give one");
-    return MakeMarsPolicyWithNet(problem, LoadMarsPolicyFile(options.policy_file, problem.cluster), options);
+    MarsNet net = LoadMarsPolicyFile(options.policy_file, problem.cluster);
+    if (options.gdp_start_bias_given) net->set_start_bias(options.gdp_start_bias);
+    return MakeMarsPolicyWithNet(problem, std::move(net), options);
   }
   MarsNet net(MarsStartEncoder(options, {&problem.graph}), MarsPlacerArchitectureOf(options, problem.cluster.num_devices()),
               options.gdp_start_bias);

@@ -131,6 +131,10 @@ struct RlOptions {
   // of the start probes (learned from there; rl/gdp_policy.h). 0: no start
   // probes, the paper's start from random weights.
   double gdp_start_bias = 3.0;
+  // Whether the user chose gdp_start_bias: with a policy file (GDP's or
+  // Mars's), the given value replaces the learned one the file holds, so a
+  // fine-tune can be told to stay nearer its start.
+  bool gdp_start_bias_given = false;
   // The start probes also measure the placements of the cheap baselines
   // (expert, METIS, MinCut, Scotch: milliseconds each), so the start is
   // never slower than the fastest of them (rl/gdp_policy.cc says why).
