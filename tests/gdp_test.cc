@@ -544,22 +544,32 @@ TEST(GdpTrainerTest, BatchTrainingReachesTheBestPlacementOfTwoDifferentGraphs) {
 
 // A saved network loads with the same outputs; loading it for another
 // device count, or a damaged file, is one clear Error.
-TEST(GdpNetTest, PolicyFileRoundTripsAndRefusesAnotherClusterOrDamage) {
-  testing::OwnedProblem p(KindsGraph());
+// A small network for p's graph and cluster with the given start bonus.
+GdpNet SmallNet(const testing::OwnedProblem& p, double start_bias) {
   GdpArchitecture a;
   a.hidden = 16;
   a.heads = 2;
   a.devices = p.cluster.num_devices();
   a.vocabulary = UnitVocabulary({&p.graph});
-  torch::manual_seed(5);
-  GdpNet net(a, 1.5);
-  testing::TempDir dir;
-  const std::string path = dir.File("policy.pt");
+  return GdpNet(a, start_bias);
+}
+
+void SavePolicy(const std::string& path, GdpNet& net, const testing::OwnedProblem& p) {
   GdpPolicyFileFacts facts;
   facts.cluster_name = p.cluster.name;
   for (const Device& d : p.cluster.devices) facts.device_kinds.push_back(DeviceKindName(d.kind));
   facts.graphs = {"kinds"};
   SaveGdpPolicyFile(path, net, facts);
+}
+
+TEST(GdpNetTest, PolicyFileRoundTripsAndRefusesAnotherClusterOrDamage) {
+  testing::OwnedProblem p(KindsGraph());
+  torch::manual_seed(5);
+  GdpNet net = SmallNet(p, 1.5);
+  const GdpArchitecture& a = net->architecture();
+  testing::TempDir dir;
+  const std::string path = dir.File("policy.pt");
+  SavePolicy(path, net, p);
 
   GdpNet loaded = LoadGdpPolicyFile(path, p.cluster);
   const OpFeatures features = BuildOpFeatures(p.graph, p.cluster);
@@ -595,19 +605,10 @@ TEST(GdpNetTest, PolicyFileRoundTripsAndRefusesAnotherClusterOrDamage) {
 // the file's value stands.
 TEST(GdpNetTest, AGivenStartBiasReplacesTheLoadedPolicysLearnedOne) {
   testing::OwnedProblem p(KindsGraph());
-  GdpArchitecture a;
-  a.hidden = 16;
-  a.heads = 2;
-  a.devices = p.cluster.num_devices();
-  a.vocabulary = UnitVocabulary({&p.graph});
-  GdpNet net(a, 1.5);
+  GdpNet net = SmallNet(p, 1.5);
   testing::TempDir dir;
   const std::string path = dir.File("policy.pt");
-  GdpPolicyFileFacts facts;
-  facts.cluster_name = p.cluster.name;
-  for (const Device& d : p.cluster.devices) facts.device_kinds.push_back(DeviceKindName(d.kind));
-  facts.graphs = {"kinds"};
-  SaveGdpPolicyFile(path, net, facts);
+  SavePolicy(path, net, p);
 
   RlOptions options;
   options.method = "gdp";
