@@ -34,6 +34,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 field() { python3 -c "import json,sys; v=json.load(open(sys.argv[1]))[sys.argv[2]]; print('-' if v is None else v)" "$@"; }
 now() { date +%s.%N; }
+# A step time to four places; a column left out (or a run that placed
+# nothing) stays "-".
+num() { python3 -c "import sys; print(sys.argv[1] if sys.argv[1] == '-' else '%.4f' % float(sys.argv[1]))" "$1"; }
 tune_head=$([ "$finetune" = 0 ] && echo "fine-tuned (not run)" || echo "fine-tuned ($finetune updates) s")
 scratch_head=$([ "$scratch" = 0 ] && echo "scratch (not run)" || echo "scratch (${scratch} s) s")
 echo "| held-out graph | zero-shot s | its wall s | $tune_head | its wall s | $scratch_head | fastest baseline s (method) |"
@@ -59,8 +62,6 @@ for graph in $HELD; do
 import json,sys
 rows=[r for r in json.load(open(sys.argv[1])) if r.get('step_time_s') is not None and not r['oom'] and not r['invalid']]
 r=min(rows,key=lambda r:r['step_time_s']); print('%.4f (%s)' % (r['step_time_s'], r['method']))" "$work/compare.json")
-  # A column left out (or a run that placed nothing) prints "-".
-  num() { python3 -c "import sys; print(sys.argv[1] if sys.argv[1] == '-' else '%.4f' % float(sys.argv[1]))" "$1"; }
   tune_wall=$(python3 -c "print('-' if '$finetune' == '0' else '%.1f' % ($t2 - $t1))")
   printf "| %s | %s | %.1f | %s | %s | %s | %s |\n" "$name" "$(num "$(field "$work/zero.json" step_time_s)")" \
     "$(python3 -c "print($t1 - $t0)")" "$(num "$(field "$work/tune.json" step_time_s)")" "$tune_wall" \

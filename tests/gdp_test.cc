@@ -542,8 +542,6 @@ TEST(GdpTrainerTest, BatchTrainingReachesTheBestPlacementOfTwoDifferentGraphs) {
   EXPECT_NEAR(GreedyStepTime(chain, options.policy_out, options.rl), BestOnGpus(chain), 1e-9);
 }
 
-// A saved network loads with the same outputs; loading it for another
-// device count, or a damaged file, is one clear Error.
 // A small network for p's graph and cluster with the given start bonus.
 GdpNet SmallNet(const testing::OwnedProblem& p, double start_bias) {
   GdpArchitecture a;
@@ -562,6 +560,8 @@ void SavePolicy(const std::string& path, GdpNet& net, const testing::OwnedProble
   SaveGdpPolicyFile(path, net, facts);
 }
 
+// A saved network loads with the same outputs; loading it for another
+// device count, or a damaged file, is one clear Error.
 TEST(GdpNetTest, PolicyFileRoundTripsAndRefusesAnotherClusterOrDamage) {
   testing::OwnedProblem p(KindsGraph());
   torch::manual_seed(5);
