@@ -406,8 +406,8 @@ void AddPlaceCommand(CLI::App& app) {
                   "GDP: a policy trained by `devplace train`; with no budget (or --max-steps 0) it places zero-shot "
                   "(its most likely placement and K - 1 samples, the fastest kept), with one it is fine-tuned")
       ->group(gdp);
-  AddGdpNetworkFlags(cmd, rl, gdp);
-  AddMarsFlags(cmd, rl, "Mars");
+  std::vector<const CLI::Option*> fixed_by_policy = AddGdpNetworkFlags(cmd, rl, gdp);
+  for (const CLI::Option* option : AddMarsFlags(cmd, rl, "Mars")) fixed_by_policy.push_back(option);
   cmd->add_option("--learning-rate", rl.learning_rate, "Adam's learning rate (default 0.0003; mars: 0.003)")->group(g)->check(Positive());
   cmd->add_option("--prior-learning-rate", rl.prior_learning_rate,
                   "HDP: Adam's learning rate for the starting stay bonus and locality weight")
@@ -483,13 +483,13 @@ void AddPlaceCommand(CLI::App& app) {
   cmd->add_option("--warm-start", rl.warm_start, "Imitate a baseline method, a placement file, or \"best\" (the fastest baseline) before RL")->group(g);
   cmd->add_option("--warm-start-steps", rl.warm_start_steps, "Supervised steps of the warm start")
       ->group(g)->check(NotNegative());
-  cmd->callback([flags, cmd] {
+  cmd->callback([flags, cmd, fixed_by_policy] {
     try {
       flags->max_steps_given = cmd->count("--max-steps") > 0;
       flags->algorithm_given = cmd->count("--algorithm") > 0;
       flags->learning_rate_given = cmd->count("--learning-rate") > 0;
       flags->measure_steps_given = cmd->count("--measure-steps") > 0 && cmd->count("--run-steps") == 0;
-      RefuseNetworkFlagsWithPolicy(*cmd, flags->rl);
+      RefuseFlagsFixedByPolicy(fixed_by_policy, flags->rl);
       RunPlace(*flags);
     } catch (const Error&) {
       throw;
