@@ -146,10 +146,15 @@ class AmoebaBuilder {
   int32_t units() const { return unit_; }
 
   // Weight decay (4e-5 on convolution weights, as the TPU implementation
-  // trains it): a term of the loss next to the weights.
+  // trains it): a term of the loss next to the weights. The scale before
+  // the L2Loss, in statements of their own: C++ leaves the order of a call's
+  // arguments unspecified, and this is the models' op order since they were
+  // written.
   Tensor Decayed(Tensor weights) {
     auto scope = b_.NameScope("Regularizer");
-    decay_terms_.push_back(Mul(b_, "l2_regularizer", L2Loss(b_, "L2Loss", weights), Const(b_, "scale", {})));
+    const Tensor scale = Const(b_, "scale", {});
+    const Tensor l2 = L2Loss(b_, "L2Loss", weights);
+    decay_terms_.push_back(Mul(b_, "l2_regularizer", l2, scale));
     return weights;
   }
   const std::vector<Tensor>& decay_terms() const { return decay_terms_; }

@@ -24,13 +24,21 @@ using namespace tf;
 
 namespace {
 
+// Where a call would make more than one op from its arguments, each op has a
+// statement of its own: C++ leaves the order of a call's arguments
+// unspecified, and the order written here (the right-most argument first) is
+// the model's op order since it was written.
+
 // BERT's tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 Tensor Gelu(B& b, Tensor x) {
   auto scope = b.NameScope("gelu");
   Tensor cube = Unary(b, "Pow", "Pow", x);
   Tensor inner = Add(b, "add", x, Mul(b, "mul", cube, Const(b, "mul/x", {})));
   Tensor t = Unary(b, "Tanh", "Tanh", Mul(b, "mul_1", inner, Const(b, "mul_1/x", {})));
-  Tensor cdf = Mul(b, "mul_2", Add(b, "add_1", t, Const(b, "add_1/x", {})), Const(b, "mul_2/x", {}));
+  const Tensor half = Const(b, "mul_2/x", {});
+  const Tensor one = Const(b, "add_1/x", {});
+  const Tensor shifted = Add(b, "add_1", t, one);
+  Tensor cdf = Mul(b, "mul_2", shifted, half);
   return Mul(b, "mul_3", x, cdf);
 }
 
@@ -43,7 +51,9 @@ Tensor SelfAttention(B& b, Tensor x, Tensor mask_adder, const BertConfig& c) {
   Tensor q = heads("query", layers::Dense(b, "self/query", x, c.hidden));
   Tensor k = heads("key", layers::Dense(b, "self/key", x, c.hidden));
   Tensor v = heads("value", layers::Dense(b, "self/value", x, c.hidden));
-  Tensor scores = Mul(b, "self/Mul", BatchMatMul(b, "self/MatMul", q, k, false, true), Const(b, "self/Mul/y", {}));
+  const Tensor scale = Const(b, "self/Mul/y", {});
+  const Tensor qk = BatchMatMul(b, "self/MatMul", q, k, false, true);
+  Tensor scores = Mul(b, "self/Mul", qk, scale);
   Tensor probs = Dropout(b, "self/dropout", Softmax(b, "self/Softmax", Add(b, "self/add", scores, mask_adder)));
   Tensor context = BatchMatMul(b, "self/MatMul_1", probs, v);  // [N, H, S, D]
   Tensor rows = Reshape(b, "self/Reshape_3", Transpose(b, "self/transpose_3", context, {0, 2, 1, 3}), {N * S, c.hidden});
@@ -109,8 +119,9 @@ Graph MakeBert(const BertConfig& c) {
       auto name = b.NameScope("cls/predictions");
       Tensor picked = Gather(b, "GatherV2", x, input[3]);  // [N * P, d]
       Tensor h = layers::LayerNorm(b, "transform/LayerNorm", Gelu(b, layers::Dense(b, "transform/dense", picked, d)));
-      Tensor logits = BiasAdd(b, "BiasAdd", MatMul(b, "MatMul", h, word_embeddings, false, true),
-                              b.Variable("output_bias", {c.vocab}));
+      const Tensor output_bias = b.Variable("output_bias", {c.vocab});
+      const Tensor product = MatMul(b, "MatMul", h, word_embeddings, false, true);
+      Tensor logits = BiasAdd(b, "BiasAdd", product, output_bias);
       Tensor nll = SparseSoftmaxCrossEntropy(b, "xent", logits, input[4]).loss;
       mlm_loss = Reduce(b, "Mean", "Mean", nll, {0}, false);
     }
@@ -118,8 +129,10 @@ Graph MakeBert(const BertConfig& c) {
       auto name = b.NameScope("cls/seq_relationship");
       Tensor first = Reshape(b, "Squeeze", Slice(b, "strided_slice", x, {N, d}), {N, d});
       Tensor pooled = Unary(b, "Tanh", "pooler/Tanh", layers::Dense(b, "pooler/dense", first, d));
-      Tensor logits = BiasAdd(b, "BiasAdd", MatMul(b, "MatMul", pooled, b.Variable("output_weights", {2, d}), false, true),
-                              b.Variable("output_bias", {2}));
+      const Tensor output_bias = b.Variable("output_bias", {2});
+      const Tensor output_weights = b.Variable("output_weights", {2, d});
+      const Tensor product = MatMul(b, "MatMul", pooled, output_weights, false, true);
+      Tensor logits = BiasAdd(b, "BiasAdd", product, output_bias);
       nsp_loss = Reduce(b, "Mean", "Mean", SparseSoftmaxCrossEntropy(b, "xent", logits, input[5]).loss, {0}, false);
     }
     loss = AddN(b, "total_loss", {mlm_loss, nsp_loss});

@@ -75,9 +75,14 @@ class InceptionBuilder {
 
   // Weight decay (inception_v3_arg_scope: 0.00004 on the weights of every
   // batch-normalized convolution): a term of the loss next to the weights.
+  // The scale before the L2Loss, in statements of their own: C++ leaves the
+  // order of a call's arguments unspecified, and this is the models' op
+  // order since they were written.
   void Decay(Tensor weights) {
     auto scope = b_.NameScope("Regularizer");
-    decay_terms_.push_back(Mul(b_, "l2_regularizer", L2Loss(b_, "L2Loss", weights), Const(b_, "scale", {})));
+    const Tensor scale = Const(b_, "scale", {});
+    const Tensor l2 = L2Loss(b_, "L2Loss", weights);
+    decay_terms_.push_back(Mul(b_, "l2_regularizer", l2, scale));
   }
   const std::vector<Tensor>& decay_terms() const { return decay_terms_; }
 
@@ -144,7 +149,7 @@ Graph MakeInceptionV3(const InceptionConfig& config) {
           t = net.ConvBn("Conv2d_0b_3x3", t, 96, 3, 3);
           return net.ConvBn("Conv2d_0c_3x3", t, 96, 3, 3);
         },
-        [&, pool_depth] {
+        [&, pool_depth = pool_depth] {
           Tensor t = Pool(b, "AvgPool", "AvgPool_0a_3x3/AvgPool", in, 3, 3, 1, Padding::kSame);
           return net.ConvBn("Conv2d_0b_1x1", t, pool_depth, 1, 1);
         }});

@@ -35,9 +35,17 @@ LstmState LstmCell(B& b, const std::string& name, Tensor x, LstmState state, Ten
   Tensor forget_bias = Const(b, "add/y", {});
   Tensor forget = Unary(b, "Sigmoid", "Sigmoid", Add(b, "add", ijfo[2], forget_bias));
   Tensor kept = Mul(b, "mul", state.c, forget);
-  Tensor written = Mul(b, "mul_1", Unary(b, "Sigmoid", "Sigmoid_1", ijfo[0]), Unary(b, "Tanh", "Tanh", ijfo[1]));
+  // One op per statement where a call would make two: C++ leaves the order
+  // of a call's arguments unspecified, and the order written here (the
+  // right-hand operand first) is the models' op order since they were
+  // written, whichever compiler builds them.
+  const Tensor tanh_j = Unary(b, "Tanh", "Tanh", ijfo[1]);
+  const Tensor sigmoid_i = Unary(b, "Sigmoid", "Sigmoid_1", ijfo[0]);
+  Tensor written = Mul(b, "mul_1", sigmoid_i, tanh_j);
   Tensor c = Add(b, "add_1", kept, written);
-  Tensor h = Mul(b, "mul_2", Unary(b, "Tanh", "Tanh_1", c), Unary(b, "Sigmoid", "Sigmoid_2", ijfo[3]));
+  const Tensor sigmoid_o = Unary(b, "Sigmoid", "Sigmoid_2", ijfo[3]);
+  const Tensor tanh_c = Unary(b, "Tanh", "Tanh_1", c);
+  Tensor h = Mul(b, "mul_2", tanh_c, sigmoid_o);
   return {c, h};
 }
 

@@ -283,7 +283,7 @@ Graph MakeModel(const std::string& name, const ModelParams& params) {
     if (e.info.name != name) continue;
     for (const auto& [key, value] : params) {
       auto param = std::find_if(e.info.params.begin(), e.info.params.end(),
-                                [&](const ModelParam& p) { return p.name == key; });
+                                [&key = key](const ModelParam& p) { return p.name == key; });
       if (param == e.info.params.end()) {
         Reject(name, "no parameter '" + ForMessage(key) + "' (it takes: " + ParamNames(e.info) + ")");
       }

@@ -23,6 +23,11 @@ using namespace tf;
 
 namespace {
 
+// Where a call would make more than one op from its arguments, each op has a
+// statement of its own: C++ leaves the order of a call's arguments
+// unspecified, and the order written here (the right-most argument first) is
+// the model's op order since it was written.
+
 struct XlShapes {
   int64_t q, m, k, batch, d, heads, d_head, inner;
 };
@@ -60,7 +65,9 @@ Tensor RelativeAttention(B& b, Tensor w, Tensor memory, Tensor r, Tensor r_w_bia
              {s.batch, s.heads, s.q * s.k});
   bd = Reshape(b, "rel_shift/Reshape_1", bd, {s.batch, s.heads, s.q, s.k});
 
-  Tensor score = Mul(b, "mul", Add(b, "add_2", ac, bd), Const(b, "scale", {}));
+  const Tensor scale = Const(b, "scale", {});
+  const Tensor ac_bd = Add(b, "add_2", ac, bd);
+  Tensor score = Mul(b, "mul", ac_bd, scale);
   // Causal mask over the segment and its memory: score * (1 - m) - 1e30 * m.
   Tensor keep = Const(b, "attn_mask/keep", {s.q, s.k});
   Tensor big = Const(b, "attn_mask/big", {s.q, s.k});
@@ -101,8 +108,9 @@ Graph MakeTransformerXl(const TransformerXlConfig& config) {
     embedding = b.Variable("adaptive_embed/lookup_table", {config.vocab, s.d});
     r_w_bias = b.Variable("r_w_bias", {s.heads * s.d_head});
     r_r_bias = b.Variable("r_r_bias", {s.heads * s.d_head});
-    Tensor scaled = Mul(b, "adaptive_embed/mul", Gather(b, "adaptive_embed/embedding_lookup", embedding, batch[0]),
-                        Const(b, "adaptive_embed/scale", {}));
+    const Tensor scale = Const(b, "adaptive_embed/scale", {});
+    const Tensor looked_up = Gather(b, "adaptive_embed/embedding_lookup", embedding, batch[0]);
+    Tensor scaled = Mul(b, "adaptive_embed/mul", looked_up, scale);
     h = Dropout(b, "dropout", scaled);
     // Sinusoid embeddings of the relative positions k-1 .. 0.
     Tensor positions = Plain(b, "pos_emb/range", "Range", {}, {s.k}, 0);
@@ -132,8 +140,9 @@ Graph MakeTransformerXl(const TransformerXlConfig& config) {
     auto name = b.NameScope("adaptive_softmax");
     Tensor out = Dropout(b, "dropout", h);
     // The softmax's weights are the embedding's (tie_weight).
-    Tensor logits = BiasAdd(b, "BiasAdd", MatMul(b, "MatMul", out, embedding, false, true),
-                            b.Variable("bias", {config.vocab}));
+    const Tensor bias = b.Variable("bias", {config.vocab});
+    const Tensor product = MatMul(b, "MatMul", out, embedding, false, true);
+    Tensor logits = BiasAdd(b, "BiasAdd", product, bias);
     Tensor nll = SparseSoftmaxCrossEntropy(b, "xent", logits, batch[1]).loss;
     loss = Reduce(b, "Mean", "Mean", nll, {0}, false);
   }

@@ -86,7 +86,12 @@ Graph MakeWaveNet(const WaveNetConfig& config) {
     auto name = b.NameScope("dilated_stack/layer" + std::to_string(l));
     Tensor filter = Conv1d(b, "conv_filter", x, config.dilation_channels, 2, dilation);
     Tensor gate = Conv1d(b, "conv_gate", x, config.dilation_channels, 2, dilation);
-    Tensor out = Mul(b, "mul", Unary(b, "Tanh", "Tanh", filter), Unary(b, "Sigmoid", "Sigmoid", gate));
+    // The gate's Sigmoid before the Tanh, in statements of their own: C++
+    // leaves the order of a call's arguments unspecified, and this is the
+    // model's op order since it was written.
+    const Tensor gate_sigmoid = Unary(b, "Sigmoid", "Sigmoid", gate);
+    const Tensor filter_tanh = Unary(b, "Tanh", "Tanh", filter);
+    Tensor out = Mul(b, "mul", filter_tanh, gate_sigmoid);
     skips.push_back(Conv1d(b, "skip", LastSteps(b, "skip_cut", out, out_time), config.skip_channels, 1, 1));
     // The last layer's residual output would feed nothing: no gradient
     // reaches it, so it is left out (TensorFlow prunes it from the step).
