@@ -80,6 +80,54 @@ TEST(ModelsTest, RegistryListsEveryBenchmark) {
   EXPECT_TRUE(listed.count("synthetic"));
 }
 
+// FNV-1a 64 of the op names in index order, each followed by '\n'.
+uint64_t OpOrderDigest(const Graph& graph) {
+  uint64_t hash = 14695981039346656037ull;
+  for (int32_t i = 0; i < graph.num_ops(); ++i) {
+    for (char c : graph.op(i).name + "\n") hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  }
+  return hash;
+}
+
+// The op numbering reaches the grouping, the placers and every seeded
+// search, so it must not depend on the compiler (C++ leaves the order of a
+// call's arguments unspecified; docs/models.md, "Op order"). The table
+// changes only when a model is changed on purpose: the failure message
+// prints the new digest.
+TEST(ModelsTest, EachModelsOpOrderIsPinned) {
+  const std::map<std::string, uint64_t> expected = {
+      {"tiny", 0x49aa56044f0831a9ull},
+      {"synthetic", 0x674af85190b28e05ull},
+      {"rnnlm", 0x036b1f7c7beded3dull},
+      {"rnnlm_large", 0x036b1f7c7beded3dull},
+      {"rnnlm4", 0x0e85d5fc5597ca32ull},
+      {"nmt", 0x46f96f94ae8aaad6ull},
+      {"nmt_large", 0x46f96f94ae8aaad6ull},
+      {"gnmt2", 0x46f96f94ae8aaad6ull},
+      {"gnmt4", 0x65f30f9483883930ull},
+      {"gnmt8", 0x02db0b4e56b3ec08ull},
+      {"inception_v3", 0xdb37aba95a45d403ull},
+      {"transformer_xl2", 0x8c631de522ecea5aull},
+      {"transformer_xl4", 0x6f90083d4e8b78f3ull},
+      {"transformer_xl8", 0xb6f07c6df4ed88dfull},
+      {"wavenet2x18", 0xb8e72f7722841d68ull},
+      {"wavenet4x36", 0x3d1a1f68a0bc2211ull},
+      {"amoebanet", 0x6456710b58b15a1eull},
+      {"bert_base", 0x1673433d52c6400cull},
+  };
+  for (const ModelInfo& info : ListModels()) {
+    const uint64_t digest = OpOrderDigest(MakeModel(info.name));
+    auto it = expected.find(info.name);
+    char text[32];
+    std::snprintf(text, sizeof text, "0x%016llxull", static_cast<unsigned long long>(digest));
+    if (it == expected.end()) {
+      ADD_FAILURE() << info.name << " has no pinned op order: {\"" << info.name << "\", " << text << "},";
+    } else {
+      EXPECT_EQ(digest, it->second) << info.name << "'s op order changed: now {\"" << info.name << "\", " << text << "},";
+    }
+  }
+}
+
 TEST(ModelsTest, EveryGraphIsAValidTrainingStep) {
   for (const std::string& name : kBenchmarks) {
     SCOPED_TRACE(name);
