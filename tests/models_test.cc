@@ -23,6 +23,7 @@
 #include "sim/simulator.h"
 #include "test_util.h"
 #include "util/error.h"
+#include "util/fnv1a.h"
 
 namespace devplace {
 namespace {
@@ -82,11 +83,9 @@ TEST(ModelsTest, RegistryListsEveryBenchmark) {
 
 // FNV-1a 64 of the op names in index order, each followed by '\n'.
 uint64_t OpOrderDigest(const Graph& graph) {
-  uint64_t hash = 14695981039346656037ull;
-  for (int32_t i = 0; i < graph.num_ops(); ++i) {
-    for (char c : graph.op(i).name + "\n") hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-  }
-  return hash;
+  std::string names;
+  for (int32_t i = 0; i < graph.num_ops(); ++i) names += graph.op(i).name + "\n";
+  return Fnv1a64(names);
 }
 
 // The op numbering reaches the grouping, the placers and every seeded

@@ -24,8 +24,8 @@ struct Flags {
     for (const CLI::Option* option : AddMarsFlags(&app, rl, "Mars")) fixed_by_policy.push_back(option);
   }
 
-  // Parses `name` alone, with a value where it takes one (valid for every
-  // size flag), then applies the --policy check.
+  // Parses `option` alone, with a value where it takes one (8: valid for
+  // every size flag), then applies the --policy check.
   void ParseAndCheck(const CLI::Option& option, const std::string& policy_file) {
     std::vector<std::string> args;  // CLI11 parses a reversed list
     if (option.get_expected_min() > 0) args.push_back("8");

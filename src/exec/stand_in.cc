@@ -4,17 +4,11 @@
 #include <cmath>
 
 #include "exec/kernel.h"
+#include "util/fnv1a.h"
 #include "util/random.h"
 
 namespace devplace {
 namespace {
-
-// FNV-1a: a name's bytes as a 64-bit number, the same on every machine.
-uint64_t HashName(std::string_view name) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ull;
-  return h;
-}
 
 constexpr int64_t kStandInSide = 128;  // its matmuls' largest side
 
@@ -64,7 +58,7 @@ at::Tensor& KernelCall::Out(int32_t i) {
 }
 
 at::Tensor SeededTensor(const TensorSpec& spec, uint64_t seed, std::string_view name, at::Device device) {
-  Random random(seed ^ HashName(name));
+  Random random(seed ^ Fnv1a64(name));
   const at::ScalarType type = ScalarTypeOf(spec.dtype);
   const std::vector<int64_t> shape = TorchShapeOf(spec);
   at::Tensor cpu;

@@ -146,10 +146,8 @@ class AmoebaBuilder {
   int32_t units() const { return unit_; }
 
   // Weight decay (4e-5 on convolution weights, as the TPU implementation
-  // trains it): a term of the loss next to the weights. The scale before
-  // the L2Loss, in statements of their own: C++ leaves the order of a call's
-  // arguments unspecified, and this is the models' op order since they were
-  // written.
+  // trains it): a term of the loss next to the weights. The scale comes
+  // before the L2Loss (op order: tf_ops.h).
   Tensor Decayed(Tensor weights) {
     auto scope = b_.NameScope("Regularizer");
     const Tensor scale = Const(b_, "scale", {});

@@ -24,10 +24,7 @@ using namespace tf;
 
 namespace {
 
-// Where a call would make more than one op from its arguments, each op has a
-// statement of its own: C++ leaves the order of a call's arguments
-// unspecified, and the order written here (the right-most argument first) is
-// the model's op order since it was written.
+// One op-making call per statement, in the model's op order (tf_ops.h).
 
 // BERT's tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 Tensor Gelu(B& b, Tensor x) {

@@ -75,9 +75,7 @@ class InceptionBuilder {
 
   // Weight decay (inception_v3_arg_scope: 0.00004 on the weights of every
   // batch-normalized convolution): a term of the loss next to the weights.
-  // The scale before the L2Loss, in statements of their own: C++ leaves the
-  // order of a call's arguments unspecified, and this is the models' op
-  // order since they were written.
+  // The scale comes before the L2Loss (op order: tf_ops.h).
   void Decay(Tensor weights) {
     auto scope = b_.NameScope("Regularizer");
     const Tensor scale = Const(b_, "scale", {});

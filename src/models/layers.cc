@@ -35,10 +35,8 @@ LstmState LstmCell(B& b, const std::string& name, Tensor x, LstmState state, Ten
   Tensor forget_bias = Const(b, "add/y", {});
   Tensor forget = Unary(b, "Sigmoid", "Sigmoid", Add(b, "add", ijfo[2], forget_bias));
   Tensor kept = Mul(b, "mul", state.c, forget);
-  // One op per statement where a call would make two: C++ leaves the order
-  // of a call's arguments unspecified, and the order written here (the
-  // right-hand operand first) is the models' op order since they were
-  // written, whichever compiler builds them.
+  // Each gate's op in a statement of its own, right-hand operand first
+  // (op order: tf_ops.h).
   const Tensor tanh_j = Unary(b, "Tanh", "Tanh", ijfo[1]);
   const Tensor sigmoid_i = Unary(b, "Sigmoid", "Sigmoid_1", ijfo[0]);
   Tensor written = Mul(b, "mul_1", sigmoid_i, tanh_j);

@@ -7,6 +7,14 @@
 //
 // FLOPs: a matmul is 2*m*n*k, a convolution 2*N*Hout*Wout*Cout*Cin*kh*kw,
 // elementwise ops about one per element (a few for transcendental ones).
+//
+// A helper numbers its op as it is called, and the numbering reaches the
+// grouping, the placers and every seeded search. So a call makes at most one
+// op from its arguments: C++ leaves the order of a call's arguments
+// unspecified (GCC evaluates them right to left, clang left to right), so
+// two op-making arguments get a statement each. Where the models had such
+// calls, the statements keep GCC's order (the right-most argument first),
+// the models' op order since they were written (models_test pins it).
 #pragma once
 
 #include <cstdint>

@@ -23,10 +23,7 @@ using namespace tf;
 
 namespace {
 
-// Where a call would make more than one op from its arguments, each op has a
-// statement of its own: C++ leaves the order of a call's arguments
-// unspecified, and the order written here (the right-most argument first) is
-// the model's op order since it was written.
+// One op-making call per statement, in the model's op order (tf_ops.h).
 
 struct XlShapes {
   int64_t q, m, k, batch, d, heads, d_head, inner;

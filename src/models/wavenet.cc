@@ -86,9 +86,7 @@ Graph MakeWaveNet(const WaveNetConfig& config) {
     auto name = b.NameScope("dilated_stack/layer" + std::to_string(l));
     Tensor filter = Conv1d(b, "conv_filter", x, config.dilation_channels, 2, dilation);
     Tensor gate = Conv1d(b, "conv_gate", x, config.dilation_channels, 2, dilation);
-    // The gate's Sigmoid before the Tanh, in statements of their own: C++
-    // leaves the order of a call's arguments unspecified, and this is the
-    // model's op order since it was written.
+    // The gate's Sigmoid comes before the Tanh (op order: tf_ops.h).
     const Tensor gate_sigmoid = Unary(b, "Sigmoid", "Sigmoid", gate);
     const Tensor filter_tanh = Unary(b, "Tanh", "Tanh", filter);
     Tensor out = Mul(b, "mul", filter_tanh, gate_sigmoid);

@@ -18,6 +18,7 @@
 
 #include "util/error.h"
 #include "util/files.h"
+#include "util/fnv1a.h"
 
 namespace devplace {
 
@@ -31,15 +32,6 @@ namespace checkpoint_file {
 inline constexpr std::string_view kHeader = "DEVPLACE-CHECKPOINT 2\n";
 inline constexpr std::string_view kTrailerMagic = "DPCKSUM\n";
 inline constexpr size_t kTrailerBytes = 16;
-
-inline uint64_t Fnv1a64(std::string_view bytes) {
-  uint64_t hash = 0xcbf29ce484222325ull;
-  for (unsigned char c : bytes) {
-    hash ^= c;
-    hash *= 0x100000001b3ull;
-  }
-  return hash;
-}
 
 inline void AppendU64(std::string& out, uint64_t value) {
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xFF));
