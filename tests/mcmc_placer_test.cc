@@ -94,6 +94,100 @@ TEST(McmcTest, ReportsProgressAndStopsAtTheBudget) {
   EXPECT_EQ(last, 300);
 }
 
+// ---- Memory: where mcmc starts and how it scores out of memory (issue 47) ----
+
+// A chain of 12 layers of 100 MB parameters each (1.2 GB, more than a 1 GB
+// GPU holds), 1 ms each on a GPU, passing 30 MB between layers (30 ms on a
+// link): all on one GPU is the fastest step by far, and out of memory.
+Graph HeavyChainOfBigTensors() {
+  Graph g;
+  int32_t prev = -1;
+  for (int i = 0; i < 12; ++i) {
+    Op op = testing::MakeOp(i, "layer" + std::to_string(i), 1e9, 30'000'000);
+    op.persistent_bytes = 100'000'000;
+    const int32_t next = g.AddOp(op);
+    if (prev >= 0) g.AddDataEdge(prev, 0, next);
+    prev = next;
+  }
+  g.Finalize("heavy_chain");
+  return g;
+}
+
+// Fifteen independent 10 ms ops whose parameters (2,970 MB) fit three 1 GB
+// GPUs only when packed tightly: drawn as three bins of 990 MB, each cut
+// into five, and shuffled. Every one-shot placer overflows (first fit,
+// filling devices in turn, partitioning, and dp_split, which collapses
+// 2^15 down-sets to a chain), so the search must find a packing itself.
+Graph PackingPuzzle() {
+  Graph g;
+  int64_t id = 0;
+  for (int64_t mb : {221, 15, 107, 717, 90, 125, 104, 106, 270, 36, 552, 122, 47, 187, 271}) {
+    Op op = testing::MakeOp(id, "param" + std::to_string(id), 1e10, 4000);
+    op.persistent_bytes = mb * 1'000'000;
+    g.AddOp(op);
+    ++id;
+  }
+  g.Finalize("packing");
+  return g;
+}
+
+Cluster ThreeGpusOfOneGb() {
+  Cluster c;
+  c.name = "three_gpus";
+  for (int d = 0; d < 3; ++d) c.devices.push_back(testing::MakeDevice("gpu:" + std::to_string(d), DeviceKind::kGpu));
+  c.links = {{0, 1, 1e9, 10, -1}, {0, 2, 1e9, 10, -1}, {1, 2, 1e9, 10, -1}};
+  c.Finalize("three GPUs");
+  return c;
+}
+
+TEST(McmcMemoryTest, StartsFromTheFastestBaselineThatFitsAndEndsFitting) {
+  OwnedProblem owned(HeavyChainOfBigTensors(), MakeSlowCpuCluster());
+  // What makes the case: the fastest baseline of all is single_gpu, out of
+  // memory, and some other baseline fits.
+  const PlacementProblem problem = owned.get(1);
+  const std::vector<PlacerRun> runs = RunPlacers(problem, OneShotBaselineNames());
+  const PlacerRun* fastest = nullptr;
+  const PlacerRun* fastest_fitting = nullptr;
+  for (const PlacerRun& run : runs) {
+    if (!fastest || run.result.step_time_us < fastest->result.step_time_us) fastest = &run;
+    if (run.result.ok() && (!fastest_fitting || run.result.step_time_us < fastest_fitting->result.step_time_us)) {
+      fastest_fitting = &run;
+    }
+  }
+  ASSERT_NE(fastest, nullptr);
+  ASSERT_EQ(fastest->method, "single_gpu");
+  ASSERT_TRUE(fastest->result.oom);
+  ASSERT_NE(fastest_fitting, nullptr);
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    PlacementProblem seeded = owned.get(seed);
+    seeded.budget.max_evaluations = 300;
+    const PlacerOutput out = PlaceMcmc(seeded);
+    EXPECT_NE(out.note.find("started from " + fastest_fitting->method + ";"), std::string::npos) << out.note;
+    EXPECT_EQ(out.note.find("memory"), std::string::npos) << out.note;
+    const SimResult r = owned.simulator.Run(out.placement);
+    ASSERT_TRUE(r.ok()) << "seed " << seed << ": " << r.reason;
+    EXPECT_LE(r.step_time_us, fastest_fitting->result.step_time_us) << "seed " << seed;
+  }
+}
+
+TEST(McmcMemoryTest, FindsAPlacementThatFitsWhereNoBaselineDoes) {
+  OwnedProblem owned(PackingPuzzle(), ThreeGpusOfOneGb());
+  const PlacementProblem problem = owned.get(1);
+  for (const PlacerRun& run : RunPlacers(problem, OneShotBaselineNames())) {
+    ASSERT_TRUE(run.result.oom) << run.method << " fits: the case needs every baseline out of memory";
+  }
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    PlacementProblem seeded = owned.get(seed);
+    seeded.budget.max_evaluations = 1000;
+    const PlacerOutput out = PlaceMcmc(seeded);
+    EXPECT_NE(out.note.find("no one-shot baseline fits"), std::string::npos) << out.note;
+    const SimResult r = owned.simulator.Run(out.placement);
+    EXPECT_TRUE(r.ok()) << "seed " << seed << ": " << r.reason << "; " << out.note;
+  }
+}
+
+// ---- end of the memory block ----
+
 // An environment that judges placements its own way, unlike the simulator:
 // the fewer ops off device 0, the faster, but all on device 0 fails.
 class OffDeviceZeroEnvironment : public Environment {

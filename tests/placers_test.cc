@@ -1,9 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "cluster/presets.h"
 #include "models/synthetic.h"
 #include "placers/methods.h"
 #include "placers/placer.h"
+#include "placers/search_cost.h"
 #include "report/compare_table.h"
 #include "sim/lower_bound.h"
 #include "test_util.h"
@@ -468,6 +471,84 @@ TEST(ListSchedulersTest, EtfAndSctRefuseOncePastTheirBoundOnLooksAtReadyOps) {
   EXPECT_EQ(FindPlacer("m_etf").place(problem).placement.size(), static_cast<size_t>(width));
   EXPECT_GE(kMaxListScheduleLooks, int64_t{1'000'000'000});
 }
+
+// ---- How searches rank placements and choose a start (search_cost.h, issue 47) ----
+
+// A simulated result by hand: each device's peak, out of memory if any
+// peak passes its device's usable memory.
+SimResult ResultWithPeaks(const Cluster& cluster, std::vector<int64_t> peaks, double step_time_us) {
+  SimResult r;
+  r.step_time_us = step_time_us;
+  for (size_t d = 0; d < peaks.size(); ++d) {
+    DeviceStats stats;
+    stats.peak_memory_bytes = peaks[d];
+    r.oom = r.oom || peaks[d] > cluster.devices[d].usable_memory_bytes();
+    r.devices.push_back(stats);
+  }
+  return r;
+}
+
+TEST(SearchCostTest, AnyPlacementThatFitsBeatsAnyOutOfMemoryAndLessOverflowBeatsMore) {
+  const Cluster c = testing::MakeSlowCpuCluster();  // GPUs of 1 GB
+  const int64_t GB = 1'000'000'000;
+  // Issue 47's order: single GPU at 0.3 s out of memory, m-ETF fitting at 1.4 s.
+  const SearchCost fits_slow = SearchCostOf(ResultWithPeaks(c, {0, GB / 2, GB / 2}, 1.4e6), c);
+  const SearchCost fits_fast = SearchCostOf(ResultWithPeaks(c, {0, GB, GB / 2}, 0.5e6), c);
+  const SearchCost oom_fast = SearchCostOf(ResultWithPeaks(c, {0, GB + 1000, 0}, 0.3e6), c);
+  const SearchCost oom_more = SearchCostOf(ResultWithPeaks(c, {0, GB + 600'000'000, 0}, 0.2e6), c);
+  const SearchCost oom_spread = SearchCostOf(ResultWithPeaks(c, {0, GB + 300'000'000, GB + 300'000'000}, 0.1e6), c);
+  EXPECT_TRUE(fits_slow.fits());
+  EXPECT_FALSE(oom_fast.fits());
+  EXPECT_DOUBLE_EQ(oom_fast.overflow_bytes, 1000);
+  EXPECT_DOUBLE_EQ(oom_spread.overflow_bytes, 600'000'000);  // summed over devices
+  EXPECT_DOUBLE_EQ(MemoryOverflowBytes(ResultWithPeaks(c, {0, GB, GB}, 1), c), 0);
+  EXPECT_TRUE(Better(fits_slow, oom_fast));
+  EXPECT_TRUE(Better(fits_slow, oom_more));
+  EXPECT_FALSE(Better(oom_fast, fits_slow));
+  EXPECT_TRUE(Better(fits_fast, fits_slow));  // both fit: step time
+  EXPECT_TRUE(Better(oom_fast, oom_more));    // less overflow, however slower
+  EXPECT_FALSE(Better(oom_more, oom_fast));
+  EXPECT_FALSE(Better(oom_more, oom_spread));  // equal overflow: the faster
+  EXPECT_TRUE(Better(oom_spread, oom_more));
+  EXPECT_FALSE(Better(fits_slow, fits_slow));
+  SimResult invalid;
+  invalid.invalid = true;
+  const SearchCost cannot_run = SearchCostOf(invalid, c);
+  EXPECT_TRUE(Better(oom_more, cannot_run));
+  EXPECT_FALSE(Better(cannot_run, cannot_run));
+}
+
+TEST(SearchCostTest, AcceptanceLeadsTowardFittingAndNeverOutOfIt) {
+  const Cluster c = testing::MakeSlowCpuCluster();
+  const int64_t GB = 1'000'000'000;
+  const double unit_bytes = 100'000'000;
+  const SearchCost fits = SearchCostOf(ResultWithPeaks(c, {0, GB / 2, GB / 2}, 1.4e6), c);
+  const SearchCost fits_1pct_slower = SearchCostOf(ResultWithPeaks(c, {0, GB / 2, GB / 2}, 1.4e6 * 1.01), c);
+  const SearchCost oom = SearchCostOf(ResultWithPeaks(c, {0, GB + 200'000'000, 0}, 0.3e6), c);
+  const SearchCost oom_more = SearchCostOf(ResultWithPeaks(c, {0, GB + 300'000'000, 0}, 0.3e6), c);
+  EXPECT_EQ(AcceptanceProbability(oom, fits, 100, unit_bytes), 1);
+  EXPECT_EQ(AcceptanceProbability(fits, oom, 100, unit_bytes), 0);
+  EXPECT_EQ(AcceptanceProbability(oom_more, oom, 100, unit_bytes), 1);
+  // One unit's worth more overflow: 1/e.
+  EXPECT_NEAR(AcceptanceProbability(oom, oom_more, 100, unit_bytes), std::exp(-1.0), 1e-12);
+  EXPECT_NEAR(AcceptanceProbability(fits, fits_1pct_slower, 100, unit_bytes), std::exp(-1.0), 1e-9);
+  EXPECT_EQ(AcceptanceProbability(fits_1pct_slower, fits, 100, unit_bytes), 1);
+}
+
+TEST(SearchCostTest, TheStartIsTheFastestThatFitsElseTheLeastOverflow) {
+  const Cluster c = testing::MakeSlowCpuCluster();
+  const int64_t GB = 1'000'000'000;
+  std::vector<PlacerRun> runs = {{"single_gpu", {}, ResultWithPeaks(c, {0, 2 * GB, 0}, 0.3e6)},
+                                 {"m_etf", {}, ResultWithPeaks(c, {0, GB / 2, GB / 2}, 1.4e6)},
+                                 {"metis", {}, ResultWithPeaks(c, {0, GB / 2, GB / 2}, 1.2e6)},
+                                 {"random", {}, ResultWithPeaks(c, {0, GB + 1, 0}, 0.2e6)}};
+  EXPECT_EQ(BestStart(runs, c)->method, "metis");
+  runs.erase(runs.begin() + 1, runs.begin() + 3);  // nothing fits now
+  EXPECT_EQ(BestStart(runs, c)->method, "random");
+  EXPECT_EQ(BestStart({}, c), nullptr);
+}
+
+// ---- end of the search cost block ----
 
 TEST(LowerBoundTest, IsTheLargerOfCriticalPathAndWork) {
   Harness h(TwoHeavyBranches(), testing::MakeSlowCpuCluster());

@@ -22,6 +22,7 @@
 #include <string>
 
 #include "placers/methods.h"
+#include "placers/search_cost.h"
 #include "util/error.h"
 #include "util/stop_request.h"
 
@@ -439,7 +440,7 @@ struct Incumbent {
 
 struct Seeds {
   Incumbent best;      // the fastest that ran, if any did
-  Placement fallback;  // the first placement any placer gave, for when none ran
+  Placement fallback;  // for when none ran: the one that overflows memory least (search_cost.h)
   int64_t evaluations = 0;
 };
 
@@ -455,12 +456,11 @@ std::vector<std::string> SearchSeedMethods(const PlacementProblem& problem) {
 // The best of `methods`; a placer that refuses the problem is skipped.
 Seeds RunOneShotPlacers(const PlacementProblem& problem, const std::vector<std::string>& methods) {
   Seeds seeds;
-  for (PlacerRun& run : RunPlacers(problem, methods)) {
-    if (seeds.fallback.empty()) seeds.fallback = run.placement;
-    ++seeds.evaluations;
-    if (run.result.ok() && run.result.step_time_us < seeds.best.step_time_us) {
-      seeds.best = {std::move(run.placement), run.result.step_time_us, run.method};
-    }
+  std::vector<PlacerRun> runs = RunPlacers(problem, methods);
+  seeds.evaluations = static_cast<int64_t>(runs.size());
+  if (const PlacerRun* best = BestStart(runs, problem.cluster)) {
+    seeds.fallback = best->placement;
+    if (best->result.ok()) seeds.best = {best->placement, best->result.step_time_us, best->method};
   }
   return seeds;
 }
@@ -652,7 +652,7 @@ PlacerOutput PlaceExact(const PlacementProblem& problem) {
     out.evaluations = seeds.evaluations;
     out.note = "the graph has " + std::to_string(units.num_groups()) + " units, more than the " +
                std::to_string(exact::kMaxUnits) + " it can search; returned the best one-shot baseline (" +
-               (any_ran ? seeds.best.method : "none fits in memory") + ")";
+               (any_ran ? seeds.best.method : "none fits in memory; the one that overflows least") + ")";
     return out;
   }
 

@@ -8,17 +8,21 @@
 // (Simulator::RunChanged): only what the move can change is re-simulated.
 //
 // Placements that run out of memory are not solutions, but the chain may
-// pass through them: their cost is the step time scaled up by how far they
-// overflow, so the search can walk out of an all-OOM start.
+// pass through them: it starts from the fastest baseline that fits (else
+// the one that overflows least) and ranks placements lexicographically
+// (placers/search_cost.h): any that fits beats any out of memory, and among
+// those out of memory less overflow is better, so a chain that starts out
+// of memory walks toward fitting, and one that fits never leaves it.
 //
 // Given an environment (PlacementProblem::environment; `place --reward
 // measured`: real runs), every candidate is measured in full by it instead,
-// and any failure costs infinity.
+// and any failure ranks below every placement that ran.
 #include <chrono>
 #include <cmath>
 #include <limits>
 
 #include "placers/methods.h"
+#include "placers/search_cost.h"
 #include "util/error.h"
 #include "util/random.h"
 #include "util/stop_request.h"
@@ -27,9 +31,16 @@ namespace devplace {
 
 namespace {
 
-// Relative slowdown to acceptance: a move 1 % slower is taken with
-// probability exp(-1) = 0.37, one 5 % slower with 0.7 %.
+// Relative slowdown to acceptance (AcceptanceProbability): a move 1 %
+// slower is taken with probability exp(-1) = 0.37, one 5 % slower with
+// 0.7 %.
 constexpr double kAlpha = 100;
+// Out of memory, the overflow a move may add to be taken with probability
+// 1/e (AcceptanceProbability), in mean bytes of a unit: a move that adds a
+// whole unit's worth is taken with probability exp(-4) = 0.018. Hot enough
+// to leave a packing one swap from fitting, cold enough to drift toward
+// fitting (a whole unit is nearly a random walk; docs/placers.md).
+constexpr double kOverflowScaleUnits = 0.25;
 // Evaluations without a new best before the chain restarts from the best;
 // at least this many, or twice the units (a sweep's worth of moves).
 constexpr int64_t kMinRestartEvaluations = 200;
@@ -39,38 +50,22 @@ constexpr int64_t kMinRestartEvaluations = 200;
 constexpr int64_t kDefaultEvaluations = 2000;
 constexpr double kDefaultSeconds = 60;
 
-// What the chain minimises: the step time, scaled up for running out of
-// memory by 2 + the share of the peak bytes beyond capacity (so any
-// placement that fits is cheaper than one that does not, while the
-// overflow still points the way out).
-double CostOf(const SimResult& result, const Cluster& cluster) {
-  if (result.invalid || result.failed) return std::numeric_limits<double>::infinity();
-  if (!result.oom) return result.step_time_us;
-  double over = 0, total = 0;
-  for (size_t d = 0; d < result.devices.size(); ++d) {
-    const double peak = static_cast<double>(result.devices[d].peak_memory_bytes);
-    total += peak;
-    over += std::max(0.0, peak - static_cast<double>(cluster.devices[d].usable_memory_bytes()));
-  }
-  return std::max(result.step_time_us, 1.0) * (2 + (total > 0 ? over / total : 1));
-}
-
 struct Start {
   std::string method;
   Placement placement;
-  double cost = std::numeric_limits<double>::infinity();
+  SearchCost cost;
 };
 
-// The best of the one-shot baselines (not the searches; random included).
+// The best of the one-shot baselines (not the searches; random included)
+// by SearchCost: the fastest that fits, else the one that overflows least.
+// A start out of memory where another fits is where issue 47's chains
+// spent 3,000 moves without ever fitting.
 Start BestOneShot(const PlacementProblem& problem, int64_t& evaluations) {
-  Start best;
-  for (PlacerRun& run : RunPlacers(problem, OneShotBaselineNames())) {
-    ++evaluations;
-    const double cost = CostOf(run.result, problem.cluster);
-    if (cost < best.cost) best = {run.method, std::move(run.placement), cost};
-  }
-  if (best.placement.empty()) throw Error("mcmc: no baseline gave a placement to start from");
-  return best;
+  std::vector<PlacerRun> runs = RunPlacers(problem, OneShotBaselineNames());
+  evaluations += static_cast<int64_t>(runs.size());
+  const PlacerRun* best = BestStart(runs, problem.cluster);
+  if (!best) throw Error("mcmc: no baseline gave a placement to start from");
+  return {best->method, best->placement, SearchCostOf(best->result, problem.cluster)};
 }
 
 }  // namespace
@@ -101,6 +96,11 @@ PlacerOutput PlaceMcmc(const PlacementProblem& problem) {
     devices_of_unit.push_back(std::move(devices));
   }
 
+  double unit_bytes = 0;
+  for (const Group* unit : units) unit_bytes += static_cast<double>(unit->persistent_bytes + unit->output_bytes);
+  const double overflow_scale_bytes =
+      kOverflowScaleUnits * (units.empty() ? 1 : std::max(1.0, unit_bytes / static_cast<double>(units.size())));
+
   int64_t evaluations = 0;
   const Start start = BestOneShot(problem, evaluations);
   Placement current = start.placement;
@@ -113,16 +113,15 @@ PlacerOutput PlaceMcmc(const PlacementProblem& problem) {
     SimResult result;
     result.step_time_us = outcome.ok ? outcome.step_time_s * 1e6 : 0;
     // How far a real run overflowed is not known (the executor stops at
-    // the first device out of memory), so every failure costs infinity.
+    // the first device out of memory), so every failure ranks last.
     result.failed = !outcome.ok;
     return result;
   };
   SimResult current_result = problem.environment ? measure(current) : sim.Remember(current);
   ++evaluations;
-  double current_cost = CostOf(current_result, cluster);
+  SearchCost current_cost = SearchCostOf(current_result, cluster);
   Placement best = current;
-  double best_cost = current_cost;
-  bool best_ran = current_result.ok();
+  SearchCost best_cost = current_cost;
   const int64_t restart_after = std::max<int64_t>(kMinRestartEvaluations, 2 * static_cast<int64_t>(units.size()));
   int64_t since_best = 0;
   int64_t resumed = 0, moves = 0, restarts = 0;
@@ -132,7 +131,7 @@ PlacerOutput PlaceMcmc(const PlacementProblem& problem) {
     if (!problem.progress) return;
     SearchProgress p;
     p.evaluations = evaluations;
-    p.best_step_time_us = best_ran ? best_cost : 0;
+    p.best_step_time_us = best_cost.fits() ? best_cost.step_time_us : 0;
     p.current_step_time_us = current_result.ok() ? current_result.step_time_us : 0;
     p.seconds = seconds();
     problem.progress(p);
@@ -157,15 +156,15 @@ PlacerOutput PlaceMcmc(const PlacementProblem& problem) {
     ++evaluations;
     ++moves;
     resumed += !problem.environment && sim.last_skipped_fraction() > 0;
-    const double cost = CostOf(result, cluster);
-    // Once a placement ran, only placements that run can be the best.
-    const bool new_best = result.ok() ? (!best_ran || cost < best_cost) : (!best_ran && cost < best_cost);
+    const SearchCost cost = SearchCostOf(result, cluster);
+    // Once a placement fits, only placements that fit can be the best.
+    const bool new_best = Better(cost, best_cost);
     if (new_best) {
       best = next;
       best_cost = cost;
-      best_ran = result.ok();
     }
-    const bool accept = cost <= current_cost || random.Uniform() < std::exp(-kAlpha * (cost - current_cost) / current_cost);
+    const double p_accept = AcceptanceProbability(current_cost, cost, kAlpha, overflow_scale_bytes);
+    const bool accept = p_accept >= 1 || random.Uniform() < p_accept;
     if (accept) {
       if (!problem.environment) sim.KeepChanged();
       current.swap(next);
@@ -190,11 +189,12 @@ PlacerOutput PlaceMcmc(const PlacementProblem& problem) {
   output.placement = std::move(best);
   output.evaluations = evaluations;
   char note[256];
-  std::snprintf(note, sizeof note, "started from %s; %lld moves, %lld restarts, %.0f%% of moves resumed from a snapshot",
-                start.method.c_str(), static_cast<long long>(moves), static_cast<long long>(restarts),
+  std::snprintf(note, sizeof note, "started from %s%s; %lld moves, %lld restarts, %.0f%% of moves resumed from a snapshot",
+                start.method.c_str(), start.cost.fits() ? "" : " (out of memory: no one-shot baseline fits)",
+                static_cast<long long>(moves), static_cast<long long>(restarts),
                 moves > 0 ? 100.0 * resumed / moves : 0.0);
   output.note = note;
-  if (!best_ran) output.note += "; no placement it met fits in memory";
+  if (!best_cost.fits()) output.note += "; no placement it met fits in memory";
   return output;
 }
 

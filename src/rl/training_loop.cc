@@ -21,6 +21,7 @@
 #include <sstream>
 #include <thread>
 
+#include "placers/search_cost.h"
 #include "rl/algorithm.h"
 #include "rl/checkpoint_facts.h"
 #include "rl/checkpoint_file.h"
@@ -380,7 +381,9 @@ class Trainer {
   }
 
   // The placement a warm start imitates: a placement file, a baseline
-  // method, or "best", the fastest baseline that runs.
+  // method, or "best": the fastest baseline that runs, else the one the
+  // simulator says overflows memory least (a real run does not say how far
+  // it overflowed), as mcmc chooses its start (placers/search_cost.h).
   Placement WarmStartTarget() {
     if (fs::exists(options_.warm_start)) return LoadPlacementFile(options_.warm_start, problem_.graph, problem_.cluster);
     if (options_.warm_start != "best") {
@@ -394,13 +397,20 @@ class Trainer {
     }
     Placement best;
     Outcome best_outcome;
+    SearchCost best_cost;  // simulated, for a best that did not run
     for (const PlacerInfo& placer : ListPlacers()) {
       if (placer.name == "random") continue;  // not a method anyone would start from
       Placement candidate = placer.place(problem_).placement;
       Outcome outcome = controllers_[0]->environment->MeasureOne(candidate);
-      if (best.empty() || (outcome.ok && (!best_outcome.ok || outcome.step_time_s < best_outcome.step_time_s))) {
+      SearchCost cost;
+      if (!outcome.ok) cost = SearchCostOf(problem_.simulator.Run(candidate), problem_.cluster);
+      const bool better = best.empty() || (outcome.ok != best_outcome.ok ? outcome.ok
+                                           : outcome.ok                 ? outcome.step_time_s < best_outcome.step_time_s
+                                                                        : Better(cost, best_cost));
+      if (better) {
         best = std::move(candidate);
         best_outcome = outcome;
+        best_cost = cost;
       }
     }
     return best;
