@@ -233,6 +233,55 @@ TEST(CliTest, CompareNotesNameTheirMethodOnce) {
   EXPECT_GE(checked, 3) << o.out;
 }
 
+// ---- Searches and memory (issue 47) ----
+
+// A chain of 12 layers of 100 MB parameters passing 30 MB tensors, on two
+// 1 GB GPUs joined at 1 GB/s: all on one GPU is the fastest step and out of
+// memory, m-ETF's split fits. mcmc's answer, through compare and place,
+// fits (it started from single_gpu and answered out of memory before).
+TEST(CliTest, SearchesAnswerAPlacementThatFitsWhereTheFastestBaselineDoesNot) {
+  TempDir dir;
+  nlohmann::json ops = nlohmann::json::array();
+  for (int i = 0; i < 12; ++i) {
+    nlohmann::json op = {{"id", i}, {"name", "layer" + std::to_string(i)}, {"type", "MatMul"}, {"flops", 1e9},
+                         {"outputs", {{{"shape", {7500000}}, {"bytes", 30000000}}}}, {"persistent_bytes", 100000000}};
+    if (i > 0) op["inputs"] = {i - 1};
+    ops.push_back(op);
+  }
+  const std::string graph = dir.Write("chain.json", nlohmann::json({{"format", "devplace-graph"}, {"version", 1}, {"ops", ops}}).dump());
+  nlohmann::json devices = {
+      {{"name", "cpu:0"}, {"kind", "cpu"}, {"peak_tflops", 0.1}, {"memory_bandwidth_gb_per_s", 50}, {"memory_gib", 64}},
+      {{"name", "gpu:0"}, {"kind", "gpu"}, {"peak_tflops", 1}, {"memory_bandwidth_gb_per_s", 500}, {"memory_bytes", 1000000000}},
+      {{"name", "gpu:1"}, {"kind", "gpu"}, {"peak_tflops", 1}, {"memory_bandwidth_gb_per_s", 500}, {"memory_bytes", 1000000000}}};
+  nlohmann::json links = nlohmann::json::array();
+  for (auto [a, b] : {std::pair{"cpu:0", "gpu:0"}, {"cpu:0", "gpu:1"}, {"gpu:0", "gpu:1"}}) {
+    links.push_back({{"between", {a, b}}, {"bandwidth_gb_per_s", 1}, {"latency_us", 10}});
+  }
+  const std::string cluster =
+      dir.Write("two_small_gpus.json", nlohmann::json({{"format", "devplace-cluster"}, {"version", 1}, {"devices", devices}, {"links", links}}).dump());
+
+  Outcome o = Devplace("compare --graph " + graph + " --cluster " + cluster + " --methods single_gpu,m_etf,mcmc --json --max-evaluations 300");
+  ASSERT_EQ(o.exit_code, 0) << o.out;
+  const nlohmann::json rows = nlohmann::json::parse(o.out);
+  ASSERT_EQ(rows.size(), 3u);
+  ASSERT_TRUE(rows[0]["oom"].get<bool>()) << rows[0].dump();  // single_gpu: the case needs it out of memory
+  ASSERT_FALSE(rows[1]["oom"].get<bool>()) << rows[1].dump();  // m_etf fits
+  EXPECT_EQ(rows[2]["method"], "mcmc");
+  EXPECT_FALSE(rows[2]["oom"].get<bool>()) << rows[2].dump();
+  EXPECT_LE(rows[2]["step_time_s"].get<double>(), rows[1]["step_time_s"].get<double>()) << rows[2].dump();
+
+  for (const char* method : {"mcmc", "exact"}) {
+    Outcome place = Devplace("place --graph " + graph + " --cluster " + cluster + " --method " + method +
+                             " --max-samples 300 --json --out " + dir.File(std::string("run_") + method));
+    ASSERT_EQ(place.exit_code, 0) << place.out;
+    const nlohmann::json j = nlohmann::json::parse(place.out);
+    EXPECT_FALSE(j["oom"].get<bool>()) << method << ": " << j.dump();
+    EXPECT_FALSE(j["step_time_s"].is_null()) << method << ": " << j.dump();
+  }
+}
+
+// ---- end of searches and memory ----
+
 // place names a search's budget --max-samples, compare --max-evaluations;
 // each takes the other's name too (place refused --max-evaluations with a
 // message about an unexpected "200").
