@@ -317,8 +317,9 @@ bool Simulator::MaySaturate() const {
   return !AddWithin(copies_bytes, op_bytes, limit);
 }
 
-// Everything a run changes between two instants, as it stands at the start
-// of one, before that instant's events. Memory is kept without the
+// Everything a run changes between two rounds of events, as it stands
+// before one: the start of an instant, or, where ops that take no time end
+// within it, of one of that instant's later rounds. Memory is kept without the
 // persistent bytes (which depend on the whole placement), so a snapshot of
 // one placement serves another that agrees with it up to that instant.
 struct Simulator::Snapshot {
@@ -342,14 +343,18 @@ struct Simulator::Snapshot {
 struct Simulator::Memory {
   bool valid = false;  // a placement is remembered
   Placement placement;
-  std::vector<double> finish_us;  // per slot: when the op ended
+  // Per slot: how many events the run had handled when the op's end was
+  // handled (its end event's index). By event, not by time: ops that take
+  // no time end and start many times within one instant, and a snapshot
+  // taken at that instant may come after an op's end (docs/simulator.md).
+  std::vector<int64_t> finish_event;
   std::vector<Snapshot> snapshots;  // by time
   int64_t total_events = 0;
 
   // The last RunChanged, until KeepChanged.
   bool changed_valid = false;
   Placement changed_placement;
-  std::vector<double> changed_finish_us;
+  std::vector<int64_t> changed_finish_event;
   std::vector<Snapshot> changed_snapshots;  // taken after the one it resumed from
   size_t resumed_from = 0;                  // snapshot index, or kNone
   int64_t changed_total_events = 0;
@@ -529,15 +534,15 @@ class Simulator::Step {
   }
 
   // Runs the events to the end of the step (or the first overflow with
-  // stop_at_oom). With `snapshots`, saves the state at the start of an
-  // instant about every `snapshot_every_events` events; with `finish_us`,
-  // when each slot's op ended.
-  void Loop(std::vector<Snapshot>* snapshots, int64_t snapshot_every_events, std::vector<double>* finish_us) {
+  // stop_at_oom). With `snapshots`, saves the state before a round of
+  // events about every `snapshot_every_events` events; with `finish_event`,
+  // the index of each slot's end event.
+  void Loop(std::vector<Snapshot>* snapshots, int64_t snapshot_every_events, std::vector<int64_t>* finish_event) {
     // A search's runs keep no timeline: their loop tests for none.
-    if (snapshots == nullptr && finish_us == nullptr) {
+    if (snapshots == nullptr && finish_event == nullptr) {
       RunEvents<false>(nullptr, 0, nullptr);
     } else {
-      RunEvents<true>(snapshots, snapshot_every_events, finish_us);
+      RunEvents<true>(snapshots, snapshot_every_events, finish_event);
     }
     result_.step_time_us = now_us_;
     FlushPeaks();
@@ -555,7 +560,7 @@ class Simulator::Step {
 
  private:
   template <bool kTimeline>
-  void RunEvents(std::vector<Snapshot>* snapshots, int64_t snapshot_every_events, std::vector<double>* finish_us) {
+  void RunEvents(std::vector<Snapshot>* snapshots, int64_t snapshot_every_events, std::vector<int64_t>* finish_event) {
     int64_t last_snapshot_events = events_done_;
     while (!s_.heap.empty() && !stop_) {
       now_us_ = s_.heap.top().time_us();
@@ -565,9 +570,9 @@ class Simulator::Step {
       }
       do {
         const Event event = s_.heap.Pop();
+        if (kTimeline && finish_event && event.kind() == EventKind::kOpDone) (*finish_event)[event.id()] = events_done_;
         ++events_done_;
         if (event.kind() == EventKind::kOpDone) {
-          if (kTimeline && finish_us) (*finish_us)[event.id()] = now_us_;
           FinishOp(event.id());
         } else {
           FinishHop(event.id());
@@ -1029,11 +1034,11 @@ SimResult Simulator::Remember(const Placement& placement) {
   if (!Prepare(placement, result)) return result;
   const SimOptions options;
   m.snapshots.clear();
-  m.finish_us.assign(graph_->num_ops(), 0);
+  m.finish_event.assign(graph_->num_ops(), 0);
   const int64_t guess_events = std::max<int64_t>(graph_->num_ops(), 1);
   const int64_t every = std::max<int64_t>(m.total_events > 0 ? m.total_events : guess_events, kSnapshotsPerRun) / kSnapshotsPerRun;
   WithStep(result, options, [&](auto& step) {
-    if (step.Start()) step.Loop(&m.snapshots, every, &m.finish_us);
+    if (step.Start()) step.Loop(&m.snapshots, every, &m.finish_event);
     m.total_events = step.events_done();
   });
   m.placement = placement;
@@ -1048,22 +1053,26 @@ SimResult Simulator::RunChanged(const Placement& placement, std::span<const int3
   SimResult result;
   if (!Prepare(placement, result)) return result;
 
-  // The first instant a changed op matters: one of its inputs is produced
-  // (its producer ends and looks up where the op runs).
-  double first_us = m.valid ? std::numeric_limits<double>::infinity() : 0;
+  // The first event at which a changed op matters: the end of one of its
+  // producers (which looks up where the op runs). A snapshot saved after
+  // that many events is too late, even one of the same instant.
+  int64_t first_event = m.valid ? std::numeric_limits<int64_t>::max() : 0;
   for (int32_t op : changed_ops) {
-    if (first_us == 0) break;
+    if (first_event == 0) break;
     if (op < 0 || op >= graph_->num_ops()) continue;
     const int32_t slot = slot_of_[op];
-    if (producer_begin_[slot] == producer_begin_[slot + 1]) first_us = 0;
-    for (int32_t k = producer_begin_[slot]; k < producer_begin_[slot + 1]; ++k) first_us = std::min(first_us, m.finish_us[producers_[k]]);
+    if (producer_begin_[slot] == producer_begin_[slot + 1]) first_event = 0;
+    for (int32_t k = producer_begin_[slot]; k < producer_begin_[slot + 1]; ++k) {
+      first_event = std::min(first_event, m.finish_event[producers_[k]]);
+    }
   }
   const SimOptions options;
   WithStep(result, options, [&](auto& step) {
     m.resumed_from = Memory::kNone;
-    if (first_us > 0) {
-      auto after = std::upper_bound(m.snapshots.begin(), m.snapshots.end(), first_us,
-                                    [](double t, const Snapshot& snap) { return t < snap.time_us; });
+    if (first_event > 0) {
+      // Snapshots are in event order; the last one saved before the event.
+      auto after = std::upper_bound(m.snapshots.begin(), m.snapshots.end(), first_event,
+                                    [](int64_t e, const Snapshot& snap) { return e < snap.events_done; });
       if (after != m.snapshots.begin()) {
         const size_t index = static_cast<size_t>(after - m.snapshots.begin()) - 1;
         if (step.Resume(m.snapshots[index])) m.resumed_from = index;
@@ -1072,12 +1081,12 @@ SimResult Simulator::RunChanged(const Placement& placement, std::span<const int3
     m.changed_snapshots.clear();
     const int64_t every = std::max<int64_t>(m.total_events, kSnapshotsPerRun) / kSnapshotsPerRun;
     if (m.resumed_from == Memory::kNone) {
-      m.changed_finish_us.assign(graph_->num_ops(), 0);
-      if (step.Start()) step.Loop(&m.changed_snapshots, every, &m.changed_finish_us);
+      m.changed_finish_event.assign(graph_->num_ops(), 0);
+      if (step.Start()) step.Loop(&m.changed_snapshots, every, &m.changed_finish_event);
     } else {
-      m.changed_finish_us = m.finish_us;  // ops that ended before the snapshot end alike
+      m.changed_finish_event = m.finish_event;  // ops that ended before the snapshot end alike, at the same event
       last_skipped_fraction_ = m.total_events > 0 ? static_cast<double>(m.snapshots[m.resumed_from].events_done) / m.total_events : 0;
-      step.Loop(&m.changed_snapshots, every, &m.changed_finish_us);
+      step.Loop(&m.changed_snapshots, every, &m.changed_finish_event);
     }
     m.changed_total_events = step.events_done();
   });
@@ -1097,7 +1106,7 @@ void Simulator::KeepChanged() {
     for (Snapshot& snap : m.changed_snapshots) m.snapshots.push_back(std::move(snap));
   }
   m.changed_snapshots.clear();
-  m.finish_us.swap(m.changed_finish_us);
+  m.finish_event.swap(m.changed_finish_event);
   m.placement.swap(m.changed_placement);
   m.total_events = m.changed_total_events;
   m.valid = true;
