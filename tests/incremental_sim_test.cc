@@ -81,7 +81,9 @@ void ExpectOtherPathsAgree(Simulator& full, SimulatedEnvironment& one_step, Simu
     for (const Outcome& outcome : {batch[0], batch[1], environment->MeasureOne(placement)}) {
       ASSERT_EQ(outcome.ok, expected.ok());
       ASSERT_EQ(outcome.oom(), expected.oom);
-      if (outcome.ok) ASSERT_EQ(outcome.step_time_s, expected.step_time_us * 1e-6);  // exactly
+      if (outcome.ok) {
+        ASSERT_EQ(outcome.step_time_s, expected.step_time_us * 1e-6);  // exactly
+      }
     }
   }
 }

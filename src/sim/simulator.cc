@@ -116,8 +116,10 @@ struct Simulator::Scratch {
   std::vector<int32_t> copy_of;       // [tensor * devices + device] -> transfer
   InlineList<Transfer> transfers;
   std::vector<Fifo> ready;            // per device
-  std::vector<int32_t> running;       // per device
+  std::vector<int32_t> running;       // per device: slots taken (by work running or waking it)
   std::vector<double> idle_since_us;  // per device: when it last ran nothing (wake-ups)
+  std::vector<int32_t> waking;        // per device: slots taken by work waiting for its wake-up
+  std::vector<double> awake_at_us;    // per device: when its wake-up ends, while waking
   // What a run changes of a device's memory, together: memory changes
   // several times per event. The peak goes to the result's DeviceStats as
   // the run ends (FlushPeaks).
@@ -136,6 +138,14 @@ struct Simulator::Scratch {
   IndexList newly_ready;     // slots
   IndexList arriving;        // transfers reaching a channel
   IndexList freed_channels;  // channels that went idle
+  IndexList to_cores;        // transfers whose hop a host core takes next
+  // Work whose device's wake-up ended at this instant: an op (slot) or a
+  // copy (~transfer id), started when its device's turn comes.
+  struct Woken {
+    int32_t device;
+    int32_t item;
+  };
+  InlineList<Woken> woken;
 };
 
 
@@ -332,6 +342,8 @@ struct Simulator::Snapshot {
   std::vector<Fifo> ready;
   std::vector<int32_t> running;
   std::vector<double> idle_since_us;
+  std::vector<int32_t> waking;
+  std::vector<double> awake_at_us;
   std::vector<int64_t> dynamic_memory_bytes;  // in use, less the persistent bytes
   std::vector<Fifo> channel_queue;
   std::vector<char> channel_busy;
@@ -451,6 +463,8 @@ class Simulator::Step {
     for (Fifo& f : s_.ready) f.Clear();
     s_.running.assign(D_, 0);
     s_.idle_since_us.assign(D_, 0);  // idle from the step's start
+    s_.waking.assign(D_, 0);
+    s_.awake_at_us.assign(D_, 0);
     s_.memory.resize(D_);
     for (int32_t d = 0; d < D_; ++d) s_.memory[d] = {0, 0, cluster_.devices[d].usable_memory_bytes()};
     s_.channel_queue.resize(cluster_.num_channels());
@@ -461,6 +475,8 @@ class Simulator::Step {
     s_.newly_ready.clear();
     s_.arriving.clear();
     s_.freed_channels.clear();
+    s_.to_cores.clear();
+    s_.woken.clear();
     BindScratch();
 
     CountPersistent();
@@ -515,6 +531,8 @@ class Simulator::Step {
     s_.ready = snapshot.ready;
     s_.running = snapshot.running;
     s_.idle_since_us = snapshot.idle_since_us;
+    s_.waking = snapshot.waking;
+    s_.awake_at_us = snapshot.awake_at_us;
     s_.memory.resize(D_);
     for (int32_t d = 0; d < D_; ++d) {
       s_.memory[d] = {persistent_bytes_[d] + snapshot.dynamic_memory_bytes[d], result_.devices[d].peak_memory_bytes,
@@ -527,6 +545,8 @@ class Simulator::Step {
     s_.newly_ready.clear();
     s_.arriving.clear();
     s_.freed_channels.clear();
+    s_.to_cores.clear();
+    s_.woken.clear();
     sequence_ = snapshot.sequence;
     events_done_ = snapshot.events_done;
     BindScratch();
@@ -574,8 +594,10 @@ class Simulator::Step {
         ++events_done_;
         if (event.kind() == EventKind::kOpDone) {
           FinishOp(event.id());
-        } else {
+        } else if (kPlain || event.kind() == EventKind::kHopDone) {
           FinishHop(event.id());
+        } else {
+          Woke(event.kind(), event.id());
         }
       } while (!s_.heap.empty() && s_.heap.top().time_us() == now_us_);
       StartWhatIsReady();
@@ -592,6 +614,8 @@ class Simulator::Step {
     snapshot.ready = s_.ready;
     snapshot.running = s_.running;
     snapshot.idle_since_us = s_.idle_since_us;
+    snapshot.waking = s_.waking;
+    snapshot.awake_at_us = s_.awake_at_us;
     snapshot.dynamic_memory_bytes.resize(D_);
     snapshot.devices = result_.devices;
     for (int32_t d = 0; d < D_; ++d) {
@@ -678,45 +702,73 @@ class Simulator::Step {
   }
 
   // A ready queue holds ops (slots) and, on a host device, copies waiting
-  // for its core (~transfer id, negative).
+  // for its core (~transfer id, negative). Work that must wait for the
+  // device's wake-up takes its slot now and starts when the wake-up ends
+  // (Woke): only then does it allocate, draw its noise and compute.
   void StartReadyOps(int32_t d) {
     const int32_t slots = parallel_ops_[d];
     Fifo& ready = s_.ready[d];
     while (running_[d] < slots && !ready.empty()) {
       int32_t op = ready.Pop();
-      double start_us = now_us_;
-      if constexpr (!kPlain) start_us += WakeUpUs(d);
+      if constexpr (!kPlain) {
+        const double wake_up_us = WakeUpUs(d);
+        if (wake_up_us > 0) {
+          if (s_.waking[d]++ == 0) s_.awake_at_us[d] = now_us_ + wake_up_us;
+          ++running_[d];
+          Schedule(s_.awake_at_us[d], op < 0 ? EventKind::kHopWoken : EventKind::kOpWoken, op < 0 ? ~op : op);
+          continue;
+        }
+      }
       ++running_[d];
       if (!kPlain && op < 0) {
-        RunHop(~op, start_us);
+        RunHop(~op);
         continue;
       }
-      if (op_start_bytes_[op] > 0) Allocate(d, op_start_bytes_[op]);
-      double duration_us = Perturb(time_us_[op]);
-      if (!kPlain && sim_.contention_per_busy_device_ > 0 && sim_.shares_host_[d]) duration_us *= ContentionFactor(d);
-      devices_[d].compute_us[op_phase_[op]] += duration_us;
-      if (!kPlain && record_events_) result_.op_events.push_back({sim_.order_[op], d, start_us, start_us + duration_us});
-      Schedule(start_us + duration_us, EventKind::kOpDone, op);
+      StartOp(d, op);
     }
   }
 
-  // How late device d starts what it starts now: its wake-up, if it ran
-  // nothing for at least its idle time before one (Device::wake_up_us).
-  // A device with work running is awake.
+  [[gnu::always_inline]] void StartOp(int32_t d, int32_t op) {
+    if (op_start_bytes_[op] > 0) Allocate(d, op_start_bytes_[op]);
+    double duration_us = Perturb(time_us_[op]);
+    if (!kPlain && sim_.contention_per_busy_device_ > 0 && sim_.shares_host_[d]) duration_us *= ContentionFactor(d);
+    devices_[d].compute_us[op_phase_[op]] += duration_us;
+    if (!kPlain && record_events_) result_.op_events.push_back({sim_.order_[op], d, now_us_, now_us_ + duration_us});
+    Schedule(now_us_ + duration_us, EventKind::kOpDone, op);
+  }
+
+  // How long device d waits before it starts what it takes now: the rest
+  // of its wake-up if it is waking (all it takes meanwhile waits for the
+  // same wake-up), else its wake-up if it ran nothing for a time above 0
+  // and at least its idle time before one (Device::wake_up_us), else 0. A
+  // device with work running is awake; at the step's start a device has
+  // been idle for no time, so nothing starts late there.
   double WakeUpUs(int32_t d) const {
-    if (!sim_.wakes_ || running_[d] > 0) return 0;
+    if (!sim_.wakes_) return 0;
+    if (s_.waking[d] > 0) return s_.awake_at_us[d] - now_us_;
+    if (running_[d] > 0) return 0;
     const Device& device = cluster_.devices[d];
     const double idle_us = now_us_ - s_.idle_since_us[d];
     return idle_us > 0 && idle_us >= device.wake_up_after_idle_us ? device.wake_up_us : 0;
   }
 
+  // The wake-up that held an op or copy ended: it starts in its device's
+  // turn of this instant, after the instant's events (StartWhatIsReady).
+  void Woke(EventKind kind, int32_t id) {
+    const int32_t item = kind == EventKind::kOpWoken ? id : ~id;
+    const int32_t d = item >= 0 ? device_[item] : CopyEngine(s_.transfers[id].route[s_.transfers[id].next_hop]);
+    s_.woken.push_back({d, item});
+    dirty_devices_ |= uint64_t{1} << d;
+  }
+
   // An op starting on host device d runs longer for each other host device
-  // busy at that instant; fixed at its start (the simulator has no rates
-  // that change mid-op). Devices are started in index order within an
-  // instant, so of two ops starting together the second sees the first.
+  // busy at that instant (running an op or a copy; one still waking for
+  // its work is not); fixed at its start (the simulator has no rates that
+  // change mid-op). Devices are started in index order within an instant,
+  // so of two ops starting together the second sees the first.
   double ContentionFactor(int32_t d) const {
     int32_t busy = 0;
-    for (int32_t e = 0; e < D_; ++e) busy += e != d && sim_.shares_host_[e] && running_[e] > 0;
+    for (int32_t e = 0; e < D_; ++e) busy += e != d && sim_.shares_host_[e] && running_[e] > s_.waking[e];
     return 1 + sim_.contention_per_busy_device_ * busy;
   }
 
@@ -734,24 +786,24 @@ class Simulator::Step {
   // Takes the channel's next transfer. Its hop runs now, or, where a host
   // core does the copy, waits its turn in that device's ready queue behind
   // the ops already there (the channel stays taken meanwhile: the executor
-  // copies one tensor at a time per pair of devices).
+  // copies one tensor at a time per pair of devices); the copies of one
+  // instant join there in the sends' order, once every channel has taken
+  // its transfer (StartWhatIsReady).
   void StartHop(int32_t channel) {
     if (s_.channel_busy[channel] || s_.channel_queue[channel].empty()) return;
     int32_t id = s_.channel_queue[channel].Pop();
     s_.channel_busy[channel] = 1;
     const Transfer& tr = s_.transfers[id];
-    const int32_t engine = CopyEngine(tr.route[tr.next_hop]);
-    if (engine >= 0) {
-      s_.ready[engine].Push(~id);
-      dirty_devices_ |= uint64_t{1} << engine;
+    if (CopyEngine(tr.route[tr.next_hop]) >= 0) {
+      s_.to_cores.push_back(id);
       return;
     }
-    RunHop(id, now_us_);
+    RunHop(id);
   }
 
-  // The hop's copy, from start_us (now, or later by its core's wake-up):
-  // its channel (and core, if any) already taken.
-  void RunHop(int32_t id, double start_us) {
+  // The hop's copy, from now: its channel (and core, if any) already taken.
+  void RunHop(int32_t id) {
+    const double start_us = now_us_;
     Transfer& tr = s_.transfers[id];
     const Hop& hop = tr.route[tr.next_hop];
     const int32_t channel = hop.channel;
@@ -853,6 +905,12 @@ class Simulator::Step {
   // first): queue what they released in the tie rules' order, then start
   // hops on idle channels and ops on idle devices.
   [[gnu::always_inline]] void StartWhatIsReady() {
+    // Ops and copies whose wake-up ended now, by device (the order devices
+    // start in below), each device's in the order they took its slots.
+    if (!kPlain && s_.woken.size() > 1) {
+      std::stable_sort(s_.woken.begin(), s_.woken.end(),
+                       [](const Scratch::Woken& a, const Scratch::Woken& b) { return a.device < b.device; });
+    }
     // By rank. Usually already in order (one op's consumers are), and
     // checking is much cheaper than sorting.
     if (!std::is_sorted(s_.newly_ready.begin(), s_.newly_ready.end())) std::sort(s_.newly_ready.begin(), s_.newly_ready.end());
@@ -861,16 +919,14 @@ class Simulator::Step {
       dirty_devices_ |= uint64_t{1} << device_[op];
     }
     s_.newly_ready.clear();
-    if (s_.arriving.size() > 1) {
-      // A transfer is one tensor (producer's rank, output) to one device.
-      auto before = [this](int32_t a, int32_t b) {
-        const Transfer& x = s_.transfers[a];
-        const Transfer& y = s_.transfers[b];
-        return x.tensor != y.tensor ? x.tensor < y.tensor : x.dst_device < y.dst_device;
-      };
-      if (!std::is_sorted(s_.arriving.begin(), s_.arriving.end(), before)) {
-        std::sort(s_.arriving.begin(), s_.arriving.end(), before);
-      }
+    // A transfer is one tensor (producer's rank, output) to one device.
+    auto before = [this](int32_t a, int32_t b) {
+      const Transfer& x = s_.transfers[a];
+      const Transfer& y = s_.transfers[b];
+      return x.tensor != y.tensor ? x.tensor < y.tensor : x.dst_device < y.dst_device;
+    };
+    if (s_.arriving.size() > 1 && !std::is_sorted(s_.arriving.begin(), s_.arriving.end(), before)) {
+      std::sort(s_.arriving.begin(), s_.arriving.end(), before);
     }
     for (int32_t id : s_.arriving) {
       const Transfer& tr = s_.transfers[id];
@@ -883,11 +939,38 @@ class Simulator::Step {
     // above fix; a repeat finds the channel busy.
     for (int32_t channel : s_.freed_channels) StartHop(channel);
     s_.freed_channels.clear();
+    if constexpr (!kPlain) {
+      // Copies for host cores, in the sends' order whichever channel they
+      // came from, behind the ops released at this instant.
+      if (s_.to_cores.size() > 1 && !std::is_sorted(s_.to_cores.begin(), s_.to_cores.end(), before)) {
+        std::sort(s_.to_cores.begin(), s_.to_cores.end(), before);
+      }
+      for (int32_t id : s_.to_cores) {
+        const Transfer& tr = s_.transfers[id];
+        const int32_t engine = CopyEngine(tr.route[tr.next_hop]);
+        s_.ready[engine].Push(~id);
+        dirty_devices_ |= uint64_t{1} << engine;
+      }
+      s_.to_cores.clear();
+    }
+    const Scratch::Woken* woken = s_.woken.begin();
     while (dirty_devices_ != 0) {
       int32_t d = std::countr_zero(dirty_devices_);
       dirty_devices_ &= dirty_devices_ - 1;
+      if constexpr (!kPlain) {
+        // What its wake-up held starts first: it took its slot earlier.
+        for (; woken != s_.woken.end() && woken->device == d; ++woken) {
+          --s_.waking[d];
+          if (woken->item < 0) {
+            RunHop(~woken->item);
+          } else {
+            StartOp(d, woken->item);
+          }
+        }
+      }
       StartReadyOps(d);
     }
+    if constexpr (!kPlain) s_.woken.clear();
   }
 
   Simulator& sim_;
