@@ -6,10 +6,13 @@
 
 #include "cluster/presets.h"
 #include "cost/cost_model.h"
+#include "cost/op_time_table.h"
 #include "models/registry.h"
 #include "models/synthetic.h"
+#include "sim/environment.h"
 #include "sim/simulator.h"
 #include "test_util.h"
+#include "zero_time_graph.h"
 #include "util/random.h"
 
 namespace devplace {
@@ -62,12 +65,43 @@ struct MoveStats {
   int invalid = 0;
 };
 
+// The other ways to a step time, on the placement a move made: a run
+// with recorded events (the general run, not the plain one a search
+// makes) and the environment's batch and single measurements, with one
+// step and with the protocol's several (no noise: every step alike).
+void ExpectOtherPathsAgree(Simulator& full, SimulatedEnvironment& one_step, SimulatedEnvironment& protocol,
+                           const Placement& placement, const SimResult& expected, const std::string& where) {
+  SCOPED_TRACE(where);
+  SimOptions recorded;
+  recorded.record_events = true;
+  ExpectSameResult(expected, full.Run(placement, recorded), "recorded run");
+  if (::testing::Test::HasFatalFailure() || expected.invalid) return;
+  for (SimulatedEnvironment* environment : {&one_step, &protocol}) {
+    const std::vector<Outcome> batch = environment->Measure({placement, placement}, 0, 0);
+    for (const Outcome& outcome : {batch[0], batch[1], environment->MeasureOne(placement)}) {
+      ASSERT_EQ(outcome.ok, expected.ok());
+      ASSERT_EQ(outcome.oom(), expected.oom);
+      if (outcome.ok) {
+        ASSERT_EQ(outcome.step_time_s, expected.step_time_us * 1e-6);  // exactly
+      }
+    }
+  }
+}
+
 // Random moves of 1-2 units from a random start; each one evaluated in full
 // and incrementally; about a third kept. Now and then a unit goes to a
-// device that cannot run it (an invalid placement).
-MoveStats CheckRandomMoves(const Graph& graph, const Cluster& cluster, int moves, uint64_t seed) {
-  CostModel cost(cluster);
+// device that cannot run it (an invalid placement). Every
+// `other_paths_every` moves (0: never), the other paths too.
+MoveStats CheckRandomMoves(const Graph& graph, const Cluster& cluster, int moves, uint64_t seed,
+                           const OpTimeTable& op_times = {}, int other_paths_every = 0) {
+  CostModel cost(cluster, op_times);
   Simulator full(graph, cluster, cost);
+  SimulatedEnvironmentOptions one_step_options;
+  SimulatedEnvironment one_step(graph, cluster, cost, one_step_options);
+  SimulatedEnvironmentOptions protocol_options;
+  protocol_options.measure_steps = 3;
+  protocol_options.workers = 2;
+  SimulatedEnvironment protocol(graph, cluster, cost, protocol_options);
   Simulator incremental(graph, cluster, cost);
   const std::vector<std::vector<int32_t>> units = Units(graph);
   const int32_t D = cluster.num_devices();
@@ -107,6 +141,9 @@ MoveStats CheckRandomMoves(const Graph& graph, const Cluster& cluster, int moves
     const SimResult expected = full.Run(next);
     const SimResult got = incremental.RunChanged(next, changed);
     ExpectSameResult(expected, got, "move " + std::to_string(i));
+    if (other_paths_every > 0 && i % other_paths_every == 0) {
+      ExpectOtherPathsAgree(full, one_step, protocol, next, expected, "move " + std::to_string(i));
+    }
     if (::testing::Test::HasFatalFailure()) return stats;
     ++stats.moves;
     stats.resumed += incremental.last_skipped_fraction() > 0;
@@ -259,6 +296,77 @@ TEST(IncrementalSimulatorTest, MostMovesResumeWhereOpsReadNoParameters) {
     if (HasFatalFailure()) return;
     EXPECT_GT(stats.resumed, stats.moves / 2) << cluster_name << ": " << stats.resumed << " of " << stats.moves;
   }
+}
+
+// cpu:0, gpu:0, gpu:1 (parallel_ops 2 on gpu:1) linked without latency, so
+// that an empty tensor's hop takes no time either.
+Cluster ZeroLatencyCluster() {
+  Cluster cluster = testing::MakeTestCluster();
+  for (Link& link : cluster.links) link.latency_us = 0;
+  cluster.devices[2].parallel_ops = 2;
+  cluster.name = "zero-latency test";
+  cluster.Finalize("zero-latency test cluster");
+  return cluster;
+}
+
+TEST(IncrementalSimulatorTest, EqualsFullRunsWhenOpsTakeNoTime) {
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    const testing::TimedGraph timed = testing::ZeroTimeGraph(150 + 100 * static_cast<int32_t>(seed), seed);
+    std::vector<Cluster> clusters = {testing::MakeTestCluster(), ZeroLatencyCluster(), testing::MakeTestCluster(true)};
+    clusters[2].name = "test, one bus";
+    for (const Cluster& cluster : clusters) {
+      SCOPED_TRACE("seed " + std::to_string(seed) + " on " + cluster.name);
+      const MoveStats stats = CheckRandomMoves(timed.graph, cluster, 1000, seed, timed.op_times, 50);
+      if (HasFatalFailure()) return;
+      EXPECT_GT(stats.resumed, stats.moves / 4);  // the resumed runs are the ones under test
+    }
+  }
+}
+
+// The same graphs where host cores do the copies, devices wake late and
+// host devices slow each other down, and where devices run out of memory.
+TEST(IncrementalSimulatorTest, EqualsFullRunsWhenOpsTakeNoTimeOnHostDevicesAndSmallMemory) {
+  const testing::TimedGraph timed = testing::ZeroTimeGraph(300, 21);
+  Cluster host;
+  host.name = "host";
+  for (int32_t d = 0; d < 3; ++d) {
+    host.devices.push_back(testing::MakeDevice("cpu:" + std::to_string(d), DeviceKind::kCpu));
+    host.devices.back().cores = {d};
+    host.devices.back().wake_up_us = 4;
+    host.devices.back().wake_up_after_idle_us = d == 0 ? 0 : 2;
+  }
+  host.devices.push_back(testing::MakeDevice("gpu:0", DeviceKind::kGpu));
+  host.links = {{0, 1, 1e9, 0, -1}, {0, 2, 1e9, 1, -1}, {1, 2, 1e9, 0, -1}, {0, 3, 1e9, 0, -1}};
+  host.Finalize("three host devices and a GPU");
+  const MoveStats on_host = CheckRandomMoves(timed.graph, host, 1500, 22, timed.op_times, 50);
+  if (HasFatalFailure()) return;
+  EXPECT_GT(on_host.resumed, on_host.moves / 4);
+
+  // Capacity: half the peak of a split in two halves by op index over the
+  // GPUs (units with CPU-only ops on the CPU), so that some placements fit
+  // and others do not.
+  Cluster small = testing::MakeTestCluster();
+  int64_t peak_bytes = 0;
+  {
+    CostModel cost(small, timed.op_times);
+    Simulator sim(timed.graph, small, cost);
+    Placement halves(timed.graph.num_ops());
+    for (const auto& unit : Units(timed.graph)) {
+      bool gpu = true;
+      for (int32_t op : unit) gpu = gpu && (timed.graph.op(op).device_kinds & MaskOf(DeviceKind::kGpu));
+      for (int32_t op : unit) halves[op] = gpu ? 1 + static_cast<int32_t>(unit.front() * 2LL / timed.graph.num_ops()) : 0;
+    }
+    const SimResult split = sim.Run(halves);
+    ASSERT_FALSE(split.invalid) << split.reason;
+    for (const DeviceStats& d : split.devices) peak_bytes = std::max(peak_bytes, d.peak_memory_bytes);
+  }
+  for (Device& d : small.devices) d.memory_bytes = peak_bytes / 2;
+  small.Finalize("small test cluster");
+  const MoveStats in_small = CheckRandomMoves(timed.graph, small, 1500, 23, timed.op_times, 50);
+  if (HasFatalFailure()) return;
+  EXPECT_GT(in_small.oom, 0);
+  EXPECT_LT(in_small.oom, in_small.moves);
+  EXPECT_GT(in_small.resumed, in_small.moves / 4);
 }
 
 TEST(IncrementalSimulatorTest, WithoutARememberedPlacementRunsInFull) {

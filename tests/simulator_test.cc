@@ -3,11 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <map>
 #include <numeric>
 
+#include "cluster/cluster_json.h"
 #include "cluster/presets.h"
 #include "cost/op_time_table.h"
 #include "graph/canonical_order.h"
+#include "graph/graph_json.h"
 #include "models/registry.h"
 #include "models/synthetic.h"
 #include "report/sim_report.h"
@@ -16,6 +20,8 @@
 #include "sim/placement.h"
 #include "test_util.h"
 #include "util/random.h"
+
+#include <nlohmann/json.hpp>
 
 namespace devplace {
 namespace {
@@ -1071,6 +1077,125 @@ TEST(SimulatorTest, AnIdleDeviceStartsLateByItsWakeUp) {
   EXPECT_DOUBLE_EQ(on_link.step_time_us, 5.504);
   ASSERT_EQ(on_link.op_events.size(), 2u);
   EXPECT_DOUBLE_EQ(on_link.op_events[1].start_us, 4.504);
+}
+
+// Five cases where the simulator and docs/simulator.md once disagreed
+// (tests/data/sim_vs_docs/<case>: graph, cluster, op times, a placement,
+// and expected.json: the step time and peaks the docs give, with the
+// reasoning and the decision in its note). Runs the case recorded and as a
+// search would, checks both against expected.json, and returns the
+// recorded run for the case's own checks.
+struct DocsCase {
+  Graph graph;
+  Cluster cluster;
+  SimResult run;
+};
+
+DocsCase RunDocsCase(const std::string& name) {
+  const std::filesystem::path dir = std::filesystem::path(DEVPLACE_TEST_DATA) / "sim_vs_docs" / name;
+  DocsCase c{LoadGraphFile((dir / "graph.json").string()), LoadClusterFile((dir / "cluster.json").string()), {}};
+  const CostModel cost(c.cluster, OpTimeTable::Load((dir / "optimes.json").string()));
+  Placement placement;
+  if (std::filesystem::exists(dir / "placement.json")) {
+    placement = LoadPlacementFile((dir / "placement.json").string(), c.graph, c.cluster);
+  } else {
+    std::string spec = testing::ReadFile((dir / "placement.txt").string());
+    while (!spec.empty() && std::isspace(static_cast<unsigned char>(spec.back()))) spec.pop_back();
+    placement = ResolvePlacement(spec, c.graph, c.cluster);
+  }
+  Simulator sim(c.graph, c.cluster, cost);
+  SimOptions recorded;
+  recorded.record_events = true;
+  c.run = sim.Run(placement, recorded);
+  EXPECT_TRUE(c.run.ok()) << c.run.reason;
+  EXPECT_EQ(sim.Run(placement).step_time_us, c.run.step_time_us);
+  const nlohmann::json expected = nlohmann::json::parse(testing::ReadFile((dir / "expected.json").string()))["expected"];
+  EXPECT_NEAR(c.run.step_time_s(), expected["step_time_s"].get<double>(), 1e-12) << name;
+  if (expected.contains("peak")) {
+    for (const auto& [device, bytes] : expected["peak"].items()) {
+      const int32_t d = c.cluster.FindDevice(device);
+      EXPECT_GE(d, 0) << device;
+      if (d >= 0) EXPECT_EQ(c.run.devices[d].peak_memory_bytes, bytes.get<int64_t>()) << name << " on " << device;
+    }
+  }
+  return c;
+}
+
+// The op event of the op named `name`.
+OpEvent EventOf(const DocsCase& c, const std::string& name) {
+  for (const OpEvent& e : c.run.op_events) {
+    if (c.graph.op(e.op).name == name) return e;
+  }
+  ADD_FAILURE() << "no event for " << name;
+  return {};
+}
+
+TEST(SimulatorDocsTest, EqualRoutesTieOnTheirDevicesNotOnTheWidthBeforeTheLastHop) {
+  const DocsCase c = RunDocsCase("route_tie_prefix_width");
+  std::vector<int32_t> through;
+  for (const TransferEvent& e : c.run.transfer_events) through.push_back(e.to_device);
+  EXPECT_EQ(through, (std::vector<int32_t>{c.cluster.FindDevice("gpu:2"), c.cluster.FindDevice("gpu:4"),
+                                           c.cluster.FindDevice("gpu:1")}));
+}
+
+TEST(SimulatorDocsTest, NothingWakesLateAtTheStepsStartEvenWithAZeroIdleThreshold) {
+  const DocsCase c = RunDocsCase("wake_up_zero_threshold_at_start");
+  EXPECT_EQ(EventOf(c, "b").start_us, 0);
+}
+
+TEST(SimulatorDocsTest, AWokenOpAllocatesWhenItStartsNotWhenItTakesTheSlot) {
+  const DocsCase c = RunDocsCase("wake_up_memory_at_start");
+  EXPECT_EQ(EventOf(c, "q").start_us, 80);
+}
+
+TEST(SimulatorDocsTest, ADeviceWakingForItsWorkSlowsNoOtherHostDevice) {
+  const DocsCase c = RunDocsCase("wake_up_contention_waking_device");
+  const OpEvent z = EventOf(c, "z");
+  EXPECT_EQ(z.start_us, 30);
+  EXPECT_EQ(z.end_us, 130);  // alone: 1x
+  const OpEvent y = EventOf(c, "y");
+  EXPECT_EQ(y.start_us, 70);
+  EXPECT_EQ(y.end_us, 90);  // started while z computes: 2x
+}
+
+TEST(SimulatorDocsTest, CopiesJoiningAHostCoreAtOneInstantGoInTheSendsOrder) {
+  const DocsCase c = RunDocsCase("host_copy_two_channels_same_instant");
+  EXPECT_EQ(EventOf(c, "c1").start_us, 12);
+  EXPECT_EQ(EventOf(c, "c2").start_us, 13);
+}
+
+// A wake-up holds every op the device takes meanwhile: with two slots, the
+// op taken during the first's wake-up starts when the same wake-up ends.
+TEST(SimulatorDocsTest, WhatAWakingDeviceTakesWaitsForTheSameWakeUp) {
+  Graph graph;
+  const int32_t a = graph.AddOp(MakeOp(0, "a", 1e6, 4));    // 1 us on cpu:0
+  const int32_t b = graph.AddOp(MakeOp(1, "b", 2e6, 4));    // 2 us on cpu:1, reads a
+  const int32_t x = graph.AddOp(MakeOp(2, "x", 10e6, 4));   // 10 us on cpu:0
+  const int32_t c = graph.AddOp(MakeOp(3, "c", 1e6, 4));    // 1 us on cpu:1, reads x
+  graph.AddDataEdge(a, 0, b);
+  graph.AddDataEdge(x, 0, c);
+  graph.Finalize("test graph");
+  Cluster cluster;
+  cluster.name = "two";
+  cluster.devices = {testing::MakeDevice("cpu:0", DeviceKind::kCpu), testing::MakeDevice("cpu:1", DeviceKind::kCpu)};
+  cluster.devices[1].parallel_ops = 2;
+  cluster.devices[1].wake_up_us = 20;
+  cluster.devices[1].wake_up_after_idle_us = 0.5;
+  cluster.links = {{0, 1, 1e12, 0, -1}};
+  cluster.Finalize("two devices");
+  const CostModel cost(cluster, OpTimeTable{}, PerfectEfficiency());
+  Simulator sim(graph, cluster, cost);
+  SimOptions recorded;
+  recorded.record_events = true;
+  // cpu:0 runs a (0..1) then x (1..11); b is ready on cpu:1 at 1 (woken at
+  // 21), c at 11, while cpu:1 still wakes: it starts at 21 too.
+  const SimResult r = sim.Run({0, 1, 0, 1}, recorded);
+  ASSERT_TRUE(r.ok()) << r.reason;
+  std::map<std::string, double> start_us;
+  for (const OpEvent& e : r.op_events) start_us[graph.op(e.op).name] = e.start_us;
+  EXPECT_NEAR(start_us["b"], 21, 1e-3);
+  EXPECT_NEAR(start_us["c"], 21, 1e-3);
+  EXPECT_EQ(sim.Run({0, 1, 0, 1}).step_time_us, r.step_time_us);
 }
 
 }  // namespace

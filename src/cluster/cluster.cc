@@ -182,29 +182,28 @@ void Cluster::Finalize(const std::string& source) {
       }
       layer = std::move(next);
     }
-    // Each device's last hop comes from the first device (by index) one hop
-    // closer through which the widest bottleneck is reached.
-    std::vector<int32_t> via_link(n, -1);
-    for (int32_t to = 0; to < n; ++to) {
-      if (to == src || hops[to] == kUnreached) continue;
-      for (auto [from, l] : neighbours[to]) {
-        if (hops[from] + 1 == hops[to] &&
-            std::min(bottleneck[from], links[l].bandwidth_bytes_per_s) == bottleneck[to]) {
-          via_link[to] = l;
-          break;
-        }
-      }
-    }
     for (int32_t dst = 0; dst < n; ++dst) {
       if (hops[dst] == kUnreached) {
         throw Error(where + "device '" + ForMessage(devices[dst].name) + "' cannot be reached from '" +
                     ForMessage(devices[src].name) + "'");
       }
+      // Backwards from dst: each hop from the first device (by index) one
+      // hop closer from which a route at least as wide as dst's bottleneck
+      // goes on. The bar is dst's bottleneck, not the intermediate
+      // device's own widest: routes to dst that tie may reach it through
+      // narrower prefixes than the widest route to that device.
+      const double bar = bottleneck[dst];
       std::vector<Hop> path;
       for (int32_t at = dst; at != src;) {
-        int32_t l = via_link[at];
-        int32_t from = links[l].a == at ? links[l].b : links[l].a;
-        path.push_back(make_hop(l, from));
+        int32_t via = -1;
+        for (auto [from, l] : neighbours[at]) {
+          if (hops[from] + 1 == hops[at] && std::min(bottleneck[from], links[l].bandwidth_bytes_per_s) >= bar) {
+            via = l;
+            break;
+          }
+        }
+        const int32_t from = links[via].a == at ? links[via].b : links[via].a;
+        path.push_back(make_hop(via, from));
         at = from;
       }
       std::reverse(path.begin(), path.end());

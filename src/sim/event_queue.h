@@ -11,7 +11,9 @@
 
 namespace devplace {
 
-enum class EventKind : uint8_t { kOpDone, kHopDone };
+// kOpWoken / kHopWoken: an op or a host core's copy whose device's wake-up
+// ends; it starts then (Device::wake_up_us).
+enum class EventKind : uint8_t { kOpDone, kHopDone, kOpWoken, kHopWoken };
 
 // 16 bytes, so that the heap moves two words per level, not three.
 struct Event {
@@ -23,16 +25,17 @@ struct Event {
   // instant are all handled before anything starts at that instant, so
   // their order among themselves changes no result; the sequence keeps even
   // the trace's order reproducible. A run schedules far fewer than 2^32
-  // events (a million-op graph, a few million) and ids stay below 2^31.
+  // events (a million-op graph, a few million) and ids (slots, transfers)
+  // stay below 2^30.
   uint64_t order;
 
   static Event Make(double time_us, uint64_t sequence, EventKind kind, int32_t id) {
-    return {std::bit_cast<uint64_t>(time_us), sequence << 32 | uint64_t{static_cast<uint8_t>(kind)} << 31 | static_cast<uint32_t>(id)};
+    return {std::bit_cast<uint64_t>(time_us), sequence << 32 | uint64_t{static_cast<uint8_t>(kind)} << 30 | static_cast<uint32_t>(id)};
   }
   double time_us() const { return std::bit_cast<double>(time_bits); }
   uint64_t sequence() const { return order >> 32; }
-  EventKind kind() const { return static_cast<EventKind>((order >> 31) & 1); }
-  int32_t id() const { return static_cast<int32_t>(order & 0x7fffffff); }
+  EventKind kind() const { return static_cast<EventKind>((order >> 30) & 3); }
+  int32_t id() const { return static_cast<int32_t>(order & 0x3fffffff); }
 };
 
 class EventQueue {

@@ -116,8 +116,10 @@ struct Simulator::Scratch {
   std::vector<int32_t> copy_of;       // [tensor * devices + device] -> transfer
   InlineList<Transfer> transfers;
   std::vector<Fifo> ready;            // per device
-  std::vector<int32_t> running;       // per device
+  std::vector<int32_t> running;       // per device: slots taken (by work running or waking it)
   std::vector<double> idle_since_us;  // per device: when it last ran nothing (wake-ups)
+  std::vector<int32_t> waking;        // per device: slots taken by work waiting for its wake-up
+  std::vector<double> awake_at_us;    // per device: when its wake-up ends, while waking
   // What a run changes of a device's memory, together: memory changes
   // several times per event. The peak goes to the result's DeviceStats as
   // the run ends (FlushPeaks).
@@ -136,6 +138,14 @@ struct Simulator::Scratch {
   IndexList newly_ready;     // slots
   IndexList arriving;        // transfers reaching a channel
   IndexList freed_channels;  // channels that went idle
+  IndexList to_cores;        // transfers whose hop a host core takes next
+  // Work whose device's wake-up ended at this instant: an op (slot) or a
+  // copy (~transfer id), started when its device's turn comes.
+  struct Woken {
+    int32_t device;
+    int32_t item;
+  };
+  InlineList<Woken> woken;
 };
 
 
@@ -317,8 +327,9 @@ bool Simulator::MaySaturate() const {
   return !AddWithin(copies_bytes, op_bytes, limit);
 }
 
-// Everything a run changes between two instants, as it stands at the start
-// of one, before that instant's events. Memory is kept without the
+// Everything a run changes between two rounds of events, as it stands
+// before one: the start of an instant, or, where ops that take no time end
+// within it, of one of that instant's later rounds. Memory is kept without the
 // persistent bytes (which depend on the whole placement), so a snapshot of
 // one placement serves another that agrees with it up to that instant.
 struct Simulator::Snapshot {
@@ -331,6 +342,8 @@ struct Simulator::Snapshot {
   std::vector<Fifo> ready;
   std::vector<int32_t> running;
   std::vector<double> idle_since_us;
+  std::vector<int32_t> waking;
+  std::vector<double> awake_at_us;
   std::vector<int64_t> dynamic_memory_bytes;  // in use, less the persistent bytes
   std::vector<Fifo> channel_queue;
   std::vector<char> channel_busy;
@@ -342,14 +355,18 @@ struct Simulator::Snapshot {
 struct Simulator::Memory {
   bool valid = false;  // a placement is remembered
   Placement placement;
-  std::vector<double> finish_us;  // per slot: when the op ended
+  // Per slot: how many events the run had handled when the op's end was
+  // handled (its end event's index). By event, not by time: ops that take
+  // no time end and start many times within one instant, and a snapshot
+  // taken at that instant may come after an op's end (docs/simulator.md).
+  std::vector<int64_t> finish_event;
   std::vector<Snapshot> snapshots;  // by time
   int64_t total_events = 0;
 
   // The last RunChanged, until KeepChanged.
   bool changed_valid = false;
   Placement changed_placement;
-  std::vector<double> changed_finish_us;
+  std::vector<int64_t> changed_finish_event;
   std::vector<Snapshot> changed_snapshots;  // taken after the one it resumed from
   size_t resumed_from = 0;                  // snapshot index, or kNone
   int64_t changed_total_events = 0;
@@ -446,6 +463,8 @@ class Simulator::Step {
     for (Fifo& f : s_.ready) f.Clear();
     s_.running.assign(D_, 0);
     s_.idle_since_us.assign(D_, 0);  // idle from the step's start
+    s_.waking.assign(D_, 0);
+    s_.awake_at_us.assign(D_, 0);
     s_.memory.resize(D_);
     for (int32_t d = 0; d < D_; ++d) s_.memory[d] = {0, 0, cluster_.devices[d].usable_memory_bytes()};
     s_.channel_queue.resize(cluster_.num_channels());
@@ -456,6 +475,8 @@ class Simulator::Step {
     s_.newly_ready.clear();
     s_.arriving.clear();
     s_.freed_channels.clear();
+    s_.to_cores.clear();
+    s_.woken.clear();
     BindScratch();
 
     CountPersistent();
@@ -510,6 +531,8 @@ class Simulator::Step {
     s_.ready = snapshot.ready;
     s_.running = snapshot.running;
     s_.idle_since_us = snapshot.idle_since_us;
+    s_.waking = snapshot.waking;
+    s_.awake_at_us = snapshot.awake_at_us;
     s_.memory.resize(D_);
     for (int32_t d = 0; d < D_; ++d) {
       s_.memory[d] = {persistent_bytes_[d] + snapshot.dynamic_memory_bytes[d], result_.devices[d].peak_memory_bytes,
@@ -522,6 +545,8 @@ class Simulator::Step {
     s_.newly_ready.clear();
     s_.arriving.clear();
     s_.freed_channels.clear();
+    s_.to_cores.clear();
+    s_.woken.clear();
     sequence_ = snapshot.sequence;
     events_done_ = snapshot.events_done;
     BindScratch();
@@ -529,15 +554,15 @@ class Simulator::Step {
   }
 
   // Runs the events to the end of the step (or the first overflow with
-  // stop_at_oom). With `snapshots`, saves the state at the start of an
-  // instant about every `snapshot_every_events` events; with `finish_us`,
-  // when each slot's op ended.
-  void Loop(std::vector<Snapshot>* snapshots, int64_t snapshot_every_events, std::vector<double>* finish_us) {
+  // stop_at_oom). With `snapshots`, saves the state before a round of
+  // events about every `snapshot_every_events` events; with `finish_event`,
+  // the index of each slot's end event.
+  void Loop(std::vector<Snapshot>* snapshots, int64_t snapshot_every_events, std::vector<int64_t>* finish_event) {
     // A search's runs keep no timeline: their loop tests for none.
-    if (snapshots == nullptr && finish_us == nullptr) {
+    if (snapshots == nullptr && finish_event == nullptr) {
       RunEvents<false>(nullptr, 0, nullptr);
     } else {
-      RunEvents<true>(snapshots, snapshot_every_events, finish_us);
+      RunEvents<true>(snapshots, snapshot_every_events, finish_event);
     }
     result_.step_time_us = now_us_;
     FlushPeaks();
@@ -555,7 +580,7 @@ class Simulator::Step {
 
  private:
   template <bool kTimeline>
-  void RunEvents(std::vector<Snapshot>* snapshots, int64_t snapshot_every_events, std::vector<double>* finish_us) {
+  void RunEvents(std::vector<Snapshot>* snapshots, int64_t snapshot_every_events, std::vector<int64_t>* finish_event) {
     int64_t last_snapshot_events = events_done_;
     while (!s_.heap.empty() && !stop_) {
       now_us_ = s_.heap.top().time_us();
@@ -565,12 +590,14 @@ class Simulator::Step {
       }
       do {
         const Event event = s_.heap.Pop();
+        if (kTimeline && finish_event && event.kind() == EventKind::kOpDone) (*finish_event)[event.id()] = events_done_;
         ++events_done_;
         if (event.kind() == EventKind::kOpDone) {
-          if (kTimeline && finish_us) (*finish_us)[event.id()] = now_us_;
           FinishOp(event.id());
-        } else {
+        } else if (kPlain || event.kind() == EventKind::kHopDone) {
           FinishHop(event.id());
+        } else {
+          Woke(event.kind(), event.id());
         }
       } while (!s_.heap.empty() && s_.heap.top().time_us() == now_us_);
       StartWhatIsReady();
@@ -587,6 +614,8 @@ class Simulator::Step {
     snapshot.ready = s_.ready;
     snapshot.running = s_.running;
     snapshot.idle_since_us = s_.idle_since_us;
+    snapshot.waking = s_.waking;
+    snapshot.awake_at_us = s_.awake_at_us;
     snapshot.dynamic_memory_bytes.resize(D_);
     snapshot.devices = result_.devices;
     for (int32_t d = 0; d < D_; ++d) {
@@ -673,45 +702,73 @@ class Simulator::Step {
   }
 
   // A ready queue holds ops (slots) and, on a host device, copies waiting
-  // for its core (~transfer id, negative).
+  // for its core (~transfer id, negative). Work that must wait for the
+  // device's wake-up takes its slot now and starts when the wake-up ends
+  // (Woke): only then does it allocate, draw its noise and compute.
   void StartReadyOps(int32_t d) {
     const int32_t slots = parallel_ops_[d];
     Fifo& ready = s_.ready[d];
     while (running_[d] < slots && !ready.empty()) {
       int32_t op = ready.Pop();
-      double start_us = now_us_;
-      if constexpr (!kPlain) start_us += WakeUpUs(d);
+      if constexpr (!kPlain) {
+        const double wake_up_us = WakeUpUs(d);
+        if (wake_up_us > 0) {
+          if (s_.waking[d]++ == 0) s_.awake_at_us[d] = now_us_ + wake_up_us;
+          ++running_[d];
+          Schedule(s_.awake_at_us[d], op < 0 ? EventKind::kHopWoken : EventKind::kOpWoken, op < 0 ? ~op : op);
+          continue;
+        }
+      }
       ++running_[d];
       if (!kPlain && op < 0) {
-        RunHop(~op, start_us);
+        RunHop(~op);
         continue;
       }
-      if (op_start_bytes_[op] > 0) Allocate(d, op_start_bytes_[op]);
-      double duration_us = Perturb(time_us_[op]);
-      if (!kPlain && sim_.contention_per_busy_device_ > 0 && sim_.shares_host_[d]) duration_us *= ContentionFactor(d);
-      devices_[d].compute_us[op_phase_[op]] += duration_us;
-      if (!kPlain && record_events_) result_.op_events.push_back({sim_.order_[op], d, start_us, start_us + duration_us});
-      Schedule(start_us + duration_us, EventKind::kOpDone, op);
+      StartOp(d, op);
     }
   }
 
-  // How late device d starts what it starts now: its wake-up, if it ran
-  // nothing for at least its idle time before one (Device::wake_up_us).
-  // A device with work running is awake.
+  [[gnu::always_inline]] void StartOp(int32_t d, int32_t op) {
+    if (op_start_bytes_[op] > 0) Allocate(d, op_start_bytes_[op]);
+    double duration_us = Perturb(time_us_[op]);
+    if (!kPlain && sim_.contention_per_busy_device_ > 0 && sim_.shares_host_[d]) duration_us *= ContentionFactor(d);
+    devices_[d].compute_us[op_phase_[op]] += duration_us;
+    if (!kPlain && record_events_) result_.op_events.push_back({sim_.order_[op], d, now_us_, now_us_ + duration_us});
+    Schedule(now_us_ + duration_us, EventKind::kOpDone, op);
+  }
+
+  // How long device d waits before it starts what it takes now: the rest
+  // of its wake-up if it is waking (all it takes meanwhile waits for the
+  // same wake-up), else its wake-up if it ran nothing for a time above 0
+  // and at least its idle time before one (Device::wake_up_us), else 0. A
+  // device with work running is awake; at the step's start a device has
+  // been idle for no time, so nothing starts late there.
   double WakeUpUs(int32_t d) const {
-    if (!sim_.wakes_ || running_[d] > 0) return 0;
+    if (!sim_.wakes_) return 0;
+    if (s_.waking[d] > 0) return s_.awake_at_us[d] - now_us_;
+    if (running_[d] > 0) return 0;
     const Device& device = cluster_.devices[d];
     const double idle_us = now_us_ - s_.idle_since_us[d];
     return idle_us > 0 && idle_us >= device.wake_up_after_idle_us ? device.wake_up_us : 0;
   }
 
+  // The wake-up that held an op or copy ended: it starts in its device's
+  // turn of this instant, after the instant's events (StartWhatIsReady).
+  void Woke(EventKind kind, int32_t id) {
+    const int32_t item = kind == EventKind::kOpWoken ? id : ~id;
+    const int32_t d = item >= 0 ? device_[item] : CopyEngine(s_.transfers[id].route[s_.transfers[id].next_hop]);
+    s_.woken.push_back({d, item});
+    dirty_devices_ |= uint64_t{1} << d;
+  }
+
   // An op starting on host device d runs longer for each other host device
-  // busy at that instant; fixed at its start (the simulator has no rates
-  // that change mid-op). Devices are started in index order within an
-  // instant, so of two ops starting together the second sees the first.
+  // busy at that instant (running an op or a copy; one still waking for
+  // its work is not); fixed at its start (the simulator has no rates that
+  // change mid-op). Devices are started in index order within an instant,
+  // so of two ops starting together the second sees the first.
   double ContentionFactor(int32_t d) const {
     int32_t busy = 0;
-    for (int32_t e = 0; e < D_; ++e) busy += e != d && sim_.shares_host_[e] && running_[e] > 0;
+    for (int32_t e = 0; e < D_; ++e) busy += e != d && sim_.shares_host_[e] && running_[e] > s_.waking[e];
     return 1 + sim_.contention_per_busy_device_ * busy;
   }
 
@@ -729,24 +786,24 @@ class Simulator::Step {
   // Takes the channel's next transfer. Its hop runs now, or, where a host
   // core does the copy, waits its turn in that device's ready queue behind
   // the ops already there (the channel stays taken meanwhile: the executor
-  // copies one tensor at a time per pair of devices).
+  // copies one tensor at a time per pair of devices); the copies of one
+  // instant join there in the sends' order, once every channel has taken
+  // its transfer (StartWhatIsReady).
   void StartHop(int32_t channel) {
     if (s_.channel_busy[channel] || s_.channel_queue[channel].empty()) return;
     int32_t id = s_.channel_queue[channel].Pop();
     s_.channel_busy[channel] = 1;
     const Transfer& tr = s_.transfers[id];
-    const int32_t engine = CopyEngine(tr.route[tr.next_hop]);
-    if (engine >= 0) {
-      s_.ready[engine].Push(~id);
-      dirty_devices_ |= uint64_t{1} << engine;
+    if (CopyEngine(tr.route[tr.next_hop]) >= 0) {
+      s_.to_cores.push_back(id);
       return;
     }
-    RunHop(id, now_us_);
+    RunHop(id);
   }
 
-  // The hop's copy, from start_us (now, or later by its core's wake-up):
-  // its channel (and core, if any) already taken.
-  void RunHop(int32_t id, double start_us) {
+  // The hop's copy, from now: its channel (and core, if any) already taken.
+  void RunHop(int32_t id) {
+    const double start_us = now_us_;
     Transfer& tr = s_.transfers[id];
     const Hop& hop = tr.route[tr.next_hop];
     const int32_t channel = hop.channel;
@@ -848,6 +905,12 @@ class Simulator::Step {
   // first): queue what they released in the tie rules' order, then start
   // hops on idle channels and ops on idle devices.
   [[gnu::always_inline]] void StartWhatIsReady() {
+    // Ops and copies whose wake-up ended now, by device (the order devices
+    // start in below), each device's in the order they took its slots.
+    if (!kPlain && s_.woken.size() > 1) {
+      std::stable_sort(s_.woken.begin(), s_.woken.end(),
+                       [](const Scratch::Woken& a, const Scratch::Woken& b) { return a.device < b.device; });
+    }
     // By rank. Usually already in order (one op's consumers are), and
     // checking is much cheaper than sorting.
     if (!std::is_sorted(s_.newly_ready.begin(), s_.newly_ready.end())) std::sort(s_.newly_ready.begin(), s_.newly_ready.end());
@@ -856,16 +919,14 @@ class Simulator::Step {
       dirty_devices_ |= uint64_t{1} << device_[op];
     }
     s_.newly_ready.clear();
-    if (s_.arriving.size() > 1) {
-      // A transfer is one tensor (producer's rank, output) to one device.
-      auto before = [this](int32_t a, int32_t b) {
-        const Transfer& x = s_.transfers[a];
-        const Transfer& y = s_.transfers[b];
-        return x.tensor != y.tensor ? x.tensor < y.tensor : x.dst_device < y.dst_device;
-      };
-      if (!std::is_sorted(s_.arriving.begin(), s_.arriving.end(), before)) {
-        std::sort(s_.arriving.begin(), s_.arriving.end(), before);
-      }
+    // A transfer is one tensor (producer's rank, output) to one device.
+    auto before = [this](int32_t a, int32_t b) {
+      const Transfer& x = s_.transfers[a];
+      const Transfer& y = s_.transfers[b];
+      return x.tensor != y.tensor ? x.tensor < y.tensor : x.dst_device < y.dst_device;
+    };
+    if (s_.arriving.size() > 1 && !std::is_sorted(s_.arriving.begin(), s_.arriving.end(), before)) {
+      std::sort(s_.arriving.begin(), s_.arriving.end(), before);
     }
     for (int32_t id : s_.arriving) {
       const Transfer& tr = s_.transfers[id];
@@ -878,11 +939,38 @@ class Simulator::Step {
     // above fix; a repeat finds the channel busy.
     for (int32_t channel : s_.freed_channels) StartHop(channel);
     s_.freed_channels.clear();
+    if constexpr (!kPlain) {
+      // Copies for host cores, in the sends' order whichever channel they
+      // came from, behind the ops released at this instant.
+      if (s_.to_cores.size() > 1 && !std::is_sorted(s_.to_cores.begin(), s_.to_cores.end(), before)) {
+        std::sort(s_.to_cores.begin(), s_.to_cores.end(), before);
+      }
+      for (int32_t id : s_.to_cores) {
+        const Transfer& tr = s_.transfers[id];
+        const int32_t engine = CopyEngine(tr.route[tr.next_hop]);
+        s_.ready[engine].Push(~id);
+        dirty_devices_ |= uint64_t{1} << engine;
+      }
+      s_.to_cores.clear();
+    }
+    const Scratch::Woken* woken = s_.woken.begin();
     while (dirty_devices_ != 0) {
       int32_t d = std::countr_zero(dirty_devices_);
       dirty_devices_ &= dirty_devices_ - 1;
+      if constexpr (!kPlain) {
+        // What its wake-up held starts first: it took its slot earlier.
+        for (; woken != s_.woken.end() && woken->device == d; ++woken) {
+          --s_.waking[d];
+          if (woken->item < 0) {
+            RunHop(~woken->item);
+          } else {
+            StartOp(d, woken->item);
+          }
+        }
+      }
       StartReadyOps(d);
     }
+    if constexpr (!kPlain) s_.woken.clear();
   }
 
   Simulator& sim_;
@@ -1029,11 +1117,11 @@ SimResult Simulator::Remember(const Placement& placement) {
   if (!Prepare(placement, result)) return result;
   const SimOptions options;
   m.snapshots.clear();
-  m.finish_us.assign(graph_->num_ops(), 0);
+  m.finish_event.assign(graph_->num_ops(), 0);
   const int64_t guess_events = std::max<int64_t>(graph_->num_ops(), 1);
   const int64_t every = std::max<int64_t>(m.total_events > 0 ? m.total_events : guess_events, kSnapshotsPerRun) / kSnapshotsPerRun;
   WithStep(result, options, [&](auto& step) {
-    if (step.Start()) step.Loop(&m.snapshots, every, &m.finish_us);
+    if (step.Start()) step.Loop(&m.snapshots, every, &m.finish_event);
     m.total_events = step.events_done();
   });
   m.placement = placement;
@@ -1048,22 +1136,26 @@ SimResult Simulator::RunChanged(const Placement& placement, std::span<const int3
   SimResult result;
   if (!Prepare(placement, result)) return result;
 
-  // The first instant a changed op matters: one of its inputs is produced
-  // (its producer ends and looks up where the op runs).
-  double first_us = m.valid ? std::numeric_limits<double>::infinity() : 0;
+  // The first event at which a changed op matters: the end of one of its
+  // producers (which looks up where the op runs). A snapshot saved after
+  // that many events is too late, even one of the same instant.
+  int64_t first_event = m.valid ? std::numeric_limits<int64_t>::max() : 0;
   for (int32_t op : changed_ops) {
-    if (first_us == 0) break;
+    if (first_event == 0) break;
     if (op < 0 || op >= graph_->num_ops()) continue;
     const int32_t slot = slot_of_[op];
-    if (producer_begin_[slot] == producer_begin_[slot + 1]) first_us = 0;
-    for (int32_t k = producer_begin_[slot]; k < producer_begin_[slot + 1]; ++k) first_us = std::min(first_us, m.finish_us[producers_[k]]);
+    if (producer_begin_[slot] == producer_begin_[slot + 1]) first_event = 0;
+    for (int32_t k = producer_begin_[slot]; k < producer_begin_[slot + 1]; ++k) {
+      first_event = std::min(first_event, m.finish_event[producers_[k]]);
+    }
   }
   const SimOptions options;
   WithStep(result, options, [&](auto& step) {
     m.resumed_from = Memory::kNone;
-    if (first_us > 0) {
-      auto after = std::upper_bound(m.snapshots.begin(), m.snapshots.end(), first_us,
-                                    [](double t, const Snapshot& snap) { return t < snap.time_us; });
+    if (first_event > 0) {
+      // Snapshots are in event order; the last one saved before the event.
+      auto after = std::upper_bound(m.snapshots.begin(), m.snapshots.end(), first_event,
+                                    [](int64_t e, const Snapshot& snap) { return e < snap.events_done; });
       if (after != m.snapshots.begin()) {
         const size_t index = static_cast<size_t>(after - m.snapshots.begin()) - 1;
         if (step.Resume(m.snapshots[index])) m.resumed_from = index;
@@ -1072,12 +1164,12 @@ SimResult Simulator::RunChanged(const Placement& placement, std::span<const int3
     m.changed_snapshots.clear();
     const int64_t every = std::max<int64_t>(m.total_events, kSnapshotsPerRun) / kSnapshotsPerRun;
     if (m.resumed_from == Memory::kNone) {
-      m.changed_finish_us.assign(graph_->num_ops(), 0);
-      if (step.Start()) step.Loop(&m.changed_snapshots, every, &m.changed_finish_us);
+      m.changed_finish_event.assign(graph_->num_ops(), 0);
+      if (step.Start()) step.Loop(&m.changed_snapshots, every, &m.changed_finish_event);
     } else {
-      m.changed_finish_us = m.finish_us;  // ops that ended before the snapshot end alike
+      m.changed_finish_event = m.finish_event;  // ops that ended before the snapshot end alike, at the same event
       last_skipped_fraction_ = m.total_events > 0 ? static_cast<double>(m.snapshots[m.resumed_from].events_done) / m.total_events : 0;
-      step.Loop(&m.changed_snapshots, every, &m.changed_finish_us);
+      step.Loop(&m.changed_snapshots, every, &m.changed_finish_event);
     }
     m.changed_total_events = step.events_done();
   });
@@ -1097,7 +1189,7 @@ void Simulator::KeepChanged() {
     for (Snapshot& snap : m.changed_snapshots) m.snapshots.push_back(std::move(snap));
   }
   m.changed_snapshots.clear();
-  m.finish_us.swap(m.changed_finish_us);
+  m.finish_event.swap(m.changed_finish_event);
   m.placement.swap(m.changed_placement);
   m.total_events = m.changed_total_events;
   m.valid = true;

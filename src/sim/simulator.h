@@ -122,8 +122,10 @@ class Simulator {
   // placement that differs from the remembered one at most at
   // `changed_ops` (op indices; extra ones cost time, missing ones give a
   // wrong answer): it resumes from the last snapshot taken before any
-  // changed op could matter (the first instant one of its inputs was
-  // produced; a changed op with no inputs matters from the start) and
+  // changed op could matter (the end of the first of its producers to end,
+  // counted in events, not time: at one instant ops that take no time end
+  // and start again and again; a changed op with no inputs matters from
+  // the start) and
   // returns exactly what Run(placement) would, bit for bit. KeepChanged
   // makes the last RunChanged placement the remembered one. Without a
   // remembered placement, with a saturated memory count, or when a changed
@@ -170,8 +172,6 @@ class Simulator {
   bool Prepare(const Placement& placement, SimResult& result);
   // Computes may_saturate_ from the graph and cluster.
   bool MaySaturate() const;
-  SimResult RunRecorded(const Placement& placement, const Snapshot* resume, std::vector<Snapshot>* snapshots,
-                        std::vector<double>* finish_us);
 
   const Graph* graph_;
   const Cluster* cluster_;
