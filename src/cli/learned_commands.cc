@@ -39,7 +39,7 @@ void ExecLearnedProgram(const std::string& command, char** argv) {
   std::error_code error;
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
   if (error) {
-    throw Error(command + " needs " + kLearnedProgram + ", which is found next to this program, but /proc/self/exe says not where that is: " +
+    throw Error(command + " needs " + kLearnedProgram + " from this program's folder, which /proc/self/exe does not tell: " +
                 error.message());
   }
   const std::filesystem::path learned = self.parent_path() / kLearnedProgram;
