@@ -136,11 +136,12 @@ std::string Generate(const std::string& what, const fs::path& work) {
     second.replace(second.find("ID"), 2, "1");
     return WriteFile(work / what, R"({"format": "devplace-graph", "version": 1, "ops": [)" + first + ", " + second + "]}");
   }
-  if (what == "long_path") {
-    // Longer than PATH_MAX (4096), in components a file system accepts.
+  if (what == "long_path" || what.rfind("long_path/", 0) == 0) {
+    // Longer than PATH_MAX (4096), in components a file system accepts;
+    // long_path/NAME ends in NAME, which the error must still show.
     std::string path = work.string();
     while (path.size() <= 5000) path += "/" + std::string(200, 'a');
-    return path + "/graph.json";
+    return path + "/" + (what == "long_path" ? std::string("graph.json") : what.substr(std::string("long_path/").size()));
   }
   if (what == "existing_file") return WriteFile(work / what, "a file where a folder is wanted\n");
   if (what == "host_cluster.json" || what == "host_cluster_gpu63.json") {

@@ -671,5 +671,87 @@ TEST(CliTest, ClustersAndModelsAreListed) {
   EXPECT_NE(models.out.find("tiny"), std::string::npos);
 }
 
+// devplace links no torch, which costs a run 0.4 s and 160 MiB to load: the
+// commands that do not learn must not load it, and the learned ones must
+// still reach it, through devplace-learn. LD_DEBUG=libs makes the dynamic
+// loader name every library it loads, one opened by dlopen too.
+Outcome DevplaceWithLoaderLog(const std::string& args) {
+  return testing::RunCommand(std::string("LD_DEBUG=libs ") + DEVPLACE_BINARY + " " + args);
+}
+
+bool LoadedTorch(const Outcome& o) {
+  return o.out.find("libtorch") != std::string::npos || o.out.find("libc10") != std::string::npos;
+}
+
+std::string Tail(const std::string& text) { return text.size() > 2000 ? text.substr(text.size() - 2000) : text; }
+
+TEST(CliTest, CommandsThatDoNotLearnLoadNoTorch) {
+  TempDir dir;
+  const std::string placement = dir.File("placement.json");
+  const std::string onnx = std::string(DEVPLACE_TEST_DATA) + "/small_cnn.onnx";
+  const std::vector<std::string> commands = {
+      "--help",
+      "models",
+      "clusters",
+      "clusters --show k80x2",
+      "info --graph tiny",
+      "simulate --graph tiny --cluster k80x4 --placement single:gpu:0",
+      "compare --graph tiny --cluster k80x2 --methods single_gpu,m_etf,mcmc --max-evaluations 50",
+      "generate tiny -o " + dir.File("tiny.json"),
+      "export --graph tiny --cluster k80x2 --method m_etf -o " + placement,
+      "simulate --graph tiny --cluster k80x2 --placement " + placement,
+      "import " + onnx + " -o " + dir.File("cnn.json"),
+      "report --graph tiny --cluster k80x2 --methods expert,m_etf -o " + dir.File("report.html"),
+  };
+  for (const std::string& args : commands) {
+    Outcome o = DevplaceWithLoaderLog(args);
+    EXPECT_EQ(o.exit_code, 0) << args << "\n" << Tail(o.out);
+    EXPECT_NE(o.out.find("find library="), std::string::npos) << "LD_DEBUG said nothing: the check would pass blind";
+    EXPECT_FALSE(LoadedTorch(o)) << args << " loaded torch";
+  }
+  // A refusal, such as a learned flag given to a command that does not
+  // learn, is answered without torch as well.
+  Outcome refused = DevplaceWithLoaderLog("simulate --graph tiny --cluster k80x2 --placement single:gpu:0 --max-steps 3");
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_FALSE(LoadedTorch(refused));
+}
+
+TEST(CliTest, LearnedCommandsAnswerThroughDevplaceLearn) {
+  // Each one's own --help, with its own flags: devplace hands the command
+  // line over unparsed.
+  const std::vector<std::pair<std::string, std::string>> helps = {
+      {"place", "--max-steps"}, {"train", "--graphs"}, {"pretrain", "--graphs"}, {"run", "--steps"}, {"profile", "--steps"}};
+  for (const auto& [command, flag] : helps) {
+    Outcome o = DevplaceWithLoaderLog(command + " --help");
+    EXPECT_EQ(o.exit_code, 0) << command << "\n" << Tail(o.out);
+    EXPECT_TRUE(LoadedTorch(o)) << command << " did not run in devplace-learn";
+    EXPECT_NE(o.out.find(flag), std::string::npos) << command;
+  }
+  // devplace-learn's errors are devplace's: one line, named as devplace.
+  ExpectCleanError(Devplace("place --graph tiny"), "--cluster");
+  ExpectCleanError(Devplace("clusters --detect --show k80x2"), "do not go together");
+  ExpectCleanError(Devplace("clusters --cpu-devices 2"), "needs --detect");
+}
+
+// Without devplace-learn next to it, devplace still does all that needs no
+// torch, and a learned command is refused in one line naming what is missing.
+TEST(CliTest, DevplaceWithoutDevplaceLearnNamesIt) {
+  TempDir dir;
+  const std::string alone = dir.File("devplace");
+  std::filesystem::copy_file(DEVPLACE_BINARY, alone);
+  Outcome help = testing::RunCommand(alone + " --help");
+  EXPECT_EQ(help.exit_code, 0);
+  for (const char* command : {"place", "train", "pretrain", "run", "profile", "simulate"}) {
+    EXPECT_NE(help.out.find(command), std::string::npos) << command;
+  }
+  EXPECT_EQ(testing::RunCommand(alone + " simulate --graph tiny --cluster k80x2 --placement single:gpu:0").exit_code, 0);
+  for (const char* args : {"place --graph tiny --cluster k80x2 --method m_etf", "train --help", "clusters --detect"}) {
+    Outcome o = testing::RunCommand(alone + " " + args + " --out " + dir.File("run"));
+    ExpectCleanError(o, "devplace-learn");
+    EXPECT_NE(o.out.find(dir.File("devplace-learn")), std::string::npos) << o.out;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.File("run")));
+}
+
 }  // namespace
 }  // namespace devplace

@@ -1,8 +1,11 @@
 #include <cstdio>
 #include <iostream>
+#include <memory>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/inputs.h"
+#include "cluster/cluster.h"
 #include "cluster/cluster_json.h"
 #include "cluster/presets.h"
 #include "graph/grouping.h"
@@ -11,7 +14,9 @@
 #include "util/format_bytes.h"
 
 namespace devplace {
+namespace {
 
+// What `clusters` does without --detect: list the presets, or print one.
 void RunClusters(const std::string& show) {
   if (!show.empty()) {
     std::cout << ClusterToJson(ResolveCluster(show)).dump(2) << "\n";
@@ -22,8 +27,6 @@ void RunClusters(const std::string& show) {
     std::printf("%-8s %2d devices  %s\n", preset.name.c_str(), c.num_devices(), preset.description.c_str());
   }
 }
-
-namespace {
 
 void RunModels() {
   for (const auto& model : ListModels()) {
@@ -77,11 +80,30 @@ void RunInfo(const std::string& graph_spec, bool json) {
 
 }  // namespace
 
-void AddInfoCommands(CLI::App& app) {
-  auto show = std::make_shared<std::string>();
+void AddInfoCommands(CLI::App& app, std::function<void(const DetectFlags&)> detect) {
+  auto flags = std::make_shared<DetectFlags>();
   CLI::App* clusters = app.add_subcommand("clusters", "List the cluster presets, or print one as a cluster file");
-  clusters->add_option("--show", *show, "Print this preset (or cluster file) as cluster JSON, a start for your own");
-  clusters->callback([show] { RunClusters(*show); });
+  CLI::Option* show = clusters->add_option("--show", flags->show, "Print this preset (or cluster file) as cluster JSON, a start for your own");
+  clusters->add_flag("--detect", flags->detect,
+                     "Measure this machine and print it as a cluster file: CPU devices owning disjoint cores, one "
+                     "device per CUDA GPU, copy links measured");
+  CLI::Option* out = clusters->add_option("-o,--out", flags->out, "With --detect: write the cluster file here");
+  CLI::Option* cpus = clusters
+                          ->add_option("--cpu-devices", flags->cpu_devices,
+                                       "With --detect: split the usable cores among this many CPU devices")
+                          ->check(InRange(1, kMaxDevices));
+  CLI::Option* no_gpus = clusters->add_flag("--no-gpus", flags->no_gpus, "With --detect: leave CUDA GPUs out");
+  clusters->callback([flags, show, out, cpus, no_gpus, detect] {
+    if (flags->detect) {
+      if (show->count() > 0) throw Error("clusters: --detect and --show do not go together");
+      detect(*flags);
+      return;
+    }
+    for (CLI::Option* option : {out, cpus, no_gpus}) {
+      if (option->count() > 0) throw Error("clusters: " + option->get_name() + " needs --detect");
+    }
+    RunClusters(flags->show);
+  });
 
   CLI::App* models = app.add_subcommand("models", "List the built-in models");
   models->callback([] { RunModels(); });

@@ -12,16 +12,19 @@
 
 namespace devplace {
 
-Graph ResolveGraph(const std::string& model_or_path) {
+namespace {
+
+Graph LoadGraph(const std::string& model_or_path) {
   if (IsModelName(model_or_path)) return MakeModel(model_or_path);
   // The error_code form: a path the system cannot even look up (too long)
   // is an input error, not an exception from the library.
   std::error_code error;
-  if (!std::filesystem::exists(model_or_path, error)) {
+  const bool exists = std::filesystem::exists(model_or_path, error);
+  if (error) throw Error("graph '" + ForMessage(model_or_path) + "': " + error.message());
+  if (!exists) {
     std::string names;
     for (const auto& m : ListModels()) names += (names.empty() ? "" : ", ") + m.name;
-    throw Error("graph '" + ForMessage(model_or_path) + "' is neither a built-in model (" + names + ") nor a file" +
-                (error ? " (" + error.message() + ")" : ""));
+    throw Error("graph '" + ForMessage(model_or_path) + "' is neither a built-in model (" + names + ") nor a file");
   }
   if (IsOnnxPath(model_or_path)) {
     // An ONNX model stands for its training step; its dynamic dimensions
@@ -35,6 +38,16 @@ Graph ResolveGraph(const std::string& model_or_path) {
     return std::move(result.graph);
   }
   return LoadGraphFile(model_or_path);
+}
+
+}  // namespace
+
+Graph ResolveGraph(const std::string& model_or_path) {
+  Graph graph = LoadGraph(model_or_path);
+  // A valid file, but no training step: every command would answer about
+  // nothing (a step of 0 s), and the learned ones fail deep inside.
+  if (graph.num_ops() == 0) throw Error("graph '" + ForMessage(model_or_path) + "' has no ops: there is no step to place, simulate or describe");
+  return graph;
 }
 
 void AddOpTimesFlags(CLI::App* command, OpTimesFlags* flags, const std::string& help) {

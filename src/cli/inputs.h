@@ -13,7 +13,7 @@ class App;
 
 namespace devplace {
 
-// A built-in model's name or a graph file.
+// A built-in model's name or a graph file; a graph without ops is refused.
 Graph ResolveGraph(const std::string& model_or_path);
 
 // The --op-times flags every command that simulates takes.

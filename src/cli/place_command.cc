@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
 #include "cli/inputs.h"
+#include "cli/learned_commands.h"
 #include "cli/rl_flags.h"
 #include "cli/run_methods.h"
 #include "cluster/cluster_json.h"
@@ -360,7 +361,7 @@ void RunPlace(PlaceFlags flags) {
 void AddPlaceCommand(CLI::App& app) {
   auto flags = std::make_shared<PlaceFlags>();
   RlOptions& rl = flags->rl;
-  CLI::App* cmd = app.add_subcommand("place", "Find a placement: train the 2017 paper's RL placer, or run a baseline");
+  CLI::App* cmd = app.add_subcommand("place", LearnedCommandDescription("place"));
   cmd->add_option("--graph", flags->graph, "Graph file (JSON) or built-in model name")->required();
   cmd->add_option("--cluster", flags->cluster, "Cluster preset or cluster file")->required();
   cmd->add_option("--method", flags->method,

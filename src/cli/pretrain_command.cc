@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
 #include "cli/inputs.h"
+#include "cli/learned_commands.h"
 #include "rl/mars_pretrainer.h"
 #include "util/error.h"
 #include "util/stop_request.h"
@@ -66,7 +67,7 @@ void RunPretrain(PretrainFlags flags) {
 void AddPretrainCommand(CLI::App& app) {
   auto flags = std::make_shared<PretrainFlags>();
   MarsPretrainOptions& o = flags->options;
-  CLI::App* cmd = app.add_subcommand("pretrain", "Pre-train Mars's graph encoder on graphs alone (Deep Graph Infomax, no step times)");
+  CLI::App* cmd = app.add_subcommand("pretrain", LearnedCommandDescription("pretrain"));
   cmd->add_option("--method", flags->method, "mars (the one method with a pre-trained encoder)");
   cmd->add_option("--graphs", flags->graphs, "Graph files or built-in model names, comma-separated")->required()->delimiter(',');
   cmd->add_option("-o,--out", o.encoder_out, "The encoder file to write (also written at each checkpoint)")->required();

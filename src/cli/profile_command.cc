@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
 #include "cli/inputs.h"
+#include "cli/learned_commands.h"
 #include "cluster/cluster_json.h"
 #include "exec/profile.h"
 #include "util/error.h"
@@ -83,10 +84,7 @@ void RunProfile(const ProfileFlags& flags) {
 
 void AddProfileCommand(CLI::App& app) {
   auto flags = std::make_shared<ProfileFlags>();
-  CLI::App* cmd = app.add_subcommand(
-      "profile",
-      "Time every op of a graph with its real kernel on this machine and write the op-times table that "
-      "simulate/compare/place read with --op-times");
+  CLI::App* cmd = app.add_subcommand("profile", LearnedCommandDescription("profile"));
   cmd->add_option("--graph", flags->graph, "Graph file (JSON) or built-in model name")->required();
   cmd->add_option("--cluster", flags->cluster, "This machine as a cluster file (devplace clusters --detect)")
       ->required();

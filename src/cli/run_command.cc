@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
 #include "cli/inputs.h"
+#include "cli/learned_commands.h"
 #include "cluster/cluster_json.h"
 #include "exec/detect_cluster.h"
 #include "exec/executor.h"
@@ -88,13 +89,7 @@ void RunRun(const RunFlags& flags) {
   }
 }
 
-struct DetectFlags {
-  std::string show;  // without --detect: what `clusters --show` prints
-  bool detect = false;
-  std::string out;
-  int32_t cpu_devices = 1;
-  bool no_gpus = false;
-};
+}  // namespace
 
 void RunDetect(const DetectFlags& flags) {
   DetectOptions options;
@@ -110,12 +105,9 @@ void RunDetect(const DetectFlags& flags) {
   std::printf("wrote %s: %d devices\n", flags.out.c_str(), cluster.num_devices());
 }
 
-}  // namespace
-
 void AddRunCommand(CLI::App& app) {
   auto flags = std::make_shared<RunFlags>();
-  CLI::App* cmd = app.add_subcommand(
-      "run", "Run training steps of a placement on this machine's devices and report the measured step time");
+  CLI::App* cmd = app.add_subcommand("run", LearnedCommandDescription("run"));
   cmd->add_option("--graph", flags->graph, "Graph file (JSON) or built-in model name")->required();
   cmd->add_option("--cluster", flags->cluster, "This machine as a cluster file (devplace clusters --detect)")
       ->required();
@@ -128,37 +120,6 @@ void AddRunCommand(CLI::App& app) {
   cmd->add_option("--trace", flags->trace, "Also write the last step as Chrome trace JSON (open in Perfetto)");
   cmd->add_flag("--json", flags->json, "Print one JSON object instead of the table");
   cmd->callback([flags] { RunRun(*flags); });
-}
-
-void AddClustersDetect(CLI::App& app) {
-  CLI::App* clusters = app.get_subcommand("clusters");
-  auto flags = std::make_shared<DetectFlags>();
-  // The callback below replaces AddInfoCommands', and with it the string
-  // its --show was bound to: bind --show anew, to a string this one keeps.
-  CLI::Option* old_show = clusters->get_option("--show");
-  const std::string show_help = old_show->get_description();
-  clusters->remove_option(old_show);
-  CLI::Option* show = clusters->add_option("--show", flags->show, show_help);
-  clusters->add_flag("--detect", flags->detect,
-                     "Measure this machine and print it as a cluster file: CPU devices owning disjoint cores, one "
-                     "device per CUDA GPU, copy links measured");
-  CLI::Option* out = clusters->add_option("-o,--out", flags->out, "With --detect: write the cluster file here");
-  CLI::Option* cpus = clusters
-                          ->add_option("--cpu-devices", flags->cpu_devices,
-                                       "With --detect: split the usable cores among this many CPU devices")
-                          ->check(InRange(1, kMaxDevices));
-  CLI::Option* no_gpus = clusters->add_flag("--no-gpus", flags->no_gpus, "With --detect: leave CUDA GPUs out");
-  clusters->callback([flags, show, out, cpus, no_gpus] {
-    if (flags->detect) {
-      if (show->count() > 0) throw Error("clusters: --detect and --show do not go together");
-      RunDetect(*flags);
-      return;
-    }
-    for (CLI::Option* option : {out, cpus, no_gpus}) {
-      if (option->count() > 0) throw Error("clusters: " + option->get_name() + " needs --detect");
-    }
-    RunClusters(flags->show);
-  });
 }
 
 }  // namespace devplace

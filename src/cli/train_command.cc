@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
 #include "cli/inputs.h"
+#include "cli/learned_commands.h"
 #include "cli/rl_flags.h"
 #include "cluster/cluster_json.h"
 #include "rl/batch_trainer.h"
@@ -108,7 +109,7 @@ void AddTrainCommand(CLI::App& app) {
   RlOptions& rl = flags->train.rl;
   rl.method = "gdp";
   rl.algorithm = "ppo";  // GDP's algorithm (§3.4)
-  CLI::App* cmd = app.add_subcommand("train", "Train one GDP or Mars policy on several graphs for a cluster (batch training)");
+  CLI::App* cmd = app.add_subcommand("train", LearnedCommandDescription("train"));
   cmd->add_option("--method", flags->method, "gdp (default) or mars: the learned methods trained across graphs");
   cmd->add_option("--graphs", flags->graphs, "Graph files or built-in model names, comma-separated")->required()->delimiter(',');
   cmd->add_option("--cluster", flags->cluster, "Cluster preset or cluster file: the policy places on clusters of its devices")->required();

@@ -53,7 +53,11 @@ bool IsValidUtf8(std::string_view text) {
   return true;
 }
 
-std::string ForMessage(std::string_view text, size_t max_bytes) {
+namespace {
+
+// `text` escaped as ForMessage says, until the output reaches `max_bytes`;
+// `consumed` says how much of `text` that took.
+std::string Escaped(std::string_view text, size_t max_bytes, size_t& consumed) {
   std::string out;
   out.reserve(std::min(text.size(), max_bytes) + 16);
   size_t i = 0;
@@ -81,8 +85,27 @@ std::string ForMessage(std::string_view text, size_t max_bytes) {
       out += hex, ++i;
     }
   }
-  if (i < text.size()) out += "...(" + std::to_string(text.size()) + " bytes)";
+  consumed = i;
   return out;
+}
+
+}  // namespace
+
+std::string ForMessage(std::string_view text, size_t max_bytes) {
+  size_t consumed = 0;
+  std::string whole = Escaped(text, max_bytes, consumed);
+  if (consumed == text.size()) return whole;
+  // Cut in the middle, not at the end: of a path, the end is the file's own
+  // name, which a path longer than the system's limit must still show.
+  const size_t half = std::max<size_t>(max_bytes / 2, 1);
+  std::string head = Escaped(text, half, consumed);
+  size_t tail_start = std::max(consumed, text.size() - std::min(text.size(), half));
+  // Start the tail on a character, not inside a UTF-8 sequence.
+  for (int back = 0; back < 3 && tail_start < text.size() && (static_cast<unsigned char>(text[tail_start]) & 0xC0) == 0x80; ++back) {
+    ++tail_start;
+  }
+  std::string tail = Escaped(text.substr(tail_start), half, consumed);
+  return head + "...(" + std::to_string(text.size()) + " bytes)..." + tail;
 }
 
 std::string ShowNumber(double value) {

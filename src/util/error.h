@@ -27,10 +27,10 @@ std::string ShowNumber(double value);
 
 // A name or value taken from the input, made safe to put in a one-line
 // message: control characters, backslashes and bytes that are not UTF-8 are
-// escaped (\n, \t, \xNN), and anything longer than `max_bytes` is cut with
-// "...(N bytes)" appended, so that a hostile 8 MiB name with newlines in it
-// still gives one short line. Use it for every user-supplied name or path
-// echoed in an Error.
+// escaped (\n, \t, \xNN), and anything longer than `max_bytes` keeps its start and end
+// with "...(N bytes)..." between: a hostile 8 MiB name with newlines in it still gives one
+// short line, and a path past the system's limit still shows the file's name. Use it for
+// every user-supplied name or path echoed in an Error.
 std::string ForMessage(std::string_view text, size_t max_bytes = 160);
 
 }  // namespace devplace

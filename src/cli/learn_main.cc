@@ -1,0 +1,22 @@
+// devplace-learn: devplace with the commands that need torch (the learned
+// placers, the executor). devplace runs it in its own place when one of
+// them is asked for; it runs every other command the same way devplace does.
+#include <string>
+
+#include "cli/commands.h"
+#include "cli/devplace_app.h"
+#include "util/error.h"
+
+int main(int argc, char** argv) {
+  devplace::LearnedParts learned;
+  learned.add_command = [](CLI::App& app, const std::string& name) {
+    if (name == "place") return devplace::AddPlaceCommand(app);
+    if (name == "train") return devplace::AddTrainCommand(app);
+    if (name == "pretrain") return devplace::AddPretrainCommand(app);
+    if (name == "run") return devplace::AddRunCommand(app);
+    if (name == "profile") return devplace::AddProfileCommand(app);
+    throw devplace::Error("internal: devplace-learn has no command " + name);
+  };
+  learned.detect = devplace::RunDetect;
+  return devplace::RunDevplace(argc, argv, &learned);
+}
