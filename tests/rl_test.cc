@@ -121,7 +121,7 @@ std::string TrainOnTheTinyGraph(const std::string& method, uint64_t seed, int64_
   std::vector<double> means_s;
   RlResult result = TrainRlPlacer(p.get(), options, [&](const RlProgress& progress) { means_s.push_back(progress.mean_step_time_s); });
   EXPECT_EQ(result.steps, steps);
-  EXPECT_EQ(result.samples, 4 * steps);
+  EXPECT_GE(result.samples, 4 * steps);  // and HDP's start probes
   if (std::abs(result.best_step_time_s - 0.060) < 0.0005 && settled(means_s)) return "";
   std::string last;
   for (size_t i = means_s.size() > 10 ? means_s.size() - 10 : 0; i < means_s.size(); ++i) last += " " + std::to_string(means_s[i]);
@@ -293,13 +293,12 @@ TEST(ReinforceTest, AShortRunWithEveryPathOnIsAFunctionOfItsSeed) {
   EXPECT_EQ(CurveWithoutTimes(dir.File("second/curve.csv")), curve);
   EXPECT_EQ(second.best_placement, first.best_placement);
   EXPECT_EQ(second.best_step_time_s, first.best_step_time_s);
-  run("other", 6, 2);
-  EXPECT_NE(CurveRows(dir.File("other/curve.csv")), std::vector<std::vector<double>>(CurveRows(dir.File("first/curve.csv")).begin(),
-                                                                                      CurveRows(dir.File("first/curve.csv")).begin() + 2))
-      << "another seed, another run";
-
   // step, samples, mean, best, failed fraction, baseline, learning rate
   const std::vector<std::vector<double>> rows = CurveRows(dir.File("first/curve.csv"));
+  run("other", 6, 2);
+  EXPECT_NE(CurveRows(dir.File("other/curve.csv")), std::vector<std::vector<double>>(rows.begin(), rows.begin() + std::min<size_t>(2, rows.size())))
+      << "another seed, another run";
+
   ASSERT_EQ(rows.size(), 12u) << curve;
   double best_s = 1e30, failed = 0;
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -307,7 +306,10 @@ TEST(ReinforceTest, AShortRunWithEveryPathOnIsAFunctionOfItsSeed) {
     ASSERT_EQ(rows[i].size(), 7u) << curve;
     EXPECT_EQ(rows[i][0], step);
     EXPECT_EQ(rows[i][1], 4 * step);
-    EXPECT_NEAR(rows[i][6], ScheduledLearningRates(options, step).network, 1e-9) << "step " << step;
+    // The rate the step's update used (the schedule counts updates from
+    // 0), as the curve prints it: six significant digits.
+    const double rate = ScheduledLearningRates(options, step - 1).network;
+    EXPECT_NEAR(rows[i][6], rate, 1e-5 * rate) << "step " << step;
     const double fraction = rows[i][4] * 4;
     EXPECT_NEAR(fraction, std::round(fraction), 1e-9) << "a share of 4 samples, step " << step;
     failed += rows[i][4];
@@ -318,7 +320,7 @@ TEST(ReinforceTest, AShortRunWithEveryPathOnIsAFunctionOfItsSeed) {
   }
   EXPECT_GT(failed, 0) << "the small GPU memory makes placements fail";
   ASSERT_FALSE(first.best_placement.empty());
-  EXPECT_NEAR(first.best_step_time_s, best_s, 1e-6 * best_s);
+  EXPECT_NEAR(first.best_step_time_s, best_s, 1e-5 * best_s);
   EXPECT_EQ(first.best_placement.size(), static_cast<size_t>(p.graph.num_ops()));
 }
 
