@@ -256,8 +256,7 @@ TEST(HdpPolicyTest, StayBiasMakesRunsOfGroupsOverDevicesUnlessGiven) {
 // HDP's stay bonus, locality weight and slow-device penalty learn at
 // --prior-learning-rate, the
 // rest at --learning-rate: one Adam step moves each by about its own rate.
-// The 2017 policy has no priors (its stay bonus keeps the network's rate,
-// as its pinned curve needs).
+// The 2017 policy has no priors (its stay bonus keeps the network's rate).
 TEST(HdpPolicyTest, PriorsLearnAtTheirOwnRate) {
   Problem p(ConstrainedGraph(), testing::MakeSlowCpuCluster());  // a slow device: its penalty has a gradient
   RlOptions options = HdpOptions(6);

@@ -13,6 +13,7 @@
 #include "rl/policy.h"
 #include "rl/ppo.h"
 #include "rl/rl_placer.h"
+#include "learned_outcome.h"
 #include "placement_problem.h"
 #include "test_util.h"
 #include "util/error.h"
@@ -349,7 +350,7 @@ struct PpoRun {
   std::vector<double> means_s;  // each step's mean step time
 };
 
-PpoRun Train(const std::string& algorithm, int32_t epochs, const std::string& baseline, int64_t max_steps) {
+PpoRun Train(const std::string& algorithm, int32_t epochs, const std::string& baseline, int64_t max_steps, uint64_t seed = 7) {
   // Four 30 ms chains on a slow CPU and two GPUs: two chains per GPU (60 ms)
   // is clearly best; anything on the CPU or three chains on one GPU is slower.
   Problem p(Chains(4), testing::MakeSlowCpuCluster());
@@ -358,7 +359,7 @@ PpoRun Train(const std::string& algorithm, int32_t epochs, const std::string& ba
   options.ppo_epochs = epochs;
   options.baseline = baseline;
   options.max_steps = max_steps;
-  options.seed = 7;
+  options.seed = seed;
   options.samples_per_step = 4;
   options.worker_threads = 1;
   PpoRun run;
@@ -372,25 +373,34 @@ int StepsAtBest(const std::vector<double>& means_s, size_t from, size_t to) {
   return count;
 }
 
+// A learned outcome, asserted for 2 of 3 seeds with either baseline
+// (tests/learned_outcome.h): PPO finds the best placement and its policy
+// converges there, its whole batch the best placement on the last step and
+// on most of steps 51-75. Measured, seeds 1-3: 21-24 of those 25 steps with
+// either baseline (REINFORCE takes about 150 steps; docs/rl.md).
 TEST(PpoPlacerTest, FindsTheClearlyBestPlacementOfATinyGraph) {
-  // Measured with this seed: the policy's whole batch is the best placement
-  // on 47-48 of steps 51-100 with either baseline (REINFORCE: 16, or 0 with
-  // the batch mean; docs/rl.md).
   for (const std::string baseline : {"moving-average", "batch-mean"}) {
-    PpoRun run = Train("ppo", 4, baseline, 100);
-    EXPECT_NEAR(run.result.best_step_time_s, 0.060, 0.0005) << baseline;
-    EXPECT_EQ(run.result.steps, 100);
-    EXPECT_EQ(run.result.samples, 400);
-    // The policy itself converged there, not just one lucky sample.
-    ASSERT_EQ(run.means_s.size(), 100u);
-    EXPECT_NEAR(run.means_s.back(), 0.060, 0.0005) << baseline;
-    EXPECT_GE(StepsAtBest(run.means_s, 50, 100), 40) << baseline;
+    const testing::SeedOutcomes outcomes = testing::SeedsReaching(2, 3, [&](uint64_t seed) -> std::string {
+      PpoRun run = Train("ppo", 4, baseline, 75, seed);
+      EXPECT_EQ(run.result.steps, 75);
+      EXPECT_EQ(run.result.samples, 300);
+      EXPECT_EQ(run.means_s.size(), 75u);
+      const int settled = StepsAtBest(run.means_s, 50, 75);
+      if (std::abs(run.result.best_step_time_s - 0.060) < 0.0005 && std::abs(run.means_s.back() - 0.060) < 0.0005 && settled >= 18) {
+        return "";
+      }
+      return "best " + std::to_string(run.result.best_step_time_s) + " s, last step's mean " + std::to_string(run.means_s.back()) +
+             " s, " + std::to_string(settled) + " of steps 51-75 at the best";
+    });
+    EXPECT_GE(outcomes.reached, 2) << baseline << ": " << outcomes.missed;
   }
 }
 
 TEST(PpoPlacerTest, OneEpochIsReinforce) {
   // With one epoch every ratio is 1 and PPO's gradient is REINFORCE's: the
-  // same seed gives the same run, step by step.
+  // same seed gives the same run, step by step. Both runs are in this
+  // process, on one CPU's float kernels: the equality holds on any CPU,
+  // the runs' numbers differ between CPUs.
   PpoRun reinforce = Train("reinforce", 1, "moving-average", 40);
   PpoRun ppo = Train("ppo", 1, "moving-average", 40);
   EXPECT_EQ(reinforce.means_s, ppo.means_s);
