@@ -271,15 +271,25 @@ void RunPlace(PlaceFlags flags) {
     SearchProgressPrinter search_printer(flags.method);
     if (!flags.json) problem.progress = [&](const SearchProgress& p) { search_printer(p); };
     auto start = std::chrono::steady_clock::now();
-    PlacerOutput output = FindPlacer(flags.method).place(problem);
+    PlacerOutput output;
+    try {
+      output = FindPlacer(flags.method).place(problem);
+    } catch (const Stopped&) {
+      // A one-shot method stopped half way has no placement to keep.
+    }
     search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!flags.json) search_printer.Flush();
     samples = output.evaluations;
     placement = output.placement;
     if (!output.note.empty() && !flags.json) std::fprintf(stderr, "note: %s\n", output.note.c_str());
-    std::filesystem::create_directories(flags.out_dir);
-    SavePlacementFile(placement_file, graph, cluster, placement);
+    if (!placement.empty()) {
+      std::filesystem::create_directories(flags.out_dir);
+      SavePlacementFile(placement_file, graph, cluster, placement);
+    }
   }
+  // The final simulation and the files may take a while on a big graph: the
+  // stop's watchdog lets them finish.
+  SearchEnded();
 
   SimResult final_result;
   if (!placement.empty()) final_result = simulator.Run(placement);
@@ -328,6 +338,11 @@ void RunPlace(PlaceFlags flags) {
     return;
   }
   if (!ran) {
+    if (placement.empty() && StopRequested()) {
+      std::printf("%s stopped after %.1f s before it found a placement (%lld samples)\n", flags.method.c_str(),
+                  search_seconds, static_cast<long long>(samples));
+      return;
+    }
     std::printf("%s found no placement that runs in %.1f s (%lld samples)\n", flags.method.c_str(), search_seconds,
                 static_cast<long long>(samples));
     if (final_real && !final_real->outcome.ok) std::printf("its best placement, run for real: %s\n", final_real->failure.c_str());

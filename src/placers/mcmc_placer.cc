@@ -69,6 +69,7 @@ Start BestOneShot(const PlacementProblem& problem, int64_t& evaluations) {
     const double cost = CostOf(run.result, problem.cluster);
     if (cost < best.cost) best = {run.method, std::move(run.placement), cost};
   }
+  if (best.placement.empty() && StopRequested()) throw Stopped();
   if (best.placement.empty()) throw Error("mcmc: no baseline gave a placement to start from");
   return best;
 }
