@@ -277,6 +277,9 @@ void RunPlace(PlaceFlags flags) {
     } catch (const Stopped&) {
       // A one-shot method stopped half way has no placement to keep.
     }
+    // Writing a million ops' placement, the final simulation and the
+    // results take seconds: the stop's watchdog lets them finish.
+    SearchEnded();
     search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!flags.json) search_printer.Flush();
     samples = output.evaluations;
@@ -287,9 +290,7 @@ void RunPlace(PlaceFlags flags) {
       SavePlacementFile(placement_file, graph, cluster, placement);
     }
   }
-  // The final simulation and the files may take a while on a big graph: the
-  // stop's watchdog lets them finish.
-  SearchEnded();
+  SearchEnded();  // a learned search's loop says so itself; here for a search stopped before it began
 
   SimResult final_result;
   if (!placement.empty()) final_result = simulator.Run(placement);
