@@ -5,9 +5,13 @@
 
 #include <sys/resource.h>
 
+#include <csignal>
+
 #include <string>
 #include <tuple>
 #include <vector>
+
+#include "util/stop_request.h"
 
 namespace devplace {
 namespace {
@@ -80,6 +84,25 @@ TEST(AttentionTest, ChunkedContextAndGradientsEqualTheDirectFormulaForEveryChunk
       for (int i = 0; i < 4; ++i) ExpectClose(chunked.grads[i], direct.grads[i], kNames[i]);
     }
   }
+}
+
+// A stop asked for in the middle of an update ends it at the next chunk,
+// in the forward pass or in backward: torch's autograd engine hands the
+// Stopped thrown inside backward to the caller of backward() as it is, so
+// the training loop can drop the step.
+TEST(AttentionTest, AStopEndsTheForwardAndTheBackwardPassWithStopped) {
+  Inputs in = RandomInputs(2, 9, 5, 4, 3, true, 11);
+  RequestStop(SIGTERM);
+  EXPECT_THROW(AttentionContext(in.keys, in.values, in.queries, in.score_weight, 2), Stopped);
+  ClearStopRequest();
+  torch::Tensor context = AttentionContext(in.keys, in.values, in.queries, in.score_weight, 2);
+  RequestStop(SIGTERM);
+  EXPECT_THROW(context.backward(in.upstream), Stopped);
+  ClearStopRequest();
+  // Without a stop, the same pass backpropagates.
+  context = AttentionContext(in.keys, in.values, in.queries, in.score_weight, 2);
+  EXPECT_NO_THROW(context.backward(in.upstream));
+  EXPECT_TRUE(in.keys.grad().defined());
 }
 
 TEST(AttentionTest, OneChunkHoldingEveryStepIsBitForBitTheDirectFormula) {

@@ -30,7 +30,11 @@ struct Interrupted {
 
 // Runs devplace with `args`, sends `signal` (none if 0) once a line of its output
 // contains `wait_for`, and reads the rest of its output to the end.
-Interrupted RunAndSignal(const std::vector<std::string>& args, const std::string& wait_for, int signal) {
+// `stop_at` sets DEVPLACE_TEST_STOP_AT (util/stop_request.h): the program
+// waits at that point for the signal, so that it lands in the middle of a
+// step, a batch or a scan, whatever the machine's speed.
+Interrupted RunAndSignal(const std::vector<std::string>& args, const std::string& wait_for, int signal,
+                         const std::string& stop_at = "") {
   Interrupted result;
   int pipe_fds[2];
   if (pipe(pipe_fds) != 0) return result;
@@ -44,6 +48,7 @@ Interrupted RunAndSignal(const std::vector<std::string>& args, const std::string
     // ignored SIGINT, so start it as a terminal would.
     ::signal(SIGINT, SIG_DFL);
     ::signal(SIGTERM, SIG_DFL);
+    if (!stop_at.empty()) setenv("DEVPLACE_TEST_STOP_AT", stop_at.c_str(), 1);
     std::vector<char*> argv;
     static std::string binary = DEVPLACE_BINARY;
     argv.push_back(binary.data());
@@ -101,6 +106,94 @@ TEST(StopSignalTest, LearnedPlacerStoppedBySigtermWritesPlacementAndCheckpoint) 
                                       "1", "--workers", "1", "--resume", "--out", out},
                                      "", 0);
   EXPECT_EQ(resumed.exit_code, 0) << resumed.out;
+}
+
+// The rows of a run's curve.csv after its header: one per whole step.
+size_t CurveRows(const std::string& out) {
+  const std::string text = ReadFile(out + "/curve.csv");
+  size_t lines = 0;
+  for (char c : text) lines += c == '\n';
+  return lines - 1;
+}
+
+// The 2017 placer (the default method) samples a decision group by group:
+// on a graph of 5,000 groups that is minutes. A signal half way through the
+// second step's sampling drops that step (no update from a partial batch,
+// no curve row) and the run ends as on a budget stop: the first step's best
+// placement, its curve row, a checkpoint the run resumes from.
+TEST(StopSignalTest, DefaultMethodStoppedInTheMiddleOfSamplingDropsTheStep) {
+  TempDir dir;
+  const std::string out = dir.File("run");
+  Interrupted r = RunAndSignal({"place", "--graph", "tiny", "--cluster", "k80x2", "--max-seconds", "600", "--workers", "1",
+                                "--samples-per-step", "4", "--out", out},
+                               "devplace: test point sample", SIGTERM, "sample:2");
+  EXPECT_EQ(r.exit_code, 128 + SIGTERM) << r.out;
+  EXPECT_NE(r.out.find("stopped early by SIGTERM"), std::string::npos) << r.out;
+  ASSERT_TRUE(fs::exists(out + "/best_placement.json")) << r.out;
+  EXPECT_NO_THROW(nlohmann::json::parse(ReadFile(out + "/best_placement.json")));
+  EXPECT_EQ(CurveRows(out), 1u) << ReadFile(out + "/curve.csv");
+  EXPECT_TRUE(fs::exists(out + "/checkpoint.pt")) << r.out;
+  Interrupted resumed = RunAndSignal({"place", "--graph", "tiny", "--cluster", "k80x2", "--max-steps", "2", "--workers", "1",
+                                      "--samples-per-step", "4", "--resume", "--out", out},
+                                     "", 0);
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.out;
+  EXPECT_EQ(CurveRows(out), 2u) << ReadFile(out + "/curve.csv");
+}
+
+// A signal while a batch is being measured (a simulation of a million-op
+// graph takes seconds) drops the batch, not the run.
+TEST(StopSignalTest, StoppedWhileMeasuringABatchDropsTheStep) {
+  TempDir dir;
+  const std::string out = dir.File("run");
+  // The second step's third placement: 4 measured in step 1, then 2.
+  Interrupted r = RunAndSignal({"place", "--graph", "tiny", "--cluster", "k80x2", "--max-seconds", "600", "--workers", "1",
+                                "--samples-per-step", "4", "--out", out},
+                               "devplace: test point measure", SIGINT, "measure:7");
+  EXPECT_EQ(r.exit_code, 128 + SIGINT) << r.out;
+  EXPECT_NE(r.out.find("stopped early by SIGINT"), std::string::npos) << r.out;
+  ASSERT_TRUE(fs::exists(out + "/best_placement.json")) << r.out;
+  EXPECT_EQ(CurveRows(out), 1u) << ReadFile(out + "/curve.csv");
+}
+
+// A one-shot method stopped half way through its work has nothing to keep:
+// it says so, writes no placement, and exits as interrupted.
+TEST(StopSignalTest, ListSchedulerStoppedInTheMiddleOfItsScan) {
+  TempDir dir;
+  const std::string out = dir.File("run");
+  Interrupted r = RunAndSignal({"place", "--graph", "rnnlm", "--cluster", "k80x2", "--method", "m_etf", "--out", out},
+                               "devplace: test point list-schedule", SIGINT, "list-schedule:1");
+  EXPECT_EQ(r.exit_code, 128 + SIGINT) << r.out;
+  EXPECT_NE(r.out.find("m_etf stopped after"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("stopped early by SIGINT"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(out + "/best_placement.json")) << r.out;
+}
+
+// compare stopped inside a baseline: that row says it was stopped, the
+// methods after it do not run, and the table still prints.
+TEST(StopSignalTest, CompareStoppedInsideABaselineSkipsTheRest) {
+  Interrupted r = RunAndSignal({"compare", "--graph", "rnnlm", "--cluster", "k80x2", "--methods", "m_topo,m_etf,m_sct"},
+                               "devplace: test point list-schedule", SIGTERM, "list-schedule:1");
+  EXPECT_EQ(r.exit_code, 128 + SIGTERM) << r.out;
+  EXPECT_NE(r.out.find("\nm_topo "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("m_etf: refused: stopped early by a signal before it had a placement"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("m_sct: refused: not run: stopped early by a signal"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("placing with m_sct"), std::string::npos) << r.out;
+}
+
+// The backstop: work that cannot poll (a library call such as Scotch's)
+// is ended by the watchdog once the grace has passed, with the exit code of
+// a stop, and what the run had written stays whole.
+TEST(StopSignalTest, WatchdogEndsWorkThatDoesNotStop) {
+  TempDir dir;
+  const std::string out = dir.File("run");
+  Interrupted r = RunAndSignal({"place", "--graph", "tiny", "--cluster", "k80x2", "--max-seconds", "600", "--workers", "1",
+                                "--samples-per-step", "4", "--out", out},
+                               "devplace: test point sample", SIGTERM, "sample:2:stuck");
+  EXPECT_EQ(r.exit_code, 128 + SIGTERM) << r.out;
+  EXPECT_NE(r.out.find("did not stop in time"), std::string::npos) << r.out;
+  ASSERT_TRUE(fs::exists(out + "/best_placement.json")) << r.out;
+  EXPECT_NO_THROW(nlohmann::json::parse(ReadFile(out + "/best_placement.json")));
+  EXPECT_EQ(CurveRows(out), 1u) << ReadFile(out + "/curve.csv");
 }
 
 TEST(StopSignalTest, CompareStoppedByCtrlCStillPrintsItsTable) {

@@ -34,6 +34,7 @@ void RunCompare(const CompareFlags& flags) {
   PlacementProblem problem{graph, cluster, cost, simulator, flags.seed, flags.budget};
   StopOnSignals();  // a Ctrl-C ends the searches early; the table still prints
   Comparison comparison = CompareMethods(problem, placers, /*progress=*/!flags.json);
+  SearchEnded();  // printing the table: the stop's watchdog lets it finish
   if (flags.json) {
     std::cout << ComparisonToJson(cluster, comparison).dump(2) << "\n";
   } else {

@@ -272,15 +272,26 @@ void RunPlace(PlaceFlags flags) {
     SearchProgressPrinter search_printer(flags.method);
     if (!flags.json) problem.progress = [&](const SearchProgress& p) { search_printer(p); };
     auto start = std::chrono::steady_clock::now();
-    PlacerOutput output = FindPlacer(flags.method).place(problem);
+    PlacerOutput output;
+    try {
+      output = FindPlacer(flags.method).place(problem);
+    } catch (const Stopped&) {
+      // A one-shot method stopped half way has no placement to keep.
+    }
+    // Writing a million ops' placement, the final simulation and the
+    // results take seconds: the stop's watchdog lets them finish.
+    SearchEnded();
     search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!flags.json) search_printer.Flush();
     samples = output.evaluations;
     placement = output.placement;
     if (!output.note.empty() && !flags.json) std::fprintf(stderr, "note: %s\n", output.note.c_str());
-    std::filesystem::create_directories(flags.out_dir);
-    SavePlacementFile(placement_file, graph, cluster, placement);
+    if (!placement.empty()) {
+      std::filesystem::create_directories(flags.out_dir);
+      SavePlacementFile(placement_file, graph, cluster, placement);
+    }
   }
+  SearchEnded();  // a learned search's loop says so itself; here for a search stopped before it began
 
   SimResult final_result;
   if (!placement.empty()) final_result = simulator.Run(placement);
@@ -329,6 +340,11 @@ void RunPlace(PlaceFlags flags) {
     return;
   }
   if (!ran) {
+    if (placement.empty() && StopRequested()) {
+      std::printf("%s stopped after %.1f s before it found a placement (%lld samples)\n", flags.method.c_str(),
+                  search_seconds, static_cast<long long>(samples));
+      return;
+    }
     std::printf("%s found no placement that runs in %.1f s (%lld samples)\n", flags.method.c_str(), search_seconds,
                 static_cast<long long>(samples));
     if (final_real && !final_real->outcome.ok) std::printf("its best placement, run for real: %s\n", final_real->failure.c_str());

@@ -28,6 +28,12 @@ Comparison CompareMethods(const PlacementProblem& problem, const std::vector<con
   comparison.num_ops = problem.graph.num_ops();
   comparison.bound = StepTimeLowerBound(problem.graph, problem.cluster, problem.cost);
   for (const PlacerInfo* placer : placers) {
+    // After a stop the methods left do not run (a baseline takes minutes on
+    // a million ops): their rows say so, and the table prints at once.
+    if (StopRequested()) {
+      comparison.refused.push_back({placer->name, "not run: stopped early by a signal", 0});
+      continue;
+    }
     if (progress) std::fprintf(stderr, "placing with %s...\n", placer->name.c_str());
     MethodResult row;
     row.method = placer->name;
@@ -36,6 +42,11 @@ Comparison CompareMethods(const PlacementProblem& problem, const std::vector<con
     PlacerOutput output;
     try {
       output = placer->place(problem);
+    } catch (const Stopped&) {
+      // Stopped in the middle of a one-shot method's work (a list
+      // scheduler's scan): it has no placement.
+      comparison.refused.push_back({placer->name, "stopped early by a signal before it had a placement", seconds()});
+      continue;
     } catch (const Error& e) {
       // A placer that refuses (a graph beyond what it can handle) is left
       // out with its reason, as RunPlacers leaves it out; the rest still run.
@@ -46,6 +57,7 @@ Comparison CompareMethods(const PlacementProblem& problem, const std::vector<con
     row.placer_seconds = seconds();
     row.note = output.note;
     if (placer->search && StopRequested()) row.note += std::string(row.note.empty() ? "" : "; ") + "stopped early by a signal";
+    if (StopRequested()) SearchEnded();  // simulating the search's best and printing the table may take a while on a big graph
     row.sim = problem.simulator.Run(output.placement);
     row.placement = std::move(output.placement);
     comparison.methods.push_back(std::move(row));

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "exec/executor.h"
+#include "util/stop_request.h"
 
 namespace devplace {
 
@@ -38,7 +39,10 @@ RealRun MeasuredEnvironment::Run(const Placement& placement) {
 std::vector<Outcome> MeasuredEnvironment::Measure(const std::vector<Placement>& placements, int64_t, int32_t) {
   std::vector<Outcome> outcomes;
   outcomes.reserve(placements.size());
-  for (const Placement& placement : placements) outcomes.push_back(Run(placement).outcome);
+  for (const Placement& placement : placements) {
+    ThrowIfStopRequested();  // a real run takes seconds: the batch is dropped
+    outcomes.push_back(Run(placement).outcome);
+  }
   return outcomes;
 }
 
@@ -81,6 +85,7 @@ Outcome CalibratedEnvironment::MeasureOne(const Placement& placement) {
 
 void CalibratedEnvironment::RemeasureBest() {
   for (const auto& [time_s, placement] : best_) {
+    if (StopRequested()) return;  // the rest wait for a later batch
     if (!run_.insert(placement).second) continue;
     Remeasurement r;
     r.batches = batches_;

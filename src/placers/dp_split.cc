@@ -87,6 +87,7 @@
 #include "placers/memory_repair.h"
 #include "placers/methods.h"
 #include "util/error.h"
+#include "util/stop_request.h"
 
 namespace devplace {
 namespace dp_split {
@@ -129,6 +130,7 @@ class DownSetLattice {
     index_.insert(0);
     const int32_t n = model_.num_nodes();
     for (int32_t set = 0; set < size(); ++set) {
+      ThrowIfStopRequested();  // up to kMaxDownSets sets, each scanning every node
       for (int32_t node = 0; node < n; ++node) {
         if (Contains(set, node) || !PredecessorsIn(set, node)) continue;
         // The candidate goes at the end of bits_; kept if new.
@@ -288,6 +290,7 @@ SplitSolution SolveSplit(const SplitModel& model) {
   std::vector<int32_t> seen(M, -1);
   std::vector<int32_t> queue;
   for (int32_t I = 0; I < M; ++I) {
+    ThrowIfStopRequested();  // the program visits up to kMaxNestedPairs pairs
     lattice.ForEachMember(I, [&](int32_t node) {
       int64_t bytes = 0;
       for (const auto& [other, b] : incident[node]) bytes += other == kOutside || !lattice.Contains(I, other) ? b : 0;

@@ -645,6 +645,7 @@ PlacerOutput PlaceExact(const PlacementProblem& problem) {
   // baseline: a user asking for the optimum must not get less than
   // `compare`'s fastest baseline.
   Seeds seeds = RunOneShotPlacers(problem, too_large ? OneShotBaselineNames() : SearchSeedMethods(problem));
+  if (seeds.fallback.empty() && StopRequested()) throw Stopped();  // stopped before any baseline gave a placement
   const bool any_ran = seeds.best.step_time_us < std::numeric_limits<double>::infinity();
 
   if (too_large) {

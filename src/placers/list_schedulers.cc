@@ -24,6 +24,7 @@
 #include "placers/memory_repair.h"
 #include "placers/methods.h"
 #include "util/error.h"
+#include "util/stop_request.h"
 
 namespace devplace {
 namespace {
@@ -295,6 +296,10 @@ PlacerOutput EarliestTaskFirst(const PlacementProblem& problem, const std::vecto
   int64_t looks = 0;
   size_t most_ready = 0;
   while (!ready.empty()) {
+    // Quadratic on a wide graph (up to kMaxListScheduleLooks looks): a stop
+    // drops the schedule half made.
+    ThrowIfStopRequested();
+    if (state.placed_ops() == n / 2) StopTestPoint("list-schedule");
     looks += static_cast<int64_t>(ready.size());
     most_ready = std::max(most_ready, ready.size());
     if (looks > max_looks) {

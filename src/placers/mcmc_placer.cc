@@ -64,6 +64,7 @@ Start BestOneShot(const PlacementProblem& problem, int64_t& evaluations) {
   std::vector<PlacerRun> runs = RunPlacers(problem, OneShotBaselineNames());
   evaluations += static_cast<int64_t>(runs.size());
   const PlacerRun* best = BestStart(runs, problem.cluster);
+  if (!best && StopRequested()) throw Stopped();
   if (!best) throw Error("mcmc: no baseline gave a placement to start from");
   return {best->method, best->placement, SearchCostOf(best->result, problem.cluster)};
 }

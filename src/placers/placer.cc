@@ -5,6 +5,7 @@
 
 #include "placers/methods.h"
 #include "util/error.h"
+#include "util/stop_request.h"
 
 namespace devplace {
 
@@ -117,11 +118,17 @@ std::vector<std::string> OneShotBaselineNames() {
 std::vector<PlacerRun> RunPlacers(const PlacementProblem& problem, const std::vector<std::string>& names) {
   std::vector<PlacerRun> runs;
   for (const std::string& name : names) {
+    // After a stop, the placements made so far are what there is; a search
+    // stopped at once still gets one to start from (the first placers,
+    // every op on one device, take no time).
+    if (StopRequested() && !runs.empty()) break;
     Placement placement;
     try {
       placement = FindPlacer(name).place(problem).placement;
     } catch (const Error&) {
       continue;
+    } catch (const Stopped&) {
+      break;
     }
     SimResult result = problem.simulator.Run(placement);
     runs.push_back({name, std::move(placement), std::move(result)});

@@ -106,6 +106,8 @@ struct PlacerRun {
 // Runs each placer called `names` on `problem` and simulates its placement
 // with problem.simulator, in that order; a placer that refuses the problem
 // (throws Error: the expert on a graph without expert stages) is left out.
+// After a stop (util/stop_request.h) no more run once one has a placement:
+// the runs made so far return.
 // What the searches start from.
 std::vector<PlacerRun> RunPlacers(const PlacementProblem& problem, const std::vector<std::string>& names);
 

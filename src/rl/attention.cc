@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "util/stop_request.h"
+
 namespace devplace {
 namespace {
 
@@ -39,6 +41,9 @@ class ChunkedAttention : public torch::autograd::Function<ChunkedAttention> {
     if (T <= chunk) return ChunkContext(keys, values, queries, score_weight);
     torch::Tensor context = torch::empty({K, T, values.size(2)}, values.options());
     for (int64_t first = 0; first < T; first += chunk) {
+      // Each chunk is a slice of the update's cost (most of it on a graph of
+      // thousands of groups): a stop drops the update here, or in backward.
+      ThrowIfStopRequested();
       const int64_t steps = std::min(chunk, T - first);
       context.narrow(1, first, steps).copy_(ChunkContext(keys, values, queries.narrow(1, first, steps), score_weight));
     }
@@ -59,6 +64,7 @@ class ChunkedAttention : public torch::autograd::Function<ChunkedAttention> {
     torch::Tensor grad_keys, grad_values, grad_weight;
     torch::Tensor grad_queries = torch::empty(queries.sizes(), queries.options());
     for (int64_t first = 0; first < T; first += chunk) {
+      ThrowIfStopRequested();  // torch's autograd engine rethrows it from backward()
       const int64_t steps = std::min(chunk, T - first);
       // Each chunk's queries are a leaf of their own, so that their gradient
       // is only the chunk's, not a full [K, T, A] per chunk.

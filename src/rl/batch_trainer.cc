@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -144,17 +145,23 @@ class GdpBatchTrainer {
     if (options_.resume) {
       LoadCheckpoint();
     } else {
-      for (TrainingGraph& g : graphs_) ProbeStart(g);
+      try {
+        for (TrainingGraph& g : graphs_) ProbeStart(g);
+      } catch (const Stopped&) {
+        // A stop during the probes: the policy as it starts is written.
+      }
     }
     // A killed training leaves its temporary files; the next one in the
     // folder removes them (and each run its own at the end).
     RemoveTemporariesBeside(options_.policy_out, /*only_this_process=*/false);
     last_save_ = Clock::now();
     while (!Done()) {
-      BatchTrainProgress progress = Update();
-      if (on_update) on_update(progress);
+      std::optional<BatchTrainProgress> progress = UpdateUnlessStopped();
+      if (!progress) break;
+      if (on_update) on_update(*progress);
       if (SaveDue()) Save();
     }
+    SearchEnded();  // writing the policy may take a while: the stop's watchdog waits for it
     Save();
     RemoveTemporariesBeside(options_.policy_out, /*only_this_process=*/true);
     BatchTrainResult result;
@@ -197,6 +204,24 @@ class GdpBatchTrainer {
     }
     samples_ += static_cast<int64_t>(probes.size());
     g.policy->ChooseStart(ProbeStepTimes(outcomes));
+  }
+
+  // One update, or none: a stop in the middle of one (each long loop polls
+  // and throws Stopped) drops it, and puts back what it had moved, so that
+  // the checkpoint written next is the one of the last whole update.
+  std::optional<BatchTrainProgress> UpdateUnlessStopped() {
+    const torch::Tensor generator_before = generator_.get_state();
+    const int64_t samples_before = samples_;
+    std::vector<double> baselines_before;
+    for (const TrainingGraph& g : graphs_) baselines_before.push_back(g.baseline);
+    try {
+      return Update();
+    } catch (const Stopped&) {
+      generator_.set_state(generator_before);
+      samples_ = samples_before;
+      for (size_t i = 0; i < graphs_.size(); ++i) graphs_[i].baseline = baselines_before[i];
+      return std::nullopt;
+    }
   }
 
   // One PPO update over every graph's K placements.
@@ -263,20 +288,28 @@ class GdpBatchTrainer {
 
     const int32_t epochs = rl_.algorithm == "ppo" ? rl_.ppo_epochs : 1;
     for (int32_t epoch = 0; epoch < epochs; ++epoch) {
+      // A stop after the first epoch's optimiser step ends the update with
+      // the epochs it made; one in the first drops the update (Stopped).
+      if (epoch > 0 && StopRequested()) break;
       optimizer_->zero_grad();
       torch::Tensor loss = torch::zeros({});
       int32_t parts = 0;
-      for (size_t i = 0; i < graphs_.size(); ++i) {
-        Batch& b = batches[i];
-        if (b.decisions.empty()) continue;
-        if (epoch > 0) b.pass = graphs_[i].policy->Begin();
-        PolicySamples scored = b.pass->Score(b.decisions);
-        loss = loss + PpoClippedLoss(scored.log_prob, b.old_log_prob, b.advantage, rl_.ppo_clip);
-        if (rl_.entropy_weight > 0) loss = loss - rl_.entropy_weight * scored.entropy.mean();
-        ++parts;
+      try {
+        for (size_t i = 0; i < graphs_.size(); ++i) {
+          Batch& b = batches[i];
+          if (b.decisions.empty()) continue;
+          if (epoch > 0) b.pass = graphs_[i].policy->Begin();
+          PolicySamples scored = b.pass->Score(b.decisions);
+          loss = loss + PpoClippedLoss(scored.log_prob, b.old_log_prob, b.advantage, rl_.ppo_clip);
+          if (rl_.entropy_weight > 0) loss = loss - rl_.entropy_weight * scored.entropy.mean();
+          ++parts;
+        }
+        if (parts == 0) break;
+        (loss / parts).backward();
+      } catch (const Stopped&) {
+        if (epoch == 0) throw;
+        break;
       }
-      if (parts == 0) break;
-      (loss / parts).backward();
       torch::nn::utils::clip_grad_norm_(graphs_.front().policy->module().parameters(), rl_.grad_clip_norm);
       SetLearningRates(*optimizer_, ScheduledLearningRates(rl_, update_));
       optimizer_->step();

@@ -8,6 +8,7 @@
 #include "rl/attention.h"
 #include "rl/op_features.h"
 #include "util/error.h"
+#include "util/stop_request.h"
 
 namespace devplace {
 namespace {
@@ -194,6 +195,7 @@ class HdpNetImpl : public torch::nn::Module {
     torch::Tensor previous = torch::full({K}, devices_, torch::kInt64);
     Placed out{torch::empty({K, groups_}, torch::kInt64), torch::zeros({K}), torch::zeros({K})};
     for (int64_t g = 0; g < groups_; ++g) {
+      ThrowIfStopRequested();  // a stop drops the samples drawn so far
       std::tie(h, c) = torch::lstm_cell(device_embedding_(previous), {h, c}, weights["weight_ih_l0"], weights["weight_hh_l0"],
                                         weights["bias_ih_l0"], weights["bias_hh_l0"]);
       torch::Tensor logits = PlacerLogits(e, h.unsqueeze(1), previous.unsqueeze(1)).squeeze(1);  // [K, D]

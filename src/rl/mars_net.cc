@@ -8,6 +8,7 @@
 #include "rl/run_files.h"
 #include "util/error.h"
 #include "util/files.h"
+#include "util/stop_request.h"
 
 namespace devplace {
 namespace {
@@ -129,6 +130,7 @@ MarsNetImpl::Sampled MarsNetImpl::Sample(const Encoded& e, int64_t K, torch::Gen
   choices.reserve(U);
   const double scale = std::sqrt(static_cast<double>(H));
   for (int64_t u = 0; u < U; ++u) {
+    ThrowIfStopRequested();  // a stop drops the samples drawn so far
     const torch::Tensor input = torch::cat({device_embedding_(previous), e.values[u].unsqueeze(0).expand({K, H})}, 1);
     std::tie(h, c) = torch::lstm_cell(input, {h, c}, w_ih, w_hh, b_ih, b_hh);
     const int64_t first = (u / S) * S, length = std::min(S, U - first);

@@ -77,7 +77,14 @@ class MarsPretrainer {
     last_save_ = Clock::now();
     MarsPretrainResult result;
     while (!BudgetSpent()) {
-      result.last = Step();
+      // A stop in the middle of a step (it polls between graphs) drops it.
+      const torch::Tensor generator_before = generator_.get_state();
+      try {
+        result.last = Step();
+      } catch (const Stopped&) {
+        generator_.set_state(generator_before);
+        break;
+      }
       on_step(result.last);
       if (stale_ >= options_.patience) {
         result.stopped_early = true;
@@ -89,6 +96,7 @@ class MarsPretrainer {
       }
     }
     if (step_ == 0) throw Error("pretrain: the budget ended before the first step");
+    SearchEnded();  // writing the encoder may take a while: the stop's watchdog waits for it
     Save();
     RemoveTemporariesBeside(options_.encoder_out, /*only_this_process=*/true);
     result.last.step = step_;
@@ -103,6 +111,7 @@ class MarsPretrainer {
     torch::Tensor loss = torch::zeros({});
     double accuracy = 0;
     for (const UnitInputs& in : inputs_) {
+      ThrowIfStopRequested();
       const torch::Tensor shuffle = torch::randperm(in.type.size(0), generator_, torch::kInt64);
       const torch::Tensor real = encoder_(in);
       const torch::Tensor corrupted = encoder_(in, shuffle);

@@ -5,6 +5,7 @@
 
 #include "rl/rl_placer.h"
 #include "util/error.h"
+#include "util/stop_request.h"
 
 namespace devplace {
 
@@ -54,20 +55,30 @@ void PpoAlgorithm::Update(Policy& policy, PolicyPass& pass, const UpdateBatch& b
   torch::Tensor advantage;
   std::unique_ptr<PolicyPass> fresh;  // the pass of epochs 1.., begun after each optimiser step
   for (int32_t epoch = 0; epoch < settings_.epochs; ++epoch) {
+    // A stop after the first epoch's optimiser step ends the update with
+    // the epochs it made (each is a whole step on the whole batch); one in
+    // the first epoch throws Stopped and the update is dropped.
+    if (epoch > 0 && StopRequested()) return;
     PolicyPass* current = &pass;
-    if (epoch > 0) {
-      fresh = policy.Begin();
-      current = fresh.get();
+    torch::Tensor loss;
+    try {
+      if (epoch > 0) {
+        fresh = policy.Begin();
+        current = fresh.get();
+      }
+      PolicySamples scored = current->Score(batch.decisions);
+      if (epoch == 0) {
+        old_log_prob = scored.log_prob.detach();
+        advantage = torch::tensor(std::vector<double>(advantages), scored.log_prob.options().requires_grad(false));
+      }
+      loss = PpoClippedLoss(scored.log_prob, old_log_prob, advantage, settings_.clip);
+      if (settings_.entropy_weight > 0) loss = loss - settings_.entropy_weight * scored.entropy.mean();
+      policy.module().zero_grad();
+      loss.backward();
+    } catch (const Stopped&) {
+      if (epoch == 0) throw;
+      return;
     }
-    PolicySamples scored = current->Score(batch.decisions);
-    if (epoch == 0) {
-      old_log_prob = scored.log_prob.detach();
-      advantage = torch::tensor(std::vector<double>(advantages), scored.log_prob.options().requires_grad(false));
-    }
-    torch::Tensor loss = PpoClippedLoss(scored.log_prob, old_log_prob, advantage, settings_.clip);
-    if (settings_.entropy_weight > 0) loss = loss - settings_.entropy_weight * scored.entropy.mean();
-    policy.module().zero_grad();
-    loss.backward();
     apply();
   }
 }

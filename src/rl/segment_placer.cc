@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "util/stop_request.h"
+
 namespace devplace {
 namespace {
 
@@ -167,6 +169,7 @@ torch::Tensor SegmentPlacerImpl::forward(const torch::Tensor& embeddings) {
                           nodes > options_.checkpoint_above_nodes;
   std::vector<torch::Tensor> outputs;
   for (int64_t start = 0; start < nodes; start += chunk) {
+    ThrowIfStopRequested();  // a stop drops the pass
     torch::Tensor x = embeddings.narrow(0, start, std::min(chunk, nodes - start));
     if (checkpoint) {
       variable_list out =

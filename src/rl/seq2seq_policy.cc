@@ -1,6 +1,7 @@
 #include "rl/seq2seq_policy.h"
 
 #include "rl/attention.h"
+#include "util/stop_request.h"
 
 namespace devplace {
 
@@ -97,6 +98,10 @@ Seq2SeqPolicyImpl::Samples Seq2SeqPolicyImpl::Sample(const Encoded& encoded, int
   std::vector<torch::Tensor> choices;
   choices.reserve(G);
   for (int64_t g = 0; g < G; ++g) {
+    // One step is milliseconds, the whole decision minutes on 5,000 groups:
+    // a stop drops the samples drawn so far.
+    ThrowIfStopRequested();
+    if (g == G / 2) StopTestPoint("sample");
     std::tie(h, c) = torch::lstm_cell(device_embedding_(previous), {h, c}, w_ih, w_hh, b_ih, b_hh);
     torch::Tensor logits = Logits(encoded, h.unsqueeze(1), g, previous.unsqueeze(1)).squeeze(1);  // [K, D]
     if (logit_noise_std > 0) {

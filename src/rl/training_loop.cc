@@ -126,13 +126,25 @@ class Trainer {
     if (options_.resume) {
       LoadCheckpoint();
     } else {
-      ProbeStart();
-      if (!options_.warm_start.empty()) WarmStart();
+      // A stop during the start (probes, a warm start's imitation) keeps the
+      // best placement measured so far; no checkpoint, whose policy would
+      // stand for a start that never finished.
+      try {
+        ProbeStart();
+        if (!options_.warm_start.empty()) WarmStart();
+      } catch (const Stopped&) {
+        stopped_in_start_ = true;
+      }
     }
     OpenOutput();
     last_checkpoint_ = Clock::now();
     on_step_ = on_step;
-    if (options_.zero_shot) ZeroShot();
+    if (options_.zero_shot && !stopped_in_start_) {
+      try {
+        ZeroShot();
+      } catch (const Stopped&) {
+      }
+    }
     if (controllers_.size() == 1) {
       while (!Done()) Step(*controllers_[0]);
     } else {
@@ -155,7 +167,8 @@ class Trainer {
       for (auto& t : threads) t.join();
       if (failure) std::rethrow_exception(failure);
     }
-    if (CheckpointsOn()) SaveCheckpoint();
+    SearchEnded();  // the final checkpoint may take a while on a big policy: the stop's watchdog waits for it
+    if (CheckpointsOn() && !stopped_in_start_) SaveCheckpoint();
 
     RlResult result;
     result.steps = step_;
@@ -251,8 +264,24 @@ class Trainer {
     if (on_step_) on_step_(progress);
   }
 
-  // One update by one controller: sample K, measure, REINFORCE.
+  // One update by one controller, or none: a stop in the middle of one
+  // (sampling 5,000 groups, measuring, scoring, backpropagating: each polls
+  // and throws Stopped) drops it whole, and puts back what it had moved (the
+  // controller's random stream, its baseline), so that the checkpoint
+  // written next is the one of the last whole step.
   void Step(Controller& controller) {
+    const torch::Tensor generator_before = controller.generator.get_state();
+    const double baseline_before = controller.baseline;
+    try {
+      StepOrThrow(controller);
+    } catch (const Stopped&) {
+      controller.generator.set_state(generator_before);
+      controller.baseline = baseline_before;
+    }
+  }
+
+  // Sample K, measure, update (REINFORCE or PPO).
+  void StepOrThrow(Controller& controller) {
     int64_t step;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -284,6 +313,12 @@ class Trainer {
       used.rewards.push_back(RewardOf(outcomes[k], failing_reward_, grade_failures_));
     }
 
+    // A stop here keeps the batch's best (it was measured whole) but makes
+    // no update.
+    if (StopRequested()) {
+      RecordBestOf(placements, outcomes);
+      throw Stopped();
+    }
     if (!used.decisions.empty()) {
       algorithm_->Update(*controller.policy, *pass, used, controller.baseline, [&] {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -292,11 +327,7 @@ class Trainer {
     }
 
     std::lock_guard<std::mutex> lock(mutex_);
-    for (size_t k = 0; k < outcomes.size(); ++k) {
-      if (outcomes[k].ok && IsBest(outcomes[k].step_time_s)) {
-        RecordBest(std::move(placements[k]), outcomes[k].step_time_s);
-      }
-    }
+    RecordBestOfLocked(placements, outcomes);
     ++step_;
     samples_ += static_cast<int64_t>(outcomes.size());
 
@@ -306,6 +337,17 @@ class Trainer {
     if (on_step_) on_step_(progress);
     if (CheckpointDue()) SaveCheckpoint();
     HoldPoint("step-end");
+  }
+
+  void RecordBestOf(std::vector<Placement>& placements, const std::vector<Outcome>& outcomes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    RecordBestOfLocked(placements, outcomes);
+  }
+
+  void RecordBestOfLocked(std::vector<Placement>& placements, const std::vector<Outcome>& outcomes) {
+    for (size_t k = 0; k < outcomes.size(); ++k) {
+      if (outcomes[k].ok && IsBest(outcomes[k].step_time_s)) RecordBest(std::move(placements[k]), outcomes[k].step_time_s);
+    }
   }
 
   // With the lock held: where the search stands after a batch of
@@ -431,6 +473,7 @@ class Trainer {
     const Decision target = shared_->Imitate(target_placement);
     const double num_choices = static_cast<double>(target.size());
     for (int64_t i = 0; i < options_.warm_start_steps; ++i) {
+      ThrowIfStopRequested();
       torch::Tensor loss = -shared_->Begin()->Score({target}).log_prob.mean();
       if (loss.item<double>() / num_choices < 0.01) break;
       shared_->module().zero_grad();
@@ -652,6 +695,7 @@ class Trainer {
   bool output_open_ = false;   // the out folder has been written to
   int curve_fd_ = -1;          // curve.csv, opened for appending
   std::atomic<bool> stopping_{false};  // a controller failed: the others stop too
+  bool stopped_in_start_ = false;      // a signal came before the first update
 
   std::mutex mutex_;  // guards everything below and the shared parameters
   int64_t step_ = 0;

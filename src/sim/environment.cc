@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "sim/measure.h"
+#include "util/stop_request.h"
 
 namespace devplace {
 namespace {
@@ -84,6 +85,10 @@ std::vector<Outcome> SimulatedEnvironment::Measure(const std::vector<Placement>&
   const size_t workers = std::min(simulators_.size(), placements.size());
   auto work = [&](size_t w) {
     for (size_t k = w; k < placements.size(); k += workers) {
+      // A simulation of a big graph takes a second: the batch is dropped
+      // at the next one (below, out of the worker threads).
+      StopTestPoint("measure");
+      if (StopRequested()) return;
       outcomes[k] = Remembered(*simulators_[w], placements[k], MixSeed(options_.seed, batch, stream, static_cast<int32_t>(k)));
     }
   };
@@ -94,6 +99,7 @@ std::vector<Outcome> SimulatedEnvironment::Measure(const std::vector<Placement>&
     for (size_t w = 0; w < workers; ++w) threads.emplace_back(work, w);
     for (auto& t : threads) t.join();
   }
+  ThrowIfStopRequested();
   return outcomes;
 }
 

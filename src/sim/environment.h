@@ -36,7 +36,8 @@ class Environment {
 
   // Measures every placement; `batch` and `stream` (an update and the
   // controller that sampled it) give each measurement its own noise seed, so
-  // a run is the same whichever thread measures what.
+  // a run is the same whichever thread measures what. Throws Stopped
+  // (util/stop_request.h) once a stop is asked for: the batch is dropped.
   virtual std::vector<Outcome> Measure(const std::vector<Placement>& placements, int64_t batch, int32_t stream) = 0;
 
   // One placement, measured as the first of batch 0, stream 0 would be.
