@@ -269,6 +269,18 @@ TEST(McmcTest, ReportedBestIsAFullRunOfItsPlacementWhenOpsTakeNoTime) {
       ASSERT_TRUE(full.ok()) << full.reason;
       EXPECT_EQ(reported_best_us, full.step_time_us) << "seed " << seed;  // exactly
       EXPECT_LE(full.step_time_us, start_us) << "seed " << seed;
+      // The result it hands back (place and compare report it instead of
+      // simulating again) is the full run's, every field.
+      ASSERT_TRUE(out.result.has_value());
+      EXPECT_EQ(out.result->step_time_us, full.step_time_us) << "seed " << seed;
+      EXPECT_EQ(out.result->oom, full.oom);
+      ASSERT_EQ(out.result->devices.size(), full.devices.size());
+      for (size_t d = 0; d < full.devices.size(); ++d) {
+        EXPECT_EQ(out.result->devices[d].peak_memory_bytes, full.devices[d].peak_memory_bytes) << "device " << d;
+        EXPECT_EQ(out.result->devices[d].compute_total_us(), full.devices[d].compute_total_us()) << "device " << d;
+        EXPECT_EQ(out.result->devices[d].copy_in_us, full.devices[d].copy_in_us) << "device " << d;
+        EXPECT_EQ(out.result->devices[d].bytes_out, full.devices[d].bytes_out) << "device " << d;
+      }
     }
   }
 }

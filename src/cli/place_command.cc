@@ -238,6 +238,7 @@ void RunPlace(PlaceFlags flags) {
   Placement placement;
   double search_seconds = 0;
   double search_best_s = 0;  // a learned search's best, as its environment measured it
+  std::optional<SimResult> known_result;  // a search's own full result for its placement, when it has one
   int64_t samples = 0;
   std::string placement_file = (std::filesystem::path(flags.out_dir) / run_folder::kBestPlacement).string();
   if (learned) {
@@ -285,6 +286,7 @@ void RunPlace(PlaceFlags flags) {
     if (!flags.json) search_printer.Flush();
     samples = output.evaluations;
     placement = output.placement;
+    known_result = std::move(output.result);
     if (!output.note.empty() && !flags.json) std::fprintf(stderr, "note: %s\n", output.note.c_str());
     if (!placement.empty()) {
       std::filesystem::create_directories(flags.out_dir);
@@ -294,7 +296,7 @@ void RunPlace(PlaceFlags flags) {
   SearchEnded();  // a learned search's loop says so itself; here for a search stopped before it began
 
   SimResult final_result;
-  if (!placement.empty()) final_result = simulator.Run(placement);
+  if (!placement.empty()) final_result = known_result ? std::move(*known_result) : simulator.Run(placement);
   // With real runs, the found placement runs once more by the protocol:
   // what the user gets is measured, next to what the simulator says.
   std::optional<RealRun> final_real;

@@ -58,7 +58,7 @@ Comparison CompareMethods(const PlacementProblem& problem, const std::vector<con
     row.note = output.note;
     if (placer->search && StopRequested()) row.note += std::string(row.note.empty() ? "" : "; ") + "stopped early by a signal";
     if (StopRequested()) SearchEnded();  // simulating the search's best and printing the table may take a while on a big graph
-    row.sim = problem.simulator.Run(output.placement);
+    row.sim = output.result ? std::move(*output.result) : problem.simulator.Run(output.placement);
     row.placement = std::move(output.placement);
     comparison.methods.push_back(std::move(row));
   }

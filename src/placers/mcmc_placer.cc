@@ -122,6 +122,7 @@ PlacerOutput PlaceMcmc(const PlacementProblem& problem) {
   ++evaluations;
   SearchCost current_cost = SearchCostOf(current_result, cluster);
   Placement best = current;
+  SimResult best_result = current_result;
   SearchCost best_cost = current_cost;
   const int64_t restart_after = std::max<int64_t>(kMinRestartEvaluations, 2 * static_cast<int64_t>(units.size()));
   int64_t since_best = 0;
@@ -163,6 +164,7 @@ PlacerOutput PlaceMcmc(const PlacementProblem& problem) {
     if (new_best) {
       best = next;
       best_cost = cost;
+      best_result = result;
     }
     const double p_accept = AcceptanceProbability(current_cost, cost, kAlpha, overflow_scale_bytes);
     const bool accept = p_accept >= 1 || random.Uniform() < p_accept;
@@ -188,6 +190,8 @@ PlacerOutput PlaceMcmc(const PlacementProblem& problem) {
 
   PlacerOutput output;
   output.placement = std::move(best);
+  // Simulated runs only: a measured outcome is no simulation of it.
+  if (!problem.environment) output.result = std::move(best_result);
   output.evaluations = evaluations;
   char note[256];
   std::snprintf(note, sizeof note, "started from %s%s; %lld moves, %lld restarts, %.0f%% of moves resumed from a snapshot",

@@ -122,16 +122,16 @@ std::vector<PlacerRun> RunPlacers(const PlacementProblem& problem, const std::ve
     // stopped at once still gets one to start from (the first placers,
     // every op on one device, take no time).
     if (StopRequested() && !runs.empty()) break;
-    Placement placement;
+    PlacerOutput output;
     try {
-      placement = FindPlacer(name).place(problem).placement;
+      output = FindPlacer(name).place(problem);
     } catch (const Error&) {
       continue;
     } catch (const Stopped&) {
       break;
     }
-    SimResult result = problem.simulator.Run(placement);
-    runs.push_back({name, std::move(placement), std::move(result)});
+    SimResult result = output.result ? std::move(*output.result) : problem.simulator.Run(output.placement);
+    runs.push_back({name, std::move(output.placement), std::move(result)});
   }
   return runs;
 }

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,10 @@ struct PlacerOutput {
   // memory: ..."); empty when all is well.
   std::string note;
   int64_t evaluations = 0;  // simulator runs a search spent (0 for one-shot placers)
+  // The simulator's full result for `placement`, when the placer already
+  // has it (mcmc keeps its best's): the caller need not run it again, which
+  // takes a second at a million ops, as long as a stopped run may take.
+  std::optional<SimResult> result;
 };
 
 struct PlacerInfo {
