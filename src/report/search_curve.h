@@ -1,6 +1,6 @@
 // Reading the output folder of a `devplace place` run for the report: its
 // search curve (curve.csv, one row per policy update, written by
-// src/rl/reinforce_trainer.cc) and its best placement (best_placement.json).
+// src/rl/training_loop.cc) and its best placement (best_placement.json).
 #pragma once
 
 #include <cstdint>
