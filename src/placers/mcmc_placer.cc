@@ -54,6 +54,7 @@ struct Start {
   std::string method;
   Placement placement;
   SearchCost cost;
+  SimResult result;  // its full run, from RunPlacers
 };
 
 // The best of the one-shot baselines (not the searches; random included)
@@ -66,7 +67,7 @@ Start BestOneShot(const PlacementProblem& problem, int64_t& evaluations) {
   const PlacerRun* best = BestStart(runs, problem.cluster);
   if (!best && StopRequested()) throw Stopped();
   if (!best) throw Error("mcmc: no baseline gave a placement to start from");
-  return {best->method, best->placement, SearchCostOf(best->result, problem.cluster)};
+  return {best->method, best->placement, SearchCostOf(best->result, problem.cluster), best->result};
 }
 
 }  // namespace
@@ -118,8 +119,12 @@ PlacerOutput PlaceMcmc(const PlacementProblem& problem) {
     result.failed = !outcome.ok;
     return result;
   };
-  SimResult current_result = problem.environment ? measure(current) : sim.Remember(current);
-  ++evaluations;
+  // Stopped already (during the baselines), the chain makes no move: the
+  // start's own run stands, without the second it takes to simulate a
+  // million ops again.
+  const bool stopped = StopRequested() && !problem.environment;
+  SimResult current_result = stopped ? start.result : problem.environment ? measure(current) : sim.Remember(current);
+  evaluations += !stopped;
   SearchCost current_cost = SearchCostOf(current_result, cluster);
   Placement best = current;
   SimResult best_result = current_result;
