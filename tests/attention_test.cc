@@ -1,4 +1,4 @@
-#include "rl/attention.h"
+#include "learned/networks/attention.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>

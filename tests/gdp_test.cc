@@ -14,21 +14,21 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
-#include "rl/gdp_net.h"
-#include "rl/gdp_policy.h"
-#include "rl/batch_trainer.h"
-#include "rl/graph_sage.h"
-#include "rl/op_features.h"
-#include "rl/methods.h"
+#include "learned/networks/gdp_net.h"
+#include "learned/policies/gdp_policy.h"
+#include "learned/training/batch_trainer.h"
+#include "learned/networks/graph_sage.h"
+#include "learned/features/op_features.h"
+#include "learned/methods.h"
 #include "learned_outcome.h"
 #include "placement_problem.h"
 #include "placers/placer.h"
 #include "test_files.h"
 #include "test_util.h"
 #include "util/error.h"
-#include "rl/segment_placer.h"
-#include "rl/unit_decisions.h"
-#include "rl/window_moves.h"
+#include "learned/networks/segment_attention.h"
+#include "learned/policies/unit_decisions.h"
+#include "learned/policies/window_moves.h"
 
 namespace devplace {
 namespace {
@@ -93,7 +93,7 @@ TEST(GraphSageTest, GradientsReachEveryLayerAndInfluenceStopsAtTheLayerCount) {
 }
 
 // Which nodes' logits change when segment 0's embeddings change.
-std::vector<bool> ChangedBySegmentZero(SegmentPlacer& placer, int64_t nodes, int64_t segment) {
+std::vector<bool> ChangedBySegmentZero(SegmentAttention& placer, int64_t nodes, int64_t segment) {
   torch::NoGradGuard no_grad;
   torch::manual_seed(5);
   torch::Tensor x = torch::randn({nodes, placer->options().hidden});
@@ -109,7 +109,7 @@ std::vector<bool> ChangedBySegmentZero(SegmentPlacer& placer, int64_t nodes, int
 // before it, not further back; the graph context (superposition) reaches
 // every node; without attention a node sees only itself.
 TEST(SegmentPlacerTest, ContextReachesOneSegmentBackPerLayerAndSuperpositionReachesAll) {
-  SegmentPlacerOptions o;
+  SegmentAttentionOptions o;
   o.hidden = 8;
   o.heads = 2;
   o.layers = 1;
@@ -117,25 +117,25 @@ TEST(SegmentPlacerTest, ContextReachesOneSegmentBackPerLayerAndSuperpositionReac
   o.devices = 3;
   o.superposition = false;
   torch::manual_seed(1);
-  SegmentPlacer one_layer(o);
+  SegmentAttention one_layer(o);
   EXPECT_EQ(one_layer->forward(torch::randn({10, 8})).sizes(), (std::vector<int64_t>{10, 3}));  // a short last segment
   std::vector<bool> changed = ChangedBySegmentZero(one_layer, 12, 4);
   for (int64_t v = 0; v < 12; ++v) EXPECT_EQ(changed[v], v < 8) << v;
 
   o.layers = 2;
-  SegmentPlacer two_layers(o);
+  SegmentAttention two_layers(o);
   changed = ChangedBySegmentZero(two_layers, 16, 4);
   for (int64_t v = 0; v < 16; ++v) EXPECT_EQ(changed[v], v < 12) << v;
 
   o.layers = 1;
   o.superposition = true;
-  SegmentPlacer superposed(o);
+  SegmentAttention superposed(o);
   changed = ChangedBySegmentZero(superposed, 12, 4);
   for (int64_t v = 0; v < 12; ++v) EXPECT_TRUE(changed[v]) << v;
 
   o.superposition = false;
   o.attention = false;
-  SegmentPlacer no_attention(o);
+  SegmentAttention no_attention(o);
   changed = ChangedBySegmentZero(no_attention, 12, 4);
   for (int64_t v = 0; v < 12; ++v) EXPECT_EQ(changed[v], v < 4) << v;
 }
@@ -143,7 +143,7 @@ TEST(SegmentPlacerTest, ContextReachesOneSegmentBackPerLayerAndSuperpositionReac
 // The memory is read without gradient (Transformer-XL): a later segment's
 // loss does not reach an earlier segment's embeddings.
 TEST(SegmentPlacerTest, GradientsStopAtTheSegmentMemory) {
-  SegmentPlacerOptions o;
+  SegmentAttentionOptions o;
   o.hidden = 8;
   o.heads = 2;
   o.layers = 1;
@@ -151,7 +151,7 @@ TEST(SegmentPlacerTest, GradientsStopAtTheSegmentMemory) {
   o.devices = 2;
   o.superposition = false;
   torch::manual_seed(2);
-  SegmentPlacer placer(o);
+  SegmentAttention placer(o);
   torch::Tensor x = torch::randn({8, 8}).requires_grad_(true);
   placer->forward(x).narrow(0, 4, 4).sum().backward();
   EXPECT_EQ(x.grad().narrow(0, 0, 4).abs().sum().item<double>(), 0);
@@ -184,7 +184,7 @@ bool GraphHasNode(const torch::Tensor& out, const std::string& name) {
 // gradient differs.
 TEST(SegmentPlacerTest, ChunkedAndCheckpointedPassesGiveTheSameLogitsAndGradients) {
   for (const bool superposition : {true, false}) {
-    SegmentPlacerOptions o;
+    SegmentAttentionOptions o;
     o.hidden = 8;
     o.heads = 2;
     o.layers = 3;
@@ -192,10 +192,10 @@ TEST(SegmentPlacerTest, ChunkedAndCheckpointedPassesGiveTheSameLogitsAndGradient
     o.devices = 3;
     o.superposition = superposition;
     torch::manual_seed(3);
-    SegmentPlacer direct(o), chunked(o), checkpointed(o);
+    SegmentAttention direct(o), chunked(o), checkpointed(o);
     {
       torch::NoGradGuard no_grad;
-      for (SegmentPlacer placer : {chunked, checkpointed}) {
+      for (SegmentAttention placer : {chunked, checkpointed}) {
         auto to = placer->parameters();
         auto from = direct->parameters();
         for (size_t i = 0; i < to.size(); ++i) to[i].copy_(from[i]);
@@ -207,7 +207,7 @@ TEST(SegmentPlacerTest, ChunkedAndCheckpointedPassesGiveTheSameLogitsAndGradient
     const torch::Tensor input = torch::randn({14, 8});  // chunks of 8 and 6 nodes, segments of 4, 4 | 4, 2
     const torch::Tensor weights = torch::randn({14, 3});
     std::vector<torch::Tensor> logits, input_grads;
-    for (SegmentPlacer placer : {direct, chunked, checkpointed}) {
+    for (SegmentAttention placer : {direct, chunked, checkpointed}) {
       torch::Tensor x = input.clone().requires_grad_(true);
       torch::Tensor out = placer->forward(x * 1.0);  // a non-leaf, as the embeddings are
       EXPECT_EQ(GraphHasNode(out, "CheckpointedChunk"), placer.get() == checkpointed.get());
@@ -221,7 +221,7 @@ TEST(SegmentPlacerTest, ChunkedAndCheckpointedPassesGiveTheSameLogitsAndGradient
       EXPECT_TRUE(torch::allclose(input_grads[0], input_grads[k], 1e-4, 1e-6)) << superposition << " " << k;
     }
     auto direct_parameters = direct->named_parameters();
-    for (SegmentPlacer placer : {chunked, checkpointed}) {
+    for (SegmentAttention placer : {chunked, checkpointed}) {
       auto parameters = placer->named_parameters();
       for (const auto& item : direct_parameters) {
         const torch::Tensor& other = parameters[item.key()].grad();
@@ -255,7 +255,7 @@ class GdpSampleTest : public ::testing::TestWithParam<double> {};
 
 TEST_P(GdpSampleTest, SampledLogProbabilitiesEqualScoredOnesAndConstraintsHold) {
   testing::OwnedProblem p(KindsGraph());
-  RlOptions options;
+  LearnedOptions options;
   options.method = "gdp";
   options.gdp_segment = 4;  // 11 units in three segments: log-probabilities across segment boundaries
   options.gdp_window_moves = GetParam();
@@ -388,7 +388,7 @@ TEST(GdpPolicyTest, StartProbesIncludeTheCheapBaselinesPlacements) {
     }
   }
   ASSERT_GE(baselines.size(), 3u);  // METIS, MinCut and Scotch place any graph on this cluster
-  RlOptions options;
+  LearnedOptions options;
   options.method = "gdp";
   auto policy = MakePolicy(p.get(), options);
   const std::vector<Decision> probes = policy->StartProbes();
@@ -414,7 +414,7 @@ TEST(GdpPolicyTest, StretchNoiseMovesWholeStretches) {
   }
   g.Finalize("chain600");
   testing::OwnedProblem p(std::move(g));
-  RlOptions options;
+  LearnedOptions options;
   options.method = "gdp";
   options.gdp_start_bias = 0;
   options.gdp_stretch_noise_std = 100;
@@ -500,8 +500,8 @@ double BestOnGpus(testing::OwnedProblem& p) {
 }
 
 // The step time of the most likely placement of `policy_file` on `p`.
-double GreedyStepTime(testing::OwnedProblem& p, const std::string& policy_file, const RlOptions& base) {
-  RlOptions options = base;
+double GreedyStepTime(testing::OwnedProblem& p, const std::string& policy_file, const LearnedOptions& base) {
+  LearnedOptions options = base;
   options.policy_file = policy_file;
   auto policy = MakePolicy(p.get(), options);
   auto pass = policy->Begin();
@@ -627,7 +627,7 @@ TEST(GdpNetTest, AGivenStartBiasReplacesTheLoadedPolicysLearnedOne) {
   const std::string path = dir.File("policy.pt");
   SavePolicy(path, net, p);
 
-  RlOptions options;
+  LearnedOptions options;
   options.method = "gdp";
   options.policy_file = path;
   EXPECT_EQ(MakePolicy(p.get(), options)->prior_parameters().at(0).item<double>(), 1.5);

@@ -1,5 +1,5 @@
-// HDP's Grouper+Placer policy (rl/hdp_policy.h) and the op features it reads
-// (rl/op_features.h): probabilities that agree between sampling and
+// HDP's Grouper+Placer policy (learned/policies/hdp_policy.h) and the op features it reads
+// (learned/features/op_features.h): probabilities that agree between sampling and
 // scoring, placements that keep co-location and device kinds, imitation.
 #include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
@@ -13,11 +13,11 @@
 #include <random>
 #include <set>
 
-#include "rl/hdp_policy.h"
-#include "rl/methods.h"
-#include "rl/op_features.h"
-#include "rl/optimizer.h"
-#include "rl/rl_placer.h"
+#include "learned/policies/hdp_policy.h"
+#include "learned/methods.h"
+#include "learned/features/op_features.h"
+#include "learned/training/optimizer.h"
+#include "learned/learned_placer.h"
 #include "placement_problem.h"
 #include "test_util.h"
 #include "util/error.h"
@@ -54,8 +54,8 @@ Graph ConstrainedGraph() {
 
 using Problem = testing::OwnedProblem;
 
-RlOptions HdpOptions(int32_t groups = 0) {
-  RlOptions o;
+LearnedOptions HdpOptions(int32_t groups = 0) {
+  LearnedOptions o;
   o.method = "hdp";
   o.hdp_groups = groups;
   o.encoder_hidden = 16;
@@ -66,7 +66,7 @@ RlOptions HdpOptions(int32_t groups = 0) {
 
 torch::Generator Seeded(uint64_t seed) { return at::make_generator<at::CPUGeneratorImpl>(seed); }
 
-std::unique_ptr<Policy> MakePolicy(Problem& p, const RlOptions& options, uint64_t seed = 3) {
+std::unique_ptr<Policy> MakePolicy(Problem& p, const LearnedOptions& options, uint64_t seed = 3) {
   torch::manual_seed(seed);
   return MakeHdpPolicy(p.get(), options);
 }
@@ -244,7 +244,7 @@ TEST(HdpPolicyTest, StayBiasMakesRunsOfGroupsOverDevicesUnlessGiven) {
     }
     return std::nan("");
   };
-  RlOptions options = HdpOptions(6);
+  LearnedOptions options = HdpOptions(6);
   auto policy = MakePolicy(p, options);
   EXPECT_NEAR(bias_of(*policy), HdpStayBias(6, p.cluster.num_devices()), 1e-6);
   options.stay_bias = 1.5;
@@ -259,7 +259,7 @@ TEST(HdpPolicyTest, StayBiasMakesRunsOfGroupsOverDevicesUnlessGiven) {
 // The 2017 policy has no priors (its stay bonus keeps the network's rate).
 TEST(HdpPolicyTest, PriorsLearnAtTheirOwnRate) {
   Problem p(ConstrainedGraph(), testing::MakeSlowCpuCluster());  // a slow device: its penalty has a gradient
-  RlOptions options = HdpOptions(6);
+  LearnedOptions options = HdpOptions(6);
   options.learning_rate = 1e-4;
   options.prior_learning_rate = 0.05;
   auto policy = MakePolicy(p, options);
@@ -301,7 +301,7 @@ TEST(HdpPolicyTest, PriorsLearnAtTheirOwnRate) {
   SetLearningRates(*optimizer, ScheduledLearningRates(options, 125));
   EXPECT_DOUBLE_EQ(static_cast<torch::optim::AdamOptions&>(optimizer->param_groups()[1].options()).lr(), 0.0125);
 
-  RlOptions rl = options;
+  LearnedOptions rl = options;
   rl.method = "rl";
   torch::manual_seed(1);
   auto seq2seq = devplace::MakePolicy(p.get(), rl);
@@ -313,7 +313,7 @@ TEST(HdpPolicyTest, PriorsLearnAtTheirOwnRate) {
 // steps, sent every unit to the farthest group and collapsed a long run.
 TEST(HdpPolicyTest, ANegativeLocalityWeightTurnsThePriorOffNotAround) {
   Problem p(ConstrainedGraph(), testing::MakeSlowCpuCluster());
-  RlOptions options = HdpOptions(6);
+  LearnedOptions options = HdpOptions(6);
   auto policy = MakePolicy(p, options);
   torch::Generator gen = Seeded(5);
   PolicySamples sampled = policy->Begin()->Sample(4, gen, {});
@@ -384,7 +384,7 @@ Graph TwoLayerGraph(int steps) {
 }
 
 // The stay bonus HDP starts from after measuring its probes on `graph`.
-double ChosenStayBias(Graph graph, const RlOptions& options, std::vector<double>* times_s = nullptr) {
+double ChosenStayBias(Graph graph, const LearnedOptions& options, std::vector<double>* times_s = nullptr) {
   Problem p(std::move(graph), testing::MakeSlowCpuCluster());
   auto policy = MakePolicy(p, options);
   std::vector<double> times;
@@ -413,7 +413,7 @@ TEST(HdpPolicyTest, ProbeRunLengthsHalveFromOneStagePerDevice) {
 // devices (not the slow host CPU); the start takes the fastest probe's run.
 TEST(HdpPolicyTest, StartProbesPlaceStretchesInRunsAndTheFastestSetsTheStayBonus) {
   Problem p(BranchyGraph(6), testing::MakeSlowCpuCluster());
-  RlOptions options = HdpOptions(8);
+  LearnedOptions options = HdpOptions(8);
   auto policy = MakePolicy(p, options);
   const std::vector<Decision> probes = policy->StartProbes();
   const std::vector<double> runs = HdpProbeRunLengths(8, 2);  // the two GPUs
@@ -470,7 +470,7 @@ TEST(HdpPolicyTest, SlowDevicePenaltyPutsAboutOneGroupInNOnTheSlowDevices) {
 // is left out; one out of memory keeps runs of N / D but not the CPU's odds.
 TEST(HdpPolicyTest, AProbeThatRunsMakesTheSlowDevicesStartDisfavoured) {
   Problem p(BranchyGraph(6), testing::MakeSlowCpuCluster());
-  RlOptions options = HdpOptions(8);
+  LearnedOptions options = HdpOptions(8);
   const size_t probes = HdpProbeRunLengths(8, 2).size();
   const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
   auto start = [&](std::vector<double> times) {
@@ -652,7 +652,7 @@ TEST(HdpPolicyTest, TheLocalityPriorAloneGroupsStretchesOfTheNetworkInOrder) {
     }
   }
   // Without it (the paper's Grouper) the random network decides: not this grouping.
-  RlOptions paper = HdpOptions(8);
+  LearnedOptions paper = HdpOptions(8);
   paper.grouper_locality = 0;
   auto policy = MakePolicy(p, paper);
   torch::Generator generator = Seeded(1);
@@ -689,7 +689,7 @@ TEST(HdpPolicyTest, ImitatingWithFewerGroupsThanDevicesStillGivesAValidDecision)
 
 TEST(HdpPolicyTest, GreedyIsDeterministicAndTheSameSeedGivesTheSameSamples) {
   Problem p(ConstrainedGraph());
-  RlOptions options = HdpOptions();
+  LearnedOptions options = HdpOptions();
   options.grouper_noise_std = 0.5;
   options.grouper_noise_steps = 10;
   torch::NoGradGuard no_grad;
@@ -734,7 +734,7 @@ TEST(HdpPolicyTest, MalformedDecisionsAreErrors) {
     EXPECT_THROW(policy->ToPlacement(d), Error);
     EXPECT_THROW(policy->Begin()->Score({d}), Error);
   }
-  RlOptions bad = HdpOptions();
+  LearnedOptions bad = HdpOptions();
   bad.grouper_hidden = 0;
   EXPECT_THROW(MakePolicy(p, bad), Error);
 }

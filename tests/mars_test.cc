@@ -15,14 +15,14 @@
 
 
 #include "test_files.h"
-#include "rl/batch_trainer.h"
-#include "rl/checkpoint_file.h"
-#include "rl/deep_graph_infomax.h"
-#include "rl/mars_encoder.h"
-#include "rl/mars_pretrainer.h"
-#include "rl/methods.h"
-#include "rl/gdp_policy.h"
-#include "rl/optimizer.h"
+#include "learned/training/batch_trainer.h"
+#include "learned/files/checkpoint_file.h"
+#include "learned/networks/deep_graph_infomax.h"
+#include "learned/networks/mars_encoder.h"
+#include "learned/training/mars_pretrainer.h"
+#include "learned/methods.h"
+#include "learned/policies/gdp_policy.h"
+#include "learned/training/optimizer.h"
 #include "cluster/presets.h"
 #include "placement_problem.h"
 #include "models/registry.h"
@@ -37,7 +37,7 @@ double Softplus(double z) { return std::log1p(std::exp(z)); }
 
 // On a three-node chain with every weight set by hand, DGI's loss equals
 // the value worked out with plain arithmetic from the formulas in
-// rl/deep_graph_infomax.h.
+// learned/networks/deep_graph_infomax.h.
 TEST(DeepGraphInfomaxTest, LossEqualsTheHandComputedValue) {
   GcnEncoder encoder(1, 1, 1);
   DgiDiscriminator discriminator(1);
@@ -251,8 +251,8 @@ TEST(MarsEncoderFileTest, OtherVocabularyArchitectureOrDamageIsOneLineError) {
   EXPECT_NE(LoadError(folder.File("missing.pt")), "");
 }
 
-RlOptions MarsOptions(int64_t segment) {
-  RlOptions o;
+LearnedOptions MarsOptions(int64_t segment) {
+  LearnedOptions o;
   o.method = "mars";
   o.algorithm = "ppo";
   o.mars_hidden = 16;
@@ -319,7 +319,7 @@ bool AllEqual(const std::vector<torch::Tensor>& a, const std::vector<torch::Tens
   return true;
 }
 
-void TrainFewUpdates(Policy& policy, const RlOptions& options) {
+void TrainFewUpdates(Policy& policy, const LearnedOptions& options) {
   std::unique_ptr<torch::optim::Adam> optimizer = MakePolicyOptimizer(policy, options);
   auto generator = at::make_generator<at::CPUGeneratorImpl>(5);
   for (int update = 0; update < 3; ++update) {
@@ -342,7 +342,7 @@ TEST(MarsPlacerTest, FreezingTheEncoderLeavesItsWeightsBitIdentical) {
   MarsPretrainOptions pretrain = SmallPretrain(encoder, 5);
   PretrainMarsEncoder({&problem.graph}, pretrain, Quiet);
   for (double rate : {0.0, 0.01}) {
-    RlOptions options = MarsOptions(5);
+    LearnedOptions options = MarsOptions(5);
     options.encoder_file = encoder;
     options.mars_encoder_learning_rate = rate;
     options.learning_rate = 0.01;
@@ -368,17 +368,17 @@ TEST(MarsPlacerTest, TheLoopPlacesWithAndWithoutAPretrainedEncoderDeterministica
   const std::string encoder = folder.File("encoder.pt");
   PretrainMarsEncoder({&problem.graph}, SmallPretrain(encoder, 5), Quiet);
   for (const std::string& file : {std::string(), encoder}) {
-    RlOptions options = MarsOptions(8);
+    LearnedOptions options = MarsOptions(8);
     options.encoder_file = file;
     options.max_steps = 3;
     options.samples_per_step = 4;
-    const RlResult a = TrainRlPlacer(problem.get(), options);
-    const RlResult b = TrainRlPlacer(problem.get(), options);
+    const LearnedResult a = TrainLearnedPlacer(problem.get(), options);
+    const LearnedResult b = TrainLearnedPlacer(problem.get(), options);
     EXPECT_EQ(a.best_placement, b.best_placement) << file;
     EXPECT_GT(a.best_step_time_s, 0) << file;
     EXPECT_LE(a.best_step_time_s, problem.simulator.Run(FindPlacer("expert").place(problem.get()).placement).step_time_s() + 1e-12) << file;
   }
-  RlOptions other = MarsOptions(8);
+  LearnedOptions other = MarsOptions(8);
   other.encoder_file = folder.File("missing.pt");
   EXPECT_THROW(MakePolicy(problem.get(), other), Error);
 }
@@ -397,7 +397,7 @@ TEST(MarsPlacerTest, AGivenStartBiasReplacesTheLoadedPolicysLearnedOne) {
   train.policy_out = folder.File("mars.pt");
   TrainAcrossGraphs({problem.get()}, train);
 
-  RlOptions options = MarsOptions(8);
+  LearnedOptions options = MarsOptions(8);
   options.policy_file = train.policy_out;
   const double learned = MakePolicy(problem.get(), options)->prior_parameters().at(0).item<double>();
   options.gdp_start_bias = learned + 4;  // without the flag: the file's value stands
@@ -415,7 +415,7 @@ TEST(MarsPlacerTest, APretrainedEncoderReplacesGdpsGraphSage) {
   testing::TempDir folder;
   const std::string encoder = folder.File("encoder.pt");
   PretrainMarsEncoder({&problem.graph}, SmallPretrain(encoder, 5), Quiet);
-  RlOptions options;
+  LearnedOptions options;
   options.method = "gdp";
   options.gdp_hidden = 16;
   options.gdp_heads = 2;

@@ -1,4 +1,4 @@
-// PPO (src/rl/ppo.h): the clipped surrogate against numbers worked out by
+// PPO (src/learned/training/ppo.h): the clipped surrogate against numbers worked out by
 // hand, the algorithm's epochs and baselines on a tiny policy, and the
 // learned placer trained with it on a graph with one clearly best placement.
 #include <gtest/gtest.h>
@@ -9,10 +9,10 @@
 #include <memory>
 #include <vector>
 
-#include "rl/algorithm.h"
-#include "rl/policy.h"
-#include "rl/ppo.h"
-#include "rl/rl_placer.h"
+#include "learned/training/algorithm.h"
+#include "learned/policies/policy.h"
+#include "learned/training/ppo.h"
+#include "learned/learned_placer.h"
 #include "learned_outcome.h"
 #include "placement_problem.h"
 #include "test_util.h"
@@ -312,10 +312,10 @@ TEST(PpoAlgorithmTest, EntropyWeightSpreadsProbability) {
 }
 
 TEST(PpoAlgorithmTest, RejectsOutOfRangeSettingsInTheFlagsWords) {
-  RlOptions options;
+  LearnedOptions options;
   options.algorithm = "ppo";
   EXPECT_NO_THROW(MakePpoAlgorithm(options));
-  auto message = [](const RlOptions& o) {
+  auto message = [](const LearnedOptions& o) {
     try {
       MakePpoAlgorithm(o);
     } catch (const Error& e) {
@@ -323,7 +323,7 @@ TEST(PpoAlgorithmTest, RejectsOutOfRangeSettingsInTheFlagsWords) {
     }
     return std::string("no error");
   };
-  RlOptions bad = options;
+  LearnedOptions bad = options;
   bad.ppo_epochs = 0;
   EXPECT_NE(message(bad).find("--ppo-epochs"), std::string::npos);
   bad = options;
@@ -346,7 +346,7 @@ using Problem = testing::OwnedProblem;
 using testing::Chains;
 
 struct PpoRun {
-  RlResult result;
+  LearnedResult result;
   std::vector<double> means_s;  // each step's mean step time
 };
 
@@ -354,7 +354,7 @@ PpoRun Train(const std::string& algorithm, int32_t epochs, const std::string& ba
   // Four 30 ms chains on a slow CPU and two GPUs: two chains per GPU (60 ms)
   // is clearly best; anything on the CPU or three chains on one GPU is slower.
   Problem p(Chains(4), testing::MakeSlowCpuCluster());
-  RlOptions options;
+  LearnedOptions options;
   options.algorithm = algorithm;
   options.ppo_epochs = epochs;
   options.baseline = baseline;
@@ -363,7 +363,7 @@ PpoRun Train(const std::string& algorithm, int32_t epochs, const std::string& ba
   options.samples_per_step = 4;
   options.worker_threads = 1;
   PpoRun run;
-  run.result = TrainRlPlacer(p.get(), options, [&](const RlProgress& progress) { run.means_s.push_back(progress.mean_step_time_s); });
+  run.result = TrainLearnedPlacer(p.get(), options, [&](const LearnedProgress& progress) { run.means_s.push_back(progress.mean_step_time_s); });
   return run;
 }
 

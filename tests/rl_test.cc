@@ -15,14 +15,14 @@
 
 #include "models/synthetic.h"
 #include "placers/placer.h"
-#include "rl/algorithm.h"
-#include "rl/checkpoint_file.h"
-#include "rl/group_features.h"
-#include "rl/loaded_parameters.h"
-#include "rl/methods.h"
-#include "rl/optimizer.h"
-#include "rl/rl_placer.h"
-#include "rl/seq2seq_policy.h"
+#include "learned/training/algorithm.h"
+#include "learned/files/checkpoint_file.h"
+#include "learned/features/group_features.h"
+#include "learned/files/loaded_parameters.h"
+#include "learned/methods.h"
+#include "learned/training/optimizer.h"
+#include "learned/learned_placer.h"
+#include "learned/networks/seq2seq_net.h"
 #include "learned_outcome.h"
 #include "placement_problem.h"
 #include "test_util.h"
@@ -53,14 +53,14 @@ struct PolicyInputs {
 TEST(Seq2SeqPolicyTest, SampledLogProbabilitiesEqualRecomputedOnes) {
   PolicyInputs in;
   torch::manual_seed(3);
-  Seq2SeqPolicy policy(in.features, in.cluster.num_devices(), Seq2SeqOptions{});
+  Seq2SeqNet policy(in.features, in.cluster.num_devices(), Seq2SeqOptions{});
   torch::Generator generator = at::make_generator<at::CPUGeneratorImpl>(5);
-  Seq2SeqPolicyImpl::Samples sampled;
+  Seq2SeqNetImpl::Samples sampled;
   {
     torch::NoGradGuard no_grad;
     sampled = policy->Sample(6, generator);
   }
-  Seq2SeqPolicyImpl::Samples scored = policy->Score(sampled.devices);
+  Seq2SeqNetImpl::Samples scored = policy->Score(sampled.devices);
   ASSERT_EQ(scored.log_prob.size(0), 6);
   EXPECT_TRUE(torch::allclose(sampled.log_prob, scored.log_prob.detach(), 1e-4, 1e-3))
       << sampled.log_prob << scored.log_prob;
@@ -79,15 +79,15 @@ TEST(Seq2SeqPolicyTest, StayBiasKeepsTheProbabilitiesConsistentAndMakesRuns) {
     torch::manual_seed(3);
     Seq2SeqOptions policy_options;
     policy_options.stay_bias = stay_bias;
-    Seq2SeqPolicy policy(in.features, in.cluster.num_devices(), policy_options);
+    Seq2SeqNet policy(in.features, in.cluster.num_devices(), policy_options);
     torch::Generator generator = at::make_generator<at::CPUGeneratorImpl>(5);
-    Seq2SeqPolicyImpl::Samples sampled;
+    Seq2SeqNetImpl::Samples sampled;
     {
       torch::NoGradGuard no_grad;
       sampled = policy->Sample(8, generator);
     }
     // Sampling and scoring agree with the bias as without it.
-    Seq2SeqPolicyImpl::Samples scored = policy->Score(sampled.devices);
+    Seq2SeqNetImpl::Samples scored = policy->Score(sampled.devices);
     EXPECT_TRUE(torch::allclose(sampled.log_prob, scored.log_prob.detach(), 1e-4, 1e-3));
     int count = 0;
     for (const auto& placement : sampled.devices) {
@@ -112,14 +112,14 @@ TEST(Seq2SeqPolicyTest, StayBiasKeepsTheProbabilitiesConsistentAndMakesRuns) {
 std::string TrainOnTheTinyGraph(const std::string& method, uint64_t seed, int64_t steps,
                                 const std::function<bool(const std::vector<double>&)>& settled) {
   Problem p(Chains(4), testing::MakeSlowCpuCluster());
-  RlOptions options;
+  LearnedOptions options;
   options.method = method;
   options.max_steps = steps;
   options.seed = seed;
   options.samples_per_step = 4;
   options.worker_threads = 1;
   std::vector<double> means_s;
-  RlResult result = TrainRlPlacer(p.get(), options, [&](const RlProgress& progress) { means_s.push_back(progress.mean_step_time_s); });
+  LearnedResult result = TrainLearnedPlacer(p.get(), options, [&](const LearnedProgress& progress) { means_s.push_back(progress.mean_step_time_s); });
   EXPECT_EQ(result.steps, steps);
   EXPECT_GE(result.samples, 4 * steps);  // and HDP's start probes
   if (std::abs(result.best_step_time_s - 0.060) < 0.0005 && settled(means_s)) return "";
@@ -176,18 +176,18 @@ std::string CurveWithoutTimes(const std::string& path) {
 TEST(CheckpointTest, ACheckpointOfOneMethodDoesNotResumeAnother) {
   Problem p(Chains(3), testing::MakeSlowCpuCluster());
   TempDir dir;
-  RlOptions options;
+  LearnedOptions options;
   options.max_steps = 2;
   options.samples_per_step = 2;
   options.worker_threads = 1;
   options.out_dir = dir.File("run");
-  TrainRlPlacer(p.get(), options);
-  RlOptions other = options;
+  TrainLearnedPlacer(p.get(), options);
+  LearnedOptions other = options;
   other.method = "hdp";
   other.max_steps = 4;
   other.resume = true;
   try {
-    TrainRlPlacer(p.get(), other);
+    TrainLearnedPlacer(p.get(), other);
     FAIL() << "resumed an rl checkpoint as hdp";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("--method rl"), std::string::npos) << e.what();
@@ -202,7 +202,7 @@ class ResumeTest : public ::testing::TestWithParam<std::pair<const char*, const 
 TEST_P(ResumeTest, ResumingFromACheckpointContinuesExactlyAsAnUninterruptedRun) {
   Problem p(Chains(5), testing::MakeSlowCpuCluster());
   TempDir dir;
-  RlOptions options;
+  LearnedOptions options;
   options.method = GetParam().first;
   options.algorithm = GetParam().second;
   options.seed = 11;
@@ -211,25 +211,25 @@ TEST_P(ResumeTest, ResumingFromACheckpointContinuesExactlyAsAnUninterruptedRun) 
   options.logit_noise_std = 0.5;  // the generator's state must survive too
   options.logit_noise_steps = 100;
 
-  RlOptions whole = options;
+  LearnedOptions whole = options;
   whole.max_steps = 24;
   whole.out_dir = dir.File("whole");
-  RlResult uninterrupted = TrainRlPlacer(p.get(), whole);
+  LearnedResult uninterrupted = TrainLearnedPlacer(p.get(), whole);
 
   // A run killed after step 12 whose last checkpoint was step 10: the
   // checkpoint holds step 10, the curve has rows past it.
   // Its last row was torn by the kill.
-  RlOptions ten = options;
+  LearnedOptions ten = options;
   ten.max_steps = 10;
   ten.out_dir = dir.File("split");
-  TrainRlPlacer(p.get(), ten);
+  TrainLearnedPlacer(p.get(), ten);
   std::ofstream(dir.File("split/curve.csv"), std::ios::app) << "11,9,44,0.1,0.1,0,1,0.001\n12,9,48,0.1,0.1,0,1,0.001\n1";
 
-  RlOptions rest = options;
+  LearnedOptions rest = options;
   rest.max_steps = 24;
   rest.out_dir = dir.File("split");
   rest.resume = true;
-  RlResult resumed = TrainRlPlacer(p.get(), rest);
+  LearnedResult resumed = TrainLearnedPlacer(p.get(), rest);
 
   EXPECT_EQ(resumed.steps, 24);
   EXPECT_EQ(resumed.samples, uninterrupted.samples);
@@ -269,7 +269,7 @@ std::vector<std::vector<double>> CurveRows(const std::string& path) {
 TEST(ReinforceTest, AShortRunWithEveryPathOnIsAFunctionOfItsSeed) {
   Problem p(MakeSyntheticGraph(SyntheticOptions{.num_ops = 120, .width = 2}), testing::MakeSlowCpuCluster(/*gpu_memory_bytes=*/300000000));
   TempDir dir;
-  RlOptions options;
+  LearnedOptions options;
   options.seed = 5;
   options.max_steps = 12;
   options.samples_per_step = 4;
@@ -282,13 +282,13 @@ TEST(ReinforceTest, AShortRunWithEveryPathOnIsAFunctionOfItsSeed) {
   options.lr_decay_every = 2;
   options.cutover_step = 8;
   auto run = [&](const std::string& name, uint64_t seed, int64_t steps) {
-    RlOptions o = options;
+    LearnedOptions o = options;
     o.seed = seed;
     o.max_steps = steps;
     o.out_dir = dir.File(name);
-    return TrainRlPlacer(p.get(), o);
+    return TrainLearnedPlacer(p.get(), o);
   };
-  const RlResult first = run("first", 5, 12), second = run("second", 5, 12);
+  const LearnedResult first = run("first", 5, 12), second = run("second", 5, 12);
   const std::string curve = CurveWithoutTimes(dir.File("first/curve.csv"));
   EXPECT_EQ(CurveWithoutTimes(dir.File("second/curve.csv")), curve);
   EXPECT_EQ(second.best_placement, first.best_placement);
@@ -339,7 +339,7 @@ TEST(RewardTest, FailuresCountFlatOrGradedByHowFarTheyOverflow) {
   EXPECT_DOUBLE_EQ(RewardOf(barely_over, 10, true), 10.1);
   EXPECT_DOUBLE_EQ(RewardOf(far_over, 10, true), 15);
 
-  RlOptions options;
+  LearnedOptions options;
   options.method = "rl";
   EXPECT_FALSE(GradesFailures(options));
   options.failing_signal = "graded";
@@ -350,7 +350,7 @@ TEST(RewardTest, FailuresCountFlatOrGradedByHowFarTheyOverflow) {
   options.failing_signal = "flat";
   EXPECT_FALSE(GradesFailures(options));
   options.failing_signal = "steep";
-  EXPECT_THROW(ValidateRlOptions(options), Error);
+  EXPECT_THROW(ValidateLearnedOptions(options), Error);
 }
 
 TEST(ReinforceTest, AfterTheCutoverFailingPlacementsNeverUpdateThePolicy) {
@@ -360,14 +360,14 @@ TEST(ReinforceTest, AfterTheCutoverFailingPlacementsNeverUpdateThePolicy) {
   for (int32_t op = 0; op < g.num_ops(); ++op) g.mutable_op(op).persistent_bytes = 400;
   g.Finalize();
   Problem p(std::move(g), testing::MakeSlowCpuCluster(/*gpu_memory_bytes=*/3000));
-  RlOptions options;
+  LearnedOptions options;
   options.max_steps = 30;
   options.cutover_step = 10;
   options.samples_per_step = 6;
   options.worker_threads = 1;
   options.seed = 5;
   int64_t checked_after = 0, saw_failures_before = 0;
-  TrainRlPlacer(p.get(), options, [&](const RlProgress& progress) {
+  TrainLearnedPlacer(p.get(), options, [&](const LearnedProgress& progress) {
     int32_t ran = static_cast<int32_t>(std::lround(6 * (1 - progress.failed_fraction)));
     if (progress.step <= 10) {
       EXPECT_EQ(progress.samples_used, 6);  // before: every sample counts
@@ -386,11 +386,11 @@ TEST(ReinforceTest, WhenNothingEverRunsThereIsNoBestPlacement) {
   g.mutable_op(0).persistent_bytes = 1'000'000'000'000;  // fits nowhere
   g.Finalize();
   Problem p(std::move(g), testing::MakeSlowCpuCluster());
-  RlOptions options;
+  LearnedOptions options;
   options.max_steps = 5;
   options.cutover_step = 0;
   options.worker_threads = 1;
-  RlResult result = TrainRlPlacer(p.get(), options, [](const RlProgress& progress) {
+  LearnedResult result = TrainLearnedPlacer(p.get(), options, [](const LearnedProgress& progress) {
     EXPECT_EQ(progress.samples_used, 0);
     EXPECT_DOUBLE_EQ(progress.failed_fraction, 1.0);
   });
@@ -399,13 +399,13 @@ TEST(ReinforceTest, WhenNothingEverRunsThereIsNoBestPlacement) {
 
 TEST(ReinforceTest, WarmStartBeginsFromTheBaseline) {
   Problem p(Chains(4), testing::MakeSlowCpuCluster());
-  RlOptions options;
+  LearnedOptions options;
   options.max_steps = 1;
   options.warm_start = "m_etf";
   options.warm_start_steps = 100;
   options.worker_threads = 1;
   double first_mean = 0;
-  TrainRlPlacer(p.get(), options, [&](const RlProgress& progress) { first_mean = progress.mean_step_time_s; });
+  TrainLearnedPlacer(p.get(), options, [&](const LearnedProgress& progress) { first_mean = progress.mean_step_time_s; });
   EXPECT_NEAR(first_mean, 0.060, 0.001);  // m_etf's placement is the best one; the policy imitates it
 }
 
@@ -420,12 +420,12 @@ TEST(ReinforceTest, WarmStartFromTheBestBaselineKeepsItsTime) {
     SimResult r = p.simulator.Run(placer.place(p.get()).placement);
     if (!r.oom && !r.invalid && !r.failed) fastest_baseline_s = std::min(fastest_baseline_s, r.step_time_s());
   }
-  RlOptions options;
+  LearnedOptions options;
   options.max_steps = 1;
   options.warm_start = "best";
   options.warm_start_steps = 0;
   options.worker_threads = 1;
-  RlResult result = TrainRlPlacer(p.get(), options, nullptr);
+  LearnedResult result = TrainLearnedPlacer(p.get(), options, nullptr);
   ASSERT_FALSE(result.best_placement.empty());
   EXPECT_LE(result.best_step_time_s, fastest_baseline_s + 1e-9);
 }
@@ -433,12 +433,12 @@ TEST(ReinforceTest, WarmStartFromTheBestBaselineKeepsItsTime) {
 TEST(ReinforceTest, ResumeWithoutACheckpointIsAClearError) {
   Problem p(Chains(2), testing::MakeSlowCpuCluster());
   TempDir dir;
-  RlOptions options;
+  LearnedOptions options;
   options.max_steps = 1;
   options.resume = true;
   options.out_dir = dir.File("nothing");
   try {
-    TrainRlPlacer(p.get(), options);
+    TrainLearnedPlacer(p.get(), options);
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("no checkpoint"), std::string::npos);
@@ -447,13 +447,13 @@ TEST(ReinforceTest, ResumeWithoutACheckpointIsAClearError) {
 
 // ---- Refusing bad options and problems before anything is written ----------
 
-// Runs TrainRlPlacer expecting an Error that mentions `must_mention`, and
+// Runs TrainLearnedPlacer expecting an Error that mentions `must_mention`, and
 // checks that the out folder was never created.
-void ExpectRefusedLeavingNothing(const PlacementProblem& problem, RlOptions options, const std::string& must_mention) {
+void ExpectRefusedLeavingNothing(const PlacementProblem& problem, LearnedOptions options, const std::string& must_mention) {
   TempDir dir;
   options.out_dir = dir.File("run");
   try {
-    TrainRlPlacer(problem, options);
+    TrainLearnedPlacer(problem, options);
     ADD_FAILURE() << "accepted; expected an error mentioning " << must_mention;
   } catch (const Error& e) {
     const std::string what = e.what();
@@ -463,63 +463,63 @@ void ExpectRefusedLeavingNothing(const PlacementProblem& problem, RlOptions opti
   EXPECT_FALSE(std::filesystem::exists(options.out_dir)) << must_mention;
 }
 
-TEST(RlOptionsTest, EveryOutOfRangeOrNonFiniteOptionIsRefusedBeforeAnythingIsWritten) {
+TEST(LearnedOptionsTest, EveryOutOfRangeOrNonFiniteOptionIsRefusedBeforeAnythingIsWritten) {
   Problem p(Chains(2), testing::MakeSlowCpuCluster());
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double inf = std::numeric_limits<double>::infinity();
   struct Case {
     std::string flag;
-    std::function<void(RlOptions&)> set;
+    std::function<void(LearnedOptions&)> set;
   };
   const std::vector<Case> cases = {
-      {"--max-steps", [](RlOptions& o) { o.max_steps = -1; }},
-      {"--max-seconds", [&](RlOptions& o) { o.max_seconds = nan; }},
-      {"--max-seconds", [&](RlOptions& o) { o.max_seconds = inf; }},
-      {"--max-samples", [](RlOptions& o) { o.max_samples = -5; }},
-      {"--samples-per-step", [](RlOptions& o) { o.samples_per_step = 0; }},
-      {"--controllers", [](RlOptions& o) { o.controllers = 0; }},
-      {"--workers", [](RlOptions& o) { o.worker_threads = -1; }},
-      {"--learning-rate", [&](RlOptions& o) { o.learning_rate = nan; }},
-      {"--learning-rate", [](RlOptions& o) { o.learning_rate = 0; }},
-      {"--learning-rate", [&](RlOptions& o) { o.learning_rate = inf; }},
-      {"--lr-decay", [](RlOptions& o) { o.lr_decay = 1.5; }},
-      {"--lr-decay-every", [](RlOptions& o) { o.lr_decay_every = -1; }},
-      {"--lr-decay-start", [](RlOptions& o) { o.lr_decay_start = -1; }},
-      {"--grad-clip", [&](RlOptions& o) { o.grad_clip_norm = nan; }},
-      {"--baseline-decay", [&](RlOptions& o) { o.baseline_decay = nan; }},
-      {"--baseline-decay", [](RlOptions& o) { o.baseline_decay = -0.1; }},
-      {"--failing-runtime", [&](RlOptions& o) { o.failing_runtime_s = inf; }},
-      {"--cutover-step", [](RlOptions& o) { o.cutover_step = -1; }},
-      {"--entropy-weight", [&](RlOptions& o) { o.entropy_weight = nan; }},
-      {"--logit-noise", [&](RlOptions& o) { o.logit_noise_std = 1e30; }},
-      {"--logit-noise-steps", [](RlOptions& o) { o.logit_noise_steps = -1; }},
-      {"--tanh-constant", [&](RlOptions& o) { o.tanh_constant = 1e300; }},
-      {"--temperature", [&](RlOptions& o) { o.temperature = nan; }},
-      {"--temperature", [](RlOptions& o) { o.temperature = 1e-300; }},
-      {"--stay-bias", [&](RlOptions& o) { o.stay_bias = nan; }},
-      {"--stay-bias", [](RlOptions& o) { o.stay_bias = 1e39; }},
-      {"--encoder-hidden", [](RlOptions& o) { o.encoder_hidden = 0; }},
-      {"--decoder-hidden", [](RlOptions& o) { o.decoder_hidden = 1 << 20; }},
-      {"--group-order", [](RlOptions& o) { o.group_order = "sideways"; }},
-      {"--jitter", [&](RlOptions& o) { o.jitter = nan; }},
-      {"--failure-probability", [](RlOptions& o) { o.failure_probability = 2; }},
-      {"--measure-steps", [](RlOptions& o) { o.measure_steps = 0; }},
-      {"--checkpoint-every", [](RlOptions& o) { o.checkpoint_every = -1; }},
-      {"--checkpoint-seconds", [&](RlOptions& o) { o.checkpoint_seconds = nan; }},
-      {"--warm-start-steps", [](RlOptions& o) { o.warm_start_steps = -1; }},
+      {"--max-steps", [](LearnedOptions& o) { o.max_steps = -1; }},
+      {"--max-seconds", [&](LearnedOptions& o) { o.max_seconds = nan; }},
+      {"--max-seconds", [&](LearnedOptions& o) { o.max_seconds = inf; }},
+      {"--max-samples", [](LearnedOptions& o) { o.max_samples = -5; }},
+      {"--samples-per-step", [](LearnedOptions& o) { o.samples_per_step = 0; }},
+      {"--controllers", [](LearnedOptions& o) { o.controllers = 0; }},
+      {"--workers", [](LearnedOptions& o) { o.worker_threads = -1; }},
+      {"--learning-rate", [&](LearnedOptions& o) { o.learning_rate = nan; }},
+      {"--learning-rate", [](LearnedOptions& o) { o.learning_rate = 0; }},
+      {"--learning-rate", [&](LearnedOptions& o) { o.learning_rate = inf; }},
+      {"--lr-decay", [](LearnedOptions& o) { o.lr_decay = 1.5; }},
+      {"--lr-decay-every", [](LearnedOptions& o) { o.lr_decay_every = -1; }},
+      {"--lr-decay-start", [](LearnedOptions& o) { o.lr_decay_start = -1; }},
+      {"--grad-clip", [&](LearnedOptions& o) { o.grad_clip_norm = nan; }},
+      {"--baseline-decay", [&](LearnedOptions& o) { o.baseline_decay = nan; }},
+      {"--baseline-decay", [](LearnedOptions& o) { o.baseline_decay = -0.1; }},
+      {"--failing-runtime", [&](LearnedOptions& o) { o.failing_runtime_s = inf; }},
+      {"--cutover-step", [](LearnedOptions& o) { o.cutover_step = -1; }},
+      {"--entropy-weight", [&](LearnedOptions& o) { o.entropy_weight = nan; }},
+      {"--logit-noise", [&](LearnedOptions& o) { o.logit_noise_std = 1e30; }},
+      {"--logit-noise-steps", [](LearnedOptions& o) { o.logit_noise_steps = -1; }},
+      {"--tanh-constant", [&](LearnedOptions& o) { o.tanh_constant = 1e300; }},
+      {"--temperature", [&](LearnedOptions& o) { o.temperature = nan; }},
+      {"--temperature", [](LearnedOptions& o) { o.temperature = 1e-300; }},
+      {"--stay-bias", [&](LearnedOptions& o) { o.stay_bias = nan; }},
+      {"--stay-bias", [](LearnedOptions& o) { o.stay_bias = 1e39; }},
+      {"--encoder-hidden", [](LearnedOptions& o) { o.encoder_hidden = 0; }},
+      {"--decoder-hidden", [](LearnedOptions& o) { o.decoder_hidden = 1 << 20; }},
+      {"--group-order", [](LearnedOptions& o) { o.group_order = "sideways"; }},
+      {"--jitter", [&](LearnedOptions& o) { o.jitter = nan; }},
+      {"--failure-probability", [](LearnedOptions& o) { o.failure_probability = 2; }},
+      {"--measure-steps", [](LearnedOptions& o) { o.measure_steps = 0; }},
+      {"--checkpoint-every", [](LearnedOptions& o) { o.checkpoint_every = -1; }},
+      {"--checkpoint-seconds", [&](LearnedOptions& o) { o.checkpoint_seconds = nan; }},
+      {"--warm-start-steps", [](LearnedOptions& o) { o.warm_start_steps = -1; }},
   };
   for (const Case& c : cases) {
-    RlOptions options;
+    LearnedOptions options;
     options.max_steps = 2;
     options.worker_threads = 1;
     c.set(options);
-    EXPECT_THROW(ValidateRlOptions(options), Error) << c.flag;
+    EXPECT_THROW(ValidateLearnedOptions(options), Error) << c.flag;
     ExpectRefusedLeavingNothing(p.get(), options, c.flag);
   }
-  EXPECT_NO_THROW(ValidateRlOptions(RlOptions{}));
+  EXPECT_NO_THROW(ValidateLearnedOptions(LearnedOptions{}));
 }
 
-TEST(RlOptionsTest, AGroupNoDeviceCanRunIsRefusedBeforeAnythingIsWritten) {
+TEST(LearnedOptionsTest, AGroupNoDeviceCanRunIsRefusedBeforeAnythingIsWritten) {
   // The chains' first ops need a CPU; the cluster has only GPUs.
   Graph g = Chains(2);
   g.mutable_op(0).device_kinds = MaskOf(DeviceKind::kCpu);
@@ -530,12 +530,12 @@ TEST(RlOptionsTest, AGroupNoDeviceCanRunIsRefusedBeforeAnythingIsWritten) {
   gpus.links = {{0, 1, 1e9, 10, -1}};
   gpus.Finalize("gpus");
   Problem p(std::move(g), std::move(gpus));
-  ExpectRefusedLeavingNothing(p.get(), RlOptions{}, "op 'chain0/op0' can run only on cpu, and cluster 'gpus' has none");
+  ExpectRefusedLeavingNothing(p.get(), LearnedOptions{}, "op 'chain0/op0' can run only on cpu, and cluster 'gpus' has none");
 }
 
-TEST(RlOptionsTest, AWarmStartThatDoesNotResolveIsRefusedBeforeAnythingIsWritten) {
+TEST(LearnedOptionsTest, AWarmStartThatDoesNotResolveIsRefusedBeforeAnythingIsWritten) {
   Problem p(Chains(2), testing::MakeSlowCpuCluster());
-  RlOptions options;
+  LearnedOptions options;
   options.warm_start = "bogus";
   ExpectRefusedLeavingNothing(p.get(), options, "--warm-start bogus");
   TempDir dir;
@@ -554,23 +554,23 @@ void EditCheckpoint(const std::string& path, const std::function<void(nlohmann::
 }
 
 // A finished 4-step run in `dir`/run, and options to resume it.
-RlOptions RunToResume(const PlacementProblem& problem, const TempDir& dir) {
-  RlOptions options;
+LearnedOptions RunToResume(const PlacementProblem& problem, const TempDir& dir) {
+  LearnedOptions options;
   options.seed = 3;
   options.worker_threads = 1;
   options.samples_per_step = 4;
   options.max_steps = 4;
   options.out_dir = dir.File("run");
-  TrainRlPlacer(problem, options);
+  TrainLearnedPlacer(problem, options);
   options.max_steps = 5;
   options.resume = true;
   return options;
 }
 
-void ExpectResumeRefused(const PlacementProblem& problem, const RlOptions& options, const std::string& must_mention) {
+void ExpectResumeRefused(const PlacementProblem& problem, const LearnedOptions& options, const std::string& must_mention) {
   const std::string curve_before = ReadTextFile(options.out_dir + "/curve.csv");
   try {
-    TrainRlPlacer(problem, options);
+    TrainLearnedPlacer(problem, options);
     ADD_FAILURE() << "resumed; expected an error mentioning " << must_mention;
   } catch (const Error& e) {
     const std::string what = e.what();
@@ -584,7 +584,7 @@ void ExpectResumeRefused(const PlacementProblem& problem, const RlOptions& optio
 TEST(CheckpointTest, ADamagedCheckpointIsRefusedInOneLineNamingTheFile) {
   Problem p(Chains(4), testing::MakeSlowCpuCluster());
   TempDir dir;
-  RlOptions options = RunToResume(p.get(), dir);
+  LearnedOptions options = RunToResume(p.get(), dir);
   const std::string path = options.out_dir + "/checkpoint.pt";
   const std::string good = ReadTextFile(path);
   ASSERT_GT(good.size(), 8192u);
@@ -604,7 +604,7 @@ TEST(CheckpointTest, ADamagedCheckpointIsRefusedInOneLineNamingTheFile) {
 
   // The good one still resumes.
   std::ofstream(path, std::ios::binary | std::ios::trunc) << good;
-  EXPECT_EQ(TrainRlPlacer(p.get(), options).steps, 5);
+  EXPECT_EQ(TrainLearnedPlacer(p.get(), options).steps, 5);
 }
 
 TEST(CheckpointTest, EveryFactOfACheckpointIsRangeChecked) {
@@ -613,7 +613,7 @@ TEST(CheckpointTest, EveryFactOfACheckpointIsRangeChecked) {
   g.Finalize();
   Problem p(std::move(g), testing::MakeSlowCpuCluster());
   TempDir dir;
-  RlOptions options = RunToResume(p.get(), dir);
+  LearnedOptions options = RunToResume(p.get(), dir);
   const std::string path = options.out_dir + "/checkpoint.pt";
   const std::string good = ReadTextFile(path);
   struct Case {
@@ -656,7 +656,7 @@ TEST(CheckpointTest, CheckpointsComeAtTheFirstBestPlacementAndByWallTime) {
   Problem p(Chains(4), testing::MakeSlowCpuCluster());
   TempDir dir;
   const std::string path = dir.File("run/checkpoint.pt");
-  RlOptions options;
+  LearnedOptions options;
   options.worker_threads = 1;
   options.samples_per_step = 4;
   options.max_steps = 4;
@@ -666,10 +666,10 @@ TEST(CheckpointTest, CheckpointsComeAtTheFirstBestPlacementAndByWallTime) {
   options.checkpoint_every = 1000;
   options.checkpoint_seconds = 3600;
   std::vector<int64_t> on_disk;
-  auto record = [&](const RlProgress&) {
+  auto record = [&](const LearnedProgress&) {
     on_disk.push_back(std::filesystem::exists(path) ? ReadCheckpoint(path).facts["step"].get<int64_t>() : -1);
   };
-  TrainRlPlacer(p.get(), options, record);
+  TrainLearnedPlacer(p.get(), options, record);
   EXPECT_EQ(on_disk, (std::vector<int64_t>{-1, 1, 1, 1}));  // seen as each step ends, before its own checkpoint
   EXPECT_EQ(ReadCheckpoint(path).facts["step"], 4);          // and one at the end
 
@@ -677,14 +677,14 @@ TEST(CheckpointTest, CheckpointsComeAtTheFirstBestPlacementAndByWallTime) {
   std::filesystem::remove_all(options.out_dir);
   on_disk.clear();
   options.checkpoint_seconds = 1e-9;
-  TrainRlPlacer(p.get(), options, record);
+  TrainLearnedPlacer(p.get(), options, record);
   EXPECT_EQ(on_disk, (std::vector<int64_t>{-1, 1, 2, 3}));
 
   // Both off: none at all.
   std::filesystem::remove_all(options.out_dir);
   options.checkpoint_every = 0;
   options.checkpoint_seconds = 0;
-  TrainRlPlacer(p.get(), options);
+  TrainLearnedPlacer(p.get(), options);
   EXPECT_FALSE(std::filesystem::exists(path));
   EXPECT_TRUE(std::filesystem::exists(dir.File("run/best_placement.json")));
 }
@@ -702,7 +702,7 @@ TEST(CheckpointTest, ResumingKeepsTheFasterOfTheCheckpointsBestAndThePlacementFi
   // A better placement written after the checkpoint is kept.
   {
     TempDir dir;
-    RlOptions options = RunToResume(p.get(), dir);
+    LearnedOptions options = RunToResume(p.get(), dir);
     options.max_steps = 5;
     const std::string file = options.out_dir + "/best_placement.json";
     EditCheckpoint(options.out_dir + "/checkpoint.pt", [&](nlohmann::json& f) {
@@ -710,7 +710,7 @@ TEST(CheckpointTest, ResumingKeepsTheFasterOfTheCheckpointsBestAndThePlacementFi
       f["best_time_s"] = one_gpu_s;
     });
     SavePlacementFile(file, p.graph, p.cluster, optimum);
-    RlResult resumed = TrainRlPlacer(p.get(), options);
+    LearnedResult resumed = TrainLearnedPlacer(p.get(), options);
     EXPECT_EQ(resumed.best_placement, optimum);
     EXPECT_DOUBLE_EQ(resumed.best_step_time_s, optimum_s);
     EXPECT_EQ(LoadPlacementFile(file, p.graph, p.cluster), optimum);
@@ -728,7 +728,7 @@ TEST(CheckpointTest, ResumingKeepsTheFasterOfTheCheckpointsBestAndThePlacementFi
   // A worse file is replaced by the checkpoint's best at once.
   {
     TempDir dir;
-    RlOptions options = RunToResume(p.get(), dir);
+    LearnedOptions options = RunToResume(p.get(), dir);
     options.max_steps = 4;  // nothing left to do: only the resume itself
     const std::string file = options.out_dir + "/best_placement.json";
     EditCheckpoint(options.out_dir + "/checkpoint.pt", [&](nlohmann::json& f) {
@@ -736,7 +736,7 @@ TEST(CheckpointTest, ResumingKeepsTheFasterOfTheCheckpointsBestAndThePlacementFi
       f["best_time_s"] = optimum_s;
     });
     SavePlacementFile(file, p.graph, p.cluster, one_gpu);
-    RlResult resumed = TrainRlPlacer(p.get(), options);
+    LearnedResult resumed = TrainLearnedPlacer(p.get(), options);
     EXPECT_EQ(resumed.best_placement, optimum);
     EXPECT_EQ(LoadPlacementFile(file, p.graph, p.cluster), optimum);
   }
@@ -745,13 +745,13 @@ TEST(CheckpointTest, ResumingKeepsTheFasterOfTheCheckpointsBestAndThePlacementFi
 TEST(CheckpointTest, TemporaryFilesAreRemovedAtStartAndNoneAreLeftAtExit) {
   Problem p(Chains(4), testing::MakeSlowCpuCluster());
   TempDir dir;
-  RlOptions options = RunToResume(p.get(), dir);
+  LearnedOptions options = RunToResume(p.get(), dir);
   for (const char* name : {"best_placement.json.tmp.99999", "checkpoint.pt.tmp", "checkpoint.pt.tmp.12", "curve.csv.tmp.7",
                            "remeasured.json.tmp.8"}) {
     std::ofstream(options.out_dir + "/" + name) << "left by a killed run";
   }
   std::ofstream(options.out_dir + "/notes.txt") << "the user's";
-  TrainRlPlacer(p.get(), options);
+  TrainLearnedPlacer(p.get(), options);
   std::set<std::string> left;
   for (const auto& entry : std::filesystem::directory_iterator(options.out_dir)) left.insert(entry.path().filename().string());
   EXPECT_EQ(left, (std::set<std::string>{"best_placement.json", "checkpoint.pt", "curve.csv", "notes.txt"}));

@@ -10,14 +10,14 @@
 #include "cli/flag_checks.h"
 #include "cli/inputs.h"
 #include "cli/learned_commands.h"
-#include "cli/rl_flags.h"
+#include "cli/learned_flags.h"
 #include "cli/run_methods.h"
 #include "cluster/cluster_json.h"
 #include "exec/executor.h"
 #include "exec/measured_environment.h"
 #include "placers/placer.h"
-#include "rl/rl_placer.h"
-#include "rl/run_folder.h"
+#include "learned/learned_placer.h"
+#include "learned/files/run_folder.h"
 #include "util/error.h"
 #include "util/files.h"
 #include "util/stop_request.h"
@@ -42,13 +42,13 @@ struct PlaceFlags {
   bool algorithm_given = false;
   bool learning_rate_given = false;
   bool overwrite = false;  // replace a previous run's files in --out
-  RlOptions rl;
+  LearnedOptions rl;
 };
 
 // Prints a progress line at most once a second, and the last one always.
 class ProgressPrinter {
  public:
-  void operator()(const RlProgress& p) {
+  void operator()(const LearnedProgress& p) {
     auto now = std::chrono::steady_clock::now();
     if (printed_ && now - last_ < std::chrono::seconds(1)) {
       pending_ = p;
@@ -67,7 +67,7 @@ class ProgressPrinter {
  private:
   // Step times to four significant digits, not four decimals: a graph whose
   // step takes 0.2 ms showed "best 0.0000 s".
-  static void Print(const RlProgress& p) {
+  static void Print(const LearnedProgress& p) {
     char best[32] = "-", mean[32] = "-";
     if (p.best_step_time_s > 0) std::snprintf(best, sizeof best, "%.4g s", p.best_step_time_s);
     if (p.mean_step_time_s > 0) std::snprintf(mean, sizeof mean, "%.4g s", p.mean_step_time_s);
@@ -77,7 +77,7 @@ class ProgressPrinter {
   std::chrono::steady_clock::time_point last_;
   bool printed_ = false;
   bool has_pending_ = false;
-  RlProgress pending_;
+  LearnedProgress pending_;
 };
 
 // The same for a search placer's progress.
@@ -191,7 +191,7 @@ void RunPlace(PlaceFlags flags) {
   if (learned && !flags.algorithm_given) flags.rl.algorithm = DefaultAlgorithm(flags.method);
   if (learned && !flags.learning_rate_given) flags.rl.learning_rate = DefaultLearningRate(flags.method);
   if (!learned) FindPlacer(flags.method);  // fail early on a bad name
-  if (learned) ValidateRlOptions(flags.rl);
+  if (learned) ValidateLearnedOptions(flags.rl);
   if (!learned && flags.rl.resume) {
     throw Error("--resume: " + ForMessage(flags.method) + " keeps no checkpoint to continue (the learned methods do: rl, hdp, gdp, mars)");
   }
@@ -248,12 +248,12 @@ void RunPlace(PlaceFlags flags) {
     // fine-tune in; `--max-steps 0` asks for zero-shot explicitly.
     if (!flags.rl.policy_file.empty() && (no_budget || (flags.max_steps_given && flags.rl.max_steps == 0))) {
       flags.rl.zero_shot = true;
-      ValidateRlOptions(flags.rl);
+      ValidateLearnedOptions(flags.rl);
     } else if (no_budget) {
       flags.rl.max_seconds = 120;
     }
     ProgressPrinter printer;
-    RlResult result = TrainRlPlacer(problem, flags.rl, [&](const RlProgress& p) {
+    LearnedResult result = TrainLearnedPlacer(problem, flags.rl, [&](const LearnedProgress& p) {
       if (!flags.json) printer(p);
     });
     if (!flags.json) printer.Flush();
@@ -378,7 +378,7 @@ void RunPlace(PlaceFlags flags) {
 
 void AddPlaceCommand(CLI::App& app) {
   auto flags = std::make_shared<PlaceFlags>();
-  RlOptions& rl = flags->rl;
+  LearnedOptions& rl = flags->rl;
   CLI::App* cmd = app.add_subcommand("place", LearnedCommandDescription("place"));
   cmd->add_option("--graph", flags->graph, "Graph file (JSON) or built-in model name")->required();
   cmd->add_option("--cluster", flags->cluster, "Cluster preset or cluster file")->required();

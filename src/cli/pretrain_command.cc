@@ -1,5 +1,5 @@
 // `devplace pretrain --method mars`: Mars's graph encoder trained by Deep
-// Graph Infomax on graphs alone (rl/mars_pretrainer.h), written as an
+// Graph Infomax on graphs alone (learned/training/mars_pretrainer.h), written as an
 // encoder file that `place --method mars --encoder` and `train --method
 // mars --encoder` start from.
 #include <chrono>
@@ -15,7 +15,7 @@
 #include "cli/flag_checks.h"
 #include "cli/inputs.h"
 #include "cli/learned_commands.h"
-#include "rl/mars_pretrainer.h"
+#include "learned/training/mars_pretrainer.h"
 #include "util/error.h"
 #include "util/stop_request.h"
 

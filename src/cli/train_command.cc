@@ -1,5 +1,5 @@
 // `devplace train`: batch training of one GDP or Mars policy over several
-// graphs for one cluster (rl/batch_trainer.h), written as a policy file that
+// graphs for one cluster (learned/training/batch_trainer.h), written as a policy file that
 // `place --method gdp|mars --policy` uses.
 #include <chrono>
 #include <cstdio>
@@ -14,9 +14,9 @@
 #include "cli/flag_checks.h"
 #include "cli/inputs.h"
 #include "cli/learned_commands.h"
-#include "cli/rl_flags.h"
+#include "cli/learned_flags.h"
 #include "cluster/cluster_json.h"
-#include "rl/batch_trainer.h"
+#include "learned/training/batch_trainer.h"
 #include "sim/simulator.h"
 #include "util/error.h"
 #include "util/stop_request.h"
@@ -70,9 +70,9 @@ void RunTrain(TrainFlags flags) {
   flags.train.rl.method = flags.method;
   if (!flags.learning_rate_given) flags.train.rl.learning_rate = DefaultLearningRate(flags.method);
   if (flags.graphs.empty()) throw Error("train: --graphs names no graph");
-  RlOptions& rl = flags.train.rl;
+  LearnedOptions& rl = flags.train.rl;
   if (rl.max_steps <= 0 && rl.max_seconds <= 0 && rl.max_samples <= 0) rl.max_seconds = 600;
-  ValidateRlOptions(rl);
+  ValidateLearnedOptions(rl);
   RefuseToReplaceTrainedFile(flags.train.policy_out, flags.train.resume, flags.overwrite, "policy");
   const Cluster cluster = ResolveCluster(flags.cluster);
   // Graphs, cost models and simulators live as long as the training.
@@ -106,7 +106,7 @@ void RunTrain(TrainFlags flags) {
 
 void AddTrainCommand(CLI::App& app) {
   auto flags = std::make_shared<TrainFlags>();
-  RlOptions& rl = flags->train.rl;
+  LearnedOptions& rl = flags->train.rl;
   rl.method = "gdp";
   rl.algorithm = "ppo";  // GDP's algorithm (§3.4)
   CLI::App* cmd = app.add_subcommand("train", LearnedCommandDescription("train"));

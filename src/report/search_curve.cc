@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "rl/run_folder.h"
+#include "learned/files/run_folder.h"
 #include "util/csv.h"
 #include "util/error.h"
 #include "util/files.h"

@@ -1,0 +1,247 @@
+// The learned placers: the 2017 paper's seq2seq placer ("rl") and HDP's
+// Grouper+Placer ("hdp"), trained by one loop (learned/training/training_loop.cc) with
+// REINFORCE or PPO on step time. This header has no torch in it, so the
+// command line and the tests that only drive it build fast.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "placers/placer.h"
+#include "sim/environment.h"
+
+namespace devplace {
+
+struct LearnedOptions {
+  // Which learned placer: "rl" (2017: hand-made co-location groups read by
+  // a seq2seq policy), "hdp" (2018: a learned Grouper, then the Placer) or
+  // "gdp" (GraphSAGE and a segment-recurrent attention placer, learned/policies/gdp_policy.h)
+  // or "mars" (a contrastively pre-trained encoder and a segment-level
+  // seq2seq placer, learned/policies/mars_policy.h).
+  std::string method = "rl";
+  // How the policy learns: "reinforce" (the papers' 2017 and HDP rule) or
+  // "ppo" (clipped surrogate, several epochs over each batch). The command
+  // line's default is the method's (DefaultAlgorithm).
+  std::string algorithm = "reinforce";
+  int32_t ppo_epochs = 4;
+  double ppo_clip = 0.2;
+  // What rewards are compared against: "moving-average" (the papers'
+  // exponential average, `baseline_decay`) or "batch-mean" (the mean reward
+  // of the step's own samples).
+  std::string baseline = "moving-average";
+
+  // Budget: stop after this many policy updates, or this many seconds, or
+  // this many sampled placements, whichever comes first (0 = no limit).
+  int64_t max_steps = 0;
+  double max_seconds = 0;
+  int64_t max_samples = 0;
+
+  // K: placements sampled per controller per update (§3.1). Sampling and
+  // scoring 16 at once costs about twice what 4 do (docs/rl.md).
+  int32_t samples_per_step = 16;
+  int32_t controllers = 1;       // §3.4: controllers sharing parameters, each with K workers
+  int32_t worker_threads = 0;    // threads evaluating placements; 0 = one per core
+
+  // Optimisation. The public implementation's Adam learning rate is 0.1;
+  // with Adam every weight moves by about the learning rate at each step, and
+  // at 0.1 (or even 0.01) the first update already collapses this policy onto
+  // whatever it sampled first; at 0.001 it still settles on one device
+  // within some 100 updates on the LSTM models (see docs/rl.md).
+  double learning_rate = 0.0003;
+  // Adam's rate for the scalars that set a policy's start (HDP's stay bonus
+  // and locality weight; Policy::prior_parameters). At the network's rate
+  // they would stay where they start for the whole search (0.0003 a step);
+  // at this one a start that does not suit the graph (long runs of one
+  // device on a graph of parallel branches) is left within some 100 updates
+  // (docs/rl.md). The 2017 placer has none: its stay bonus keeps the
+  // network's rate.
+  double prior_learning_rate = 0.03;
+  double lr_decay = 0.95;
+  int64_t lr_decay_every = 50;
+  int64_t lr_decay_start = 400;
+  double grad_clip_norm = 1.0;
+  double baseline_decay = 0.9;
+  // A failed placement counts as this slow (R = sqrt of it). The paper sets
+  // it by hand per graph; 0 picks it per graph: twice the all-on-CPU step
+  // time, or ten times the step-time lower bound if that does not run.
+  double failing_runtime_s = 0;
+  // What a placement out of memory counts as: "flat", the failing signal
+  // (the 2017 paper), or "graded", the failing signal times 1 + the share of
+  // its memory that did not fit, so that among failures those nearer to
+  // fitting rank better (docs/rl.md, measured); "" picks the method's
+  // default: flat for rl, graded for hdp.
+  std::string failing_signal;
+  int64_t cutover_step = 5000;     // after it, only placements that run update anything (§3.1)
+  double entropy_weight = 0;
+  double logit_noise_std = 0;      // Gaussian noise on logits while sampling...
+  int64_t logit_noise_steps = 750; // ...for this many steps
+  double tanh_constant = 5.0;
+  double temperature = 1.0;
+  // Starting bonus on the logit of the device the previous group got
+  // (learned from there): with groups read chain by chain, a good placement
+  // is a few long runs of one device (docs/rl.md).
+  double stay_bias = 2.0;
+  // Whether the user chose stay_bias. HDP, when not, measures its start
+  // instead: probes of several run lengths pick the bonus per graph, runs of
+  // N / D groups when a probe runs out of memory (learned/policies/hdp_policy.h).
+  bool stay_bias_given = false;
+  // HDP: the starting penalty on the logits of slow devices (those its start
+  // probes leave out; learned from there). Unless given, 0, and once a probe
+  // shows the fast devices hold the graph, HdpSlowDevicePenalty.
+  double slow_device_penalty = 0;
+  bool slow_device_penalty_given = false;
+  // Network sizes. The public implementation uses 256 per encoder direction
+  // and 512 in the decoder; on a 2-core machine half of each trains about
+  // three times faster (a recurrent weight's gradient is rewritten at every
+  // one of the hundreds of decoder steps), so these are the defaults.
+  int64_t encoder_hidden = 128;
+  int64_t decoder_hidden = 256;
+  // The order the policy reads the groups in: "chain" follows each chain of
+  // the graph to its end (an LSTM layer through time) before the next,
+  // "topological" is the graph's own order (docs/rl.md says why chain).
+  std::string group_order = "chain";
+
+  // HDP (method "hdp"). Groups the Grouper may use: 0 picks min(256, 20 x
+  // devices), the paper's rule.
+  int32_t hdp_groups = 0;
+  int64_t grouper_hidden = 64;      // the Grouper's hidden layer
+  double grouper_noise_std = 0;     // Gaussian noise on the Grouper's logits while sampling...
+  int64_t grouper_noise_steps = 0;  // ...for this many steps
+  // Starting weight of the Grouper's locality prior (learned from there):
+  // an op's logit for group g is lowered by weight x (N x position - g - 1/2)^2,
+  // its position in OpFeatures::unit_position's locality order, so the
+  // first groupings are stretches of the network (layers, with their
+  // backward ops) rather than random mixes, and group g precedes group g+1
+  // in the network as the Placer reads them. 0: no prior, the paper's
+  // Grouper (docs/rl.md has the measured difference).
+  double grouper_locality = 1.0;
+
+  // GDP (method "gdp"). The network's sizes (learned/networks/gdp_net.h); a policy file
+  // brings its own.
+  int64_t gdp_hidden = 64;
+  int64_t gdp_sage_layers = 3;
+  int64_t gdp_placer_layers = 2;
+  int64_t gdp_heads = 4;
+  int64_t gdp_segment = 128;
+  bool gdp_attention = true;      // false: segment recurrence only (the paper's ablation)
+  bool gdp_superposition = true;  // false: no graph context (the paper's ablation)
+  // Starting bonus on each unit's logit for its start device, the fastest
+  // of the start probes (learned from there; learned/policies/gdp_policy.h). 0: no start
+  // probes, the paper's start from random weights.
+  double gdp_start_bias = 3.0;
+  // Whether the user chose gdp_start_bias: with a policy file (GDP's or
+  // Mars's), the given value replaces the learned one the file holds, so a
+  // fine-tune can be told to stay nearer its start.
+  bool gdp_start_bias_given = false;
+  // The start probes also measure the placements of the cheap baselines
+  // (expert, METIS, MinCut, Scotch: milliseconds each), so the start is
+  // never slower than the fastest of them (learned/policies/gdp_policy.cc says why).
+  bool gdp_baseline_probes = true;
+  // Exploration by stretches: while sampling for the first
+  // gdp_stretch_noise_steps updates, one Gaussian draw of this std per
+  // (stretch of the locality order, device) is added to the logits of the
+  // stretch's units, so samples move whole stretches of the network rather
+  // than scattered units (learned/policies/gdp_policy.cc).
+  double gdp_stretch_noise_std = 0;
+  int64_t gdp_stretch_noise_steps = 100000;
+  // Exploration by window moves (learned/policies/window_moves.h): this share of each
+  // update's samples is a draw with one window of the locality order moved
+  // to one fast device. Half: GNMT-2 p100x2 0.320 s against 0.373 s
+  // without, RNNLM 0.188 against 0.202 (docs/rl.md).
+  double gdp_window_moves = 0.5;
+  // Mars (method "mars", learned/networks/mars_net.h). The placer's LSTM width and the
+  // units per attention segment; a fresh encoder's GCN width and layers
+  // (a pre-trained encoder brings its own); the encoder's own learning rate
+  // while the placer trains (0 freezes it).
+  int64_t mars_hidden = 64;
+  int64_t mars_segment = 64;
+  int64_t mars_encoder_hidden = 64;
+  int64_t mars_encoder_layers = 2;
+  double mars_encoder_learning_rate = 0.0003;
+  // A pre-trained encoder (`devplace pretrain`); empty: a fresh one, the
+  // paper's ablation without pre-training.
+  std::string encoder_file;
+
+  // A trained GDP policy (`devplace train`) to start from instead of random
+  // weights; with `zero_shot`, place with it without updating it: measure
+  // its most likely placement and samples_per_step - 1 samples, keep the
+  // fastest.
+  std::string policy_file;
+  bool zero_shot = false;
+
+  // The environment: deterministic by default; with noise, each placement is
+  // measured the paper's way (run `measure_steps`, drop the first, average).
+  double jitter = 0;
+  double failure_probability = 0;
+  int32_t measure_steps = 1;
+  // Makes the environment instead of the simulated one (sim/environment.h):
+  // `--reward measured` runs placements on the real executor. With one, a
+  // failing runtime of 0 is picked from the environment's own measurement
+  // of the all-on-one-CPU placement, not the simulator's.
+  EnvironmentFactory make_environment;
+
+  uint64_t seed = 1;
+
+  // Output: a folder for the best placement, the search curve, checkpoints.
+  // A checkpoint is written every `checkpoint_every` steps, at least every
+  // `checkpoint_seconds` of wall time (a large model's early steps are slow:
+  // step-based checkpoints alone could leave nothing after minutes), when the
+  // first placement that runs is found, and at the end. 0 turns off the
+  // step or the time trigger; both 0 means no checkpoints at all.
+  std::string out_dir;              // empty: keep nothing on disk
+  int64_t checkpoint_every = 50;
+  double checkpoint_seconds = 30;
+  bool resume = false;              // continue from out_dir's checkpoint
+  std::string warm_start;         // a baseline method, placement file or "best" to imitate first ("" = none)
+  int64_t warm_start_steps = 300;
+};
+
+struct LearnedProgress {
+  int64_t step = 0;
+  int64_t samples = 0;
+  double seconds = 0;
+  double best_step_time_s = 0;    // 0 until a placement ran
+  double mean_step_time_s = 0;    // of this step's placements that ran (0 if none)
+  double failed_fraction = 0;
+  double samples_per_second = 0;
+  int32_t samples_used = 0;       // placements that updated the policy this step
+};
+
+struct LearnedResult {
+  Placement best_placement;       // empty if no sampled placement ever ran
+  double best_step_time_s = 0;
+  int64_t steps = 0;
+  int64_t samples = 0;
+  double seconds = 0;
+  std::string placement_file;     // where the best placement was written, if anywhere
+};
+
+using LearnedProgressCallback = std::function<void(const LearnedProgress&)>;
+
+// What `place` trains `method` with when --algorithm is not given: "ppo"
+// for gdp (its paper's), "reinforce" for the others.
+std::string DefaultAlgorithm(const std::string& method);
+
+// The placer's learning rate when --learning-rate is not given: 0.003 for
+// mars, LearnedOptions' default (0.0003) for the others.
+double DefaultLearningRate(const std::string& method);
+
+// The learned methods `place --method` takes ("rl", "hdp", "gdp").
+const std::vector<std::string>& LearnedMethodNames();
+bool IsLearnedMethod(const std::string& name);
+
+// Throws Error naming the first option that is out of range (NaN and
+// infinity included), in its flag's words. TrainLearnedPlacer calls it first.
+void ValidateLearnedOptions(const LearnedOptions& options);
+
+// Trains and returns the best placement found. Everything that can be known
+// to be wrong (options, a group no device of the cluster can run, a warm
+// start that does not resolve, a checkpoint that does not fit or is damaged)
+// throws Error before anything is written to `out_dir`; torch's own errors
+// come out as one-line Errors too.
+LearnedResult TrainLearnedPlacer(const PlacementProblem& problem, const LearnedOptions& options,
+                       const LearnedProgressCallback& on_step = nullptr);
+
+}  // namespace devplace

@@ -1,0 +1,71 @@
+// How a learned placer's policy is updated from measured placements:
+// REINFORCE with a moving-average baseline (2017, HDP) or PPO's clipped
+// surrogate (GDP, Mars). The loop gives an algorithm the samples that count
+// this step and their rewards; the algorithm computes losses, backpropagates
+// and asks the loop to apply the gradients (clip, optimiser step) as many
+// times as it takes updates.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "learned/policies/policy.h"
+#include "sim/environment.h"
+
+namespace devplace {
+
+struct LearnedOptions;
+
+// The placements of one step that update the policy.
+struct UpdateBatch {
+  std::vector<Decision> decisions;
+  std::vector<double> rewards;  // sqrt(step time s), or the failing signal: lower is better
+};
+
+class Algorithm {
+ public:
+  virtual ~Algorithm() = default;
+
+  // Updates `policy` from `batch`. `pass` is the encoder pass the batch was
+  // sampled from, fresh (no optimiser step since). `baseline` is the
+  // controller's moving average of rewards, updated here. `apply` clips the
+  // gradients now in the policy's parameters and takes one optimiser step
+  // (thread-safe; the loop owns the optimiser and its learning rate).
+  virtual void Update(Policy& policy, PolicyPass& pass, const UpdateBatch& batch, double& baseline,
+                      const std::function<void()>& apply) = 0;
+};
+
+// A measured placement's reward, lower is better: sqrt(step time s) if it
+// ran, else `failing_reward`; with `grade_failures`, a placement out of
+// memory counts `failing_reward` x (1 + Outcome::memory_overflow), so that
+// among failures those nearer to fitting rank better and a policy whose
+// samples all overflow still learns which way memory fits.
+double RewardOf(const Outcome& outcome, double failing_reward, bool grade_failures);
+
+// The step times Policy::ChooseStart takes for measured start probes: the
+// step time of one that ran, +infinity for one out of memory, NaN for one
+// that failed by chance (the noise model's failures say nothing about it).
+std::vector<double> ProbeStepTimes(const std::vector<Outcome>& outcomes);
+
+// The step time a failed placement counts as when not given: twice the
+// all-on-CPU step time, or ten times the step-time lower bound if that does
+// not run (or there is no CPU). +infinity when neither is finite.
+double AutomaticFailingRuntimeS(const PlacementProblem& problem);
+
+// The advantages of a batch's rewards, A_k = b - r_k (lower reward is
+// better, so a positive advantage is a good placement), where b is
+// `baseline` as it stands (moving average) or the batch's mean reward
+// (`batch_mean`). Then updates `baseline` over the rewards in order,
+// b = decay b + (1 - decay) r, in both cases, as REINFORCE does, so the
+// curve's baseline column means the same for every algorithm.
+std::vector<double> BaselineAdvantages(const std::vector<double>& rewards, bool batch_mean, double baseline_decay,
+                                  double& baseline);
+
+// "reinforce" or "ppo"; throws Error for any other name.
+std::unique_ptr<Algorithm> MakeAlgorithm(const LearnedOptions& options);
+
+}  // namespace devplace

@@ -1,0 +1,454 @@
+#include "learned/training/batch_trainer.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+
+#include <malloc.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "learned/training/algorithm.h"
+#include "learned/files/checkpoint_facts.h"
+#include "learned/files/checkpoint_file.h"
+#include "learned/networks/gdp_net.h"
+#include "learned/policies/gdp_policy.h"
+#include "learned/policies/mars_policy.h"
+#include "learned/files/policy_file_facts.h"
+#include "learned/files/loaded_parameters.h"
+#include "learned/methods.h"
+#include "learned/training/optimizer.h"
+#include "learned/training/ppo.h"
+#include "learned/files/run_files.h"
+#include "sim/environment.h"
+#include "util/error.h"
+#include "util/files.h"
+#include "util/stop_request.h"
+
+namespace devplace {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// The one network a batch training shares between its graphs' policies:
+// GDP's or Mars's, with the policy file it is written as.
+class SharedNetwork {
+ public:
+  virtual ~SharedNetwork() = default;
+  virtual torch::nn::Module& module() = 0;
+  virtual std::unique_ptr<Policy> PolicyFor(const PlacementProblem& problem, const LearnedOptions& options) = 0;
+  virtual void WritePolicyFile(const std::string& path, const PolicyFileFacts& facts) = 0;
+};
+
+class GdpSharedNetwork : public SharedNetwork {
+ public:
+  explicit GdpSharedNetwork(GdpNet net) : net_(std::move(net)) {}
+  torch::nn::Module& module() override { return *net_; }
+  std::unique_ptr<Policy> PolicyFor(const PlacementProblem& problem, const LearnedOptions& options) override {
+    return MakeGdpPolicyWithNet(problem, net_, options);
+  }
+  void WritePolicyFile(const std::string& path, const PolicyFileFacts& facts) override { SaveGdpPolicyFile(path, net_, facts); }
+
+ private:
+  GdpNet net_;
+};
+
+class MarsSharedNetwork : public SharedNetwork {
+ public:
+  explicit MarsSharedNetwork(MarsNet net) : net_(std::move(net)) {}
+  torch::nn::Module& module() override { return *net_; }
+  std::unique_ptr<Policy> PolicyFor(const PlacementProblem& problem, const LearnedOptions& options) override {
+    return MakeMarsPolicyWithNet(problem, net_, options);
+  }
+  void WritePolicyFile(const std::string& path, const PolicyFileFacts& facts) override { SaveMarsPolicyFile(path, net_, facts); }
+
+ private:
+  MarsNet net_;
+};
+
+// A fresh network of options' method over the vocabulary of `graphs` (or,
+// for Mars with an encoder file, the encoder's).
+std::unique_ptr<SharedNetwork> MakeSharedNetwork(const LearnedOptions& options, const std::vector<const Graph*>& graphs, int64_t devices) {
+  if (options.method == "mars") {
+    return std::make_unique<MarsSharedNetwork>(
+        MarsNet(MarsStartEncoder(options, graphs), MarsPlacerArchitectureOf(options, devices), options.gdp_start_bias));
+  }
+  return std::make_unique<GdpSharedNetwork>(MakeGdpNet(options, devices, graphs));
+}
+
+// One graph of the batch: its policy (sharing the network), environment,
+// failing signal and baseline, and the best placement seen.
+struct TrainingGraph {
+  const PlacementProblem* problem = nullptr;
+  std::unique_ptr<Policy> policy;
+  std::unique_ptr<Environment> environment;
+  double failing_reward = 0;
+  double baseline = 0;
+  double best_time_s = 0;  // 0: none ran yet
+};
+
+class BatchTrainer {
+ public:
+  BatchTrainer(const std::vector<PlacementProblem>& problems, const BatchTrainOptions& options)
+      : options_(options), rl_(options.rl) {
+    if (problems.empty()) throw Error("train: no graphs to train on (--graphs)");
+    if (options.policy_out.empty()) throw Error("train: no policy file to write (-o)");
+    if (rl_.method != "gdp" && rl_.method != "mars") throw Error("train: only --method gdp or mars trains a policy across graphs");
+    if (!rl_.policy_file.empty()) throw Error("train: starts from a fresh network (--policy is for `place`)");
+    ValidateLearnedOptions(rl_);
+    const Cluster& cluster = problems.front().cluster;
+    for (const PlacementProblem& p : problems) {
+      if (&p.cluster != &cluster) throw Error("train: every graph is placed on the same cluster");
+    }
+    if (fs::is_directory(options.policy_out)) throw Error(ForMessage(options.policy_out) + ": is a folder, not a policy file (-o)");
+    torch::manual_seed(rl_.seed);
+    std::vector<const Graph*> graphs;
+    for (const PlacementProblem& p : problems) graphs.push_back(&p.graph);
+    net_ = MakeSharedNetwork(rl_, graphs, cluster.num_devices());
+    const bool grade = GradesFailures(rl_);
+    const int32_t cores = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+    for (const PlacementProblem& p : problems) {
+      TrainingGraph g;
+      g.problem = &p;
+      g.policy = net_->PolicyFor(p, rl_);
+      SimulatedEnvironmentOptions environment;
+      environment.workers = rl_.worker_threads > 0 ? rl_.worker_threads : cores;
+      environment.noise.jitter = rl_.jitter;
+      environment.noise.failure_probability = rl_.failure_probability;
+      environment.measure_steps = rl_.measure_steps;
+      environment.seed = rl_.seed;
+      environment.measure_overflow = grade;
+      g.environment = std::make_unique<SimulatedEnvironment>(p.graph, p.cluster, p.cost, environment);
+      g.failing_reward = std::sqrt(rl_.failing_runtime_s > 0 ? rl_.failing_runtime_s : AutomaticFailingRuntimeS(p));
+      if (!std::isfinite(g.failing_reward)) {
+        throw Error("cannot pick a failing step time for graph " + ForMessage(p.graph.name) + ": give --failing-runtime");
+      }
+      g.baseline = g.failing_reward;
+      graphs_.push_back(std::move(g));
+    }
+    grade_failures_ = grade;
+    // Every policy holds the same network: the first one's parameters are
+    // the network's (and its start placement, which has no gradient).
+    optimizer_ = MakePolicyOptimizer(*graphs_.front().policy, rl_);
+    generator_ = at::make_generator<at::CPUGeneratorImpl>(rl_.seed * 1000003ull);
+  }
+
+  BatchTrainResult Run(const std::function<void(const BatchTrainProgress&)>& on_update) {
+    start_ = Clock::now();
+    if (options_.resume) {
+      LoadCheckpoint();
+    } else {
+      try {
+        for (TrainingGraph& g : graphs_) ProbeStart(g);
+      } catch (const Stopped&) {
+        // A stop during the probes: the policy as it starts is written.
+      }
+    }
+    // A killed training leaves its temporary files; the next one in the
+    // folder removes them (and each run its own at the end).
+    RemoveTemporariesBeside(options_.policy_out, /*only_this_process=*/false);
+    last_save_ = Clock::now();
+    while (!Done()) {
+      std::optional<BatchTrainProgress> progress = UpdateUnlessStopped();
+      if (!progress) break;
+      if (on_update) on_update(*progress);
+      if (SaveDue()) Save();
+    }
+    SearchEnded();  // writing the policy may take a while: the stop's watchdog waits for it
+    Save();
+    RemoveTemporariesBeside(options_.policy_out, /*only_this_process=*/true);
+    BatchTrainResult result;
+    result.updates = update_;
+    result.samples = samples_;
+    result.seconds = Seconds();
+    for (const TrainingGraph& g : graphs_) {
+      BatchGraphProgress p;
+      p.graph = g.problem->graph.name;
+      p.best_step_time_s = g.best_time_s;
+      result.graphs.push_back(p);
+    }
+    return result;
+  }
+
+ private:
+  double Seconds() const { return seconds_before_ + std::chrono::duration<double>(Clock::now() - start_).count(); }
+
+  bool Done() const {
+    if (StopRequested()) return true;
+    if (rl_.max_steps > 0 && update_ >= rl_.max_steps) return true;
+    if (rl_.max_samples > 0 && samples_ >= rl_.max_samples) return true;
+    if (rl_.max_seconds > 0 && Seconds() >= rl_.max_seconds) return true;
+    return rl_.max_steps <= 0 && rl_.max_samples <= 0 && rl_.max_seconds <= 0;
+  }
+
+  bool SaveDue() const {
+    if (rl_.checkpoint_every > 0 && update_ % rl_.checkpoint_every == 0) return true;
+    return rl_.checkpoint_seconds > 0 && std::chrono::duration<double>(Clock::now() - last_save_).count() >= rl_.checkpoint_seconds;
+  }
+
+  void ProbeStart(TrainingGraph& g) {
+    const std::vector<Decision> probes = g.policy->StartProbes();
+    if (probes.empty()) return;
+    std::vector<Placement> placements;
+    for (const Decision& d : probes) placements.push_back(g.policy->ToPlacement(d));
+    const std::vector<Outcome> outcomes = g.environment->Measure(placements, -1, 0);
+    for (const Outcome& outcome : outcomes) {
+      if (outcome.ok && (g.best_time_s == 0 || outcome.step_time_s < g.best_time_s)) g.best_time_s = outcome.step_time_s;
+    }
+    samples_ += static_cast<int64_t>(probes.size());
+    g.policy->ChooseStart(ProbeStepTimes(outcomes));
+  }
+
+  // One update, or none: a stop in the middle of one (each long loop polls
+  // and throws Stopped) drops it, and puts back what it had moved, so that
+  // the checkpoint written next is the one of the last whole update.
+  std::optional<BatchTrainProgress> UpdateUnlessStopped() {
+    const torch::Tensor generator_before = generator_.get_state();
+    const int64_t samples_before = samples_;
+    std::vector<double> baselines_before;
+    for (const TrainingGraph& g : graphs_) baselines_before.push_back(g.baseline);
+    try {
+      return Update();
+    } catch (const Stopped&) {
+      generator_.set_state(generator_before);
+      samples_ = samples_before;
+      for (size_t i = 0; i < graphs_.size(); ++i) graphs_[i].baseline = baselines_before[i];
+      return std::nullopt;
+    }
+  }
+
+  // One PPO update over every graph's K placements.
+  BatchTrainProgress Update() {
+    struct Batch {
+      std::unique_ptr<PolicyPass> pass;
+      std::vector<Decision> decisions;
+      torch::Tensor old_log_prob;
+      torch::Tensor advantage;
+    };
+    std::vector<Batch> batches(graphs_.size());
+    BatchTrainProgress progress;
+    const bool after_cutover = update_ >= rl_.cutover_step;
+    for (size_t i = 0; i < graphs_.size(); ++i) {
+      TrainingGraph& g = graphs_[i];
+      Batch& b = batches[i];
+      b.pass = g.policy->Begin();
+      SampleOptions sampling;
+      sampling.logit_noise_std = update_ < rl_.logit_noise_steps ? rl_.logit_noise_std : 0.0;
+      sampling.step = update_;
+      PolicySamples samples = b.pass->Sample(rl_.samples_per_step, generator_, sampling);
+      std::vector<Placement> placements;
+      for (const Decision& d : samples.decisions) placements.push_back(g.policy->ToPlacement(d));
+      const std::vector<Outcome> outcomes = g.environment->Measure(placements, update_, static_cast<int32_t>(i));
+      std::vector<double> rewards;
+      double sum_time = 0;
+      int32_t ran = 0;
+      for (size_t k = 0; k < outcomes.size(); ++k) {
+        if (outcomes[k].ok) {
+          sum_time += outcomes[k].step_time_s;
+          ++ran;
+          if (g.best_time_s == 0 || outcomes[k].step_time_s < g.best_time_s) g.best_time_s = outcomes[k].step_time_s;
+        }
+        if (after_cutover && !outcomes[k].ok) continue;
+        b.decisions.push_back(samples.decisions[k]);
+        rewards.push_back(RewardOf(outcomes[k], g.failing_reward, grade_failures_));
+      }
+      samples_ += static_cast<int64_t>(outcomes.size());
+      BatchGraphProgress p;
+      p.graph = g.problem->graph.name;
+      p.best_step_time_s = g.best_time_s;
+      p.mean_step_time_s = ran > 0 ? sum_time / ran : 0;
+      p.failed_fraction = 1.0 - static_cast<double>(ran) / static_cast<double>(outcomes.size());
+      progress.graphs.push_back(p);
+      if (b.decisions.empty()) continue;
+      // Normalised per graph: the advantage is in units of the graph's own
+      // spread of rewards this update, so graphs of 0.1 s and of 10 s, and
+      // graphs whose placements differ by 1 % or by 10x, weigh the same. A
+      // graph whose samples all scored alike has nothing to teach.
+      std::vector<double> advantages =
+          BaselineAdvantages(rewards, rl_.baseline == "batch-mean", rl_.baseline_decay, g.baseline);
+      double mean = 0, square = 0;
+      for (double r : rewards) mean += r / rewards.size();
+      for (double r : rewards) square += (r - mean) * (r - mean) / rewards.size();
+      const double spread = std::sqrt(square);
+      if (!(spread > 1e-9 * std::abs(mean))) {
+        b.decisions.clear();
+        continue;
+      }
+      for (double& a : advantages) a /= spread;
+      b.advantage = torch::tensor(advantages, torch::kFloat32);
+      b.old_log_prob = b.pass->Score(b.decisions).log_prob.detach();
+    }
+
+    const int32_t epochs = rl_.algorithm == "ppo" ? rl_.ppo_epochs : 1;
+    for (int32_t epoch = 0; epoch < epochs; ++epoch) {
+      // A stop after the first epoch's optimiser step ends the update with
+      // the epochs it made; one in the first drops the update (Stopped).
+      if (epoch > 0 && StopRequested()) break;
+      optimizer_->zero_grad();
+      torch::Tensor loss = torch::zeros({});
+      int32_t parts = 0;
+      try {
+        for (size_t i = 0; i < graphs_.size(); ++i) {
+          Batch& b = batches[i];
+          if (b.decisions.empty()) continue;
+          if (epoch > 0) b.pass = graphs_[i].policy->Begin();
+          PolicySamples scored = b.pass->Score(b.decisions);
+          loss = loss + PpoClippedLoss(scored.log_prob, b.old_log_prob, b.advantage, rl_.ppo_clip);
+          if (rl_.entropy_weight > 0) loss = loss - rl_.entropy_weight * scored.entropy.mean();
+          ++parts;
+        }
+        if (parts == 0) break;
+        (loss / parts).backward();
+      } catch (const Stopped&) {
+        if (epoch == 0) throw;
+        break;
+      }
+      torch::nn::utils::clip_grad_norm_(graphs_.front().policy->module().parameters(), rl_.grad_clip_norm);
+      SetLearningRates(*optimizer_, ScheduledLearningRates(rl_, update_));
+      optimizer_->step();
+    }
+    ++update_;
+    progress.update = update_;
+    progress.samples = samples_;
+    progress.seconds = Seconds();
+    return progress;
+  }
+
+  std::string CheckpointPath() const { return CheckpointBeside(options_.policy_out); }
+
+  // The policy file and the training checkpoint, each replaced atomically.
+  void Save() {
+    const Cluster& cluster = graphs_.front().problem->cluster;
+    std::vector<std::string> names;
+    for (const TrainingGraph& g : graphs_) names.push_back(g.problem->graph.name);
+    net_->WritePolicyFile(options_.policy_out, PolicyFileFactsFor(cluster, std::move(names), update_));
+
+    torch::serialize::OutputArchive archive;
+    torch::serialize::OutputArchive net_archive;
+    net_->module().save(net_archive);
+    archive.write("net", net_archive);
+    WriteOptimizerState(archive, *optimizer_);
+    WriteGeneratorState(archive, "generator", generator_);
+    nlohmann::json graphs = nlohmann::json::array();
+    for (size_t i = 0; i < graphs_.size(); ++i) {
+      const TrainingGraph& g = graphs_[i];
+      archive.write("start_" + std::to_string(i), StartOf(g));
+      graphs.push_back({{"name", g.problem->graph.name},
+                        {"num_ops", g.problem->graph.num_ops()},
+                        {"baseline", g.baseline},
+                        {"best_time_s", g.best_time_s}});
+    }
+    std::ostringstream tensors;
+    archive.save_to(tensors);
+    CheckpointParts parts;
+    parts.facts = {{"method", rl_.method + "-batch"},
+                   {"num_devices", cluster.num_devices()},
+                   {"update", update_},
+                   {"samples", samples_},
+                   {"seconds", Seconds()},
+                   {"graphs", graphs}};
+    parts.tensors = tensors.str();
+    WriteCheckpointFile(CheckpointPath(), SealCheckpoint(parts));
+    last_save_ = Clock::now();
+  }
+
+  static torch::Tensor StartOf(const TrainingGraph& g) {
+    for (const auto& item : g.policy->module().named_parameters(/*recurse=*/false)) {
+      if (item.key() == "start") return item.value();
+    }
+    throw Error("internal: a policy without a start placement");
+  }
+
+  void LoadCheckpoint() {
+    const std::string path = CheckpointPath();
+    if (!fs::exists(path)) throw Error(ForMessage(path) + ": no training checkpoint to resume from");
+    CheckpointParts parts = UnsealCheckpoint(path, ReadTextFile(path));
+    const CheckpointFacts facts(path, parts.facts);
+    if (!facts.facts().contains("method") || facts.facts()["method"] != rl_.method + "-batch") {
+      facts.Fail("not a checkpoint of `devplace train --method " + rl_.method + "`");
+    }
+    if (facts.Integer("num_devices", 1, INT32_MAX) != graphs_.front().problem->cluster.num_devices()) {
+      facts.Fail("checkpoint is for a cluster of another device count");
+    }
+    const nlohmann::json& graphs = facts.Array("graphs");
+    if (graphs.size() != graphs_.size()) facts.Fail("checkpoint is of " + std::to_string(graphs.size()) + " graphs, not " + std::to_string(graphs_.size()));
+    for (size_t i = 0; i < graphs_.size(); ++i) {
+      const nlohmann::json& saved = graphs[i];
+      if (!saved.is_object() || !saved.contains("name") || saved["name"] != graphs_[i].problem->graph.name ||
+          !saved.contains("num_ops") || saved["num_ops"] != graphs_[i].problem->graph.num_ops()) {
+        facts.Fail("checkpoint's graph " + std::to_string(i + 1) + " is not " + ForMessage(graphs_[i].problem->graph.name) +
+                   " (resume with the same --graphs in the same order)");
+      }
+      graphs_[i].baseline = facts.NumberOf(saved.value("baseline", nlohmann::json()), "baseline", 0);
+      graphs_[i].best_time_s = facts.NumberOf(saved.value("best_time_s", nlohmann::json()), "best_time_s", 0);
+    }
+    update_ = facts.Integer("update", 0, INT64_MAX);
+    samples_ = facts.Integer("samples", 0, INT64_MAX);
+    seconds_before_ = facts.Number("seconds", 0);
+    const ParameterShapes shapes = ShapesOf(net_->module());
+    try {
+      torch::serialize::InputArchive archive;
+      std::istringstream in(parts.tensors);
+      archive.load_from(in);
+      torch::serialize::InputArchive net_archive;
+      archive.read("net", net_archive);
+      net_->module().load(net_archive);
+      ReadOptimizerState(archive, *optimizer_);
+      ReadGeneratorState(archive, "generator", generator_);
+      for (size_t i = 0; i < graphs_.size(); ++i) {
+        torch::Tensor start;
+        archive.read("start_" + std::to_string(i), start);
+        torch::Tensor target = StartOf(graphs_[i]);
+        if (start.sizes() != target.sizes()) facts.Fail("checkpoint's start placement does not fit its graph");
+        torch::NoGradGuard no_grad;
+        target.copy_(start);
+      }
+    } catch (const c10::Error&) {
+      facts.Fail("checkpoint's tensors do not load, or are of another architecture");
+    }
+    if (const std::string problem = LoadedParametersProblem(net_->module(), shapes); !problem.empty()) {
+      facts.Fail("checkpoint's network " + problem);
+    }
+  }
+
+  const BatchTrainOptions& options_;
+  const LearnedOptions& rl_;
+  std::unique_ptr<SharedNetwork> net_;
+  std::vector<TrainingGraph> graphs_;
+  std::unique_ptr<torch::optim::Adam> optimizer_;
+  torch::Generator generator_;
+  bool grade_failures_ = false;
+  int64_t update_ = 0;
+  int64_t samples_ = 0;
+  double seconds_before_ = 0;
+  Clock::time_point start_, last_save_;
+};
+
+}  // namespace
+
+BatchTrainResult TrainAcrossGraphs(const std::vector<PlacementProblem>& problems, const BatchTrainOptions& options,
+                              const std::function<void(const BatchTrainProgress&)>& on_update) {
+  // As TrainLearnedPlacer: the environment's workers are the parallelism, and
+  // autograd's large buffers stay on the heap.
+  torch::set_num_threads(1);
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  try {
+    BatchTrainer trainer(problems, options);
+    return trainer.Run(on_update);
+  } catch (const Error&) {
+    throw;
+  } catch (const c10::Error& e) {
+    std::string what = e.what();
+    throw Error("train: " + ForMessage(what.substr(0, what.find('\n')), 300));
+  }
+}
+
+}  // namespace devplace

@@ -1,0 +1,61 @@
+// Training across graphs (`devplace train`): GDP's batch training (Zhou et
+// al. §3.4), which Mars's placer uses too: one network trained on several
+// graphs at once, for one cluster, with PPO. Each update samples K
+// placements of every graph, measures them on that graph's environment,
+// and takes the clipped surrogate of all of them together; a placement's
+// advantage is its graph's baseline minus its reward over the spread of the
+// graph's rewards that update, (b_g - r) / std_g, so a slow graph (or one
+// whose placements differ more) does not drown the others. The result is a policy file
+// (learned/networks/gdp_net.h) that `place --method gdp --policy` places unseen graphs
+// with. No torch in this header: the command line includes it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "placers/placer.h"
+#include "learned/learned_placer.h"
+
+namespace devplace {
+
+struct BatchTrainOptions {
+  // Network sizes, learning rates, K, PPO's epochs and clip, the failing
+  // signal, the environment's noise, the seed and the budgets
+  // (max_steps = updates, max_seconds, max_samples). method is "gdp" or "mars".
+  LearnedOptions rl;
+  std::string policy_out;  // the policy file written (atomically) at checkpoints and at the end
+  // Continue from the training checkpoint next to policy_out
+  // (policy_out + ".checkpoint"): same graphs, cluster and architecture.
+  bool resume = false;
+};
+
+struct BatchGraphProgress {
+  std::string graph;
+  double best_step_time_s = 0;  // 0 until a placement ran
+  double mean_step_time_s = 0;  // of this update's placements that ran (0 if none)
+  double failed_fraction = 0;
+};
+
+struct BatchTrainProgress {
+  int64_t update = 0;
+  int64_t samples = 0;
+  double seconds = 0;
+  std::vector<BatchGraphProgress> graphs;
+};
+
+struct BatchTrainResult {
+  int64_t updates = 0;
+  int64_t samples = 0;
+  double seconds = 0;
+  std::vector<BatchGraphProgress> graphs;  // best step times found while training
+};
+
+// Trains and writes options.policy_out. All problems share one cluster.
+// Throws Error (one line) for bad options, a graph the cluster cannot run, or
+// a checkpoint that does not match, before anything is written.
+BatchTrainResult TrainAcrossGraphs(const std::vector<PlacementProblem>& problems, const BatchTrainOptions& options,
+                              const std::function<void(const BatchTrainProgress&)>& on_update = nullptr);
+
+}  // namespace devplace

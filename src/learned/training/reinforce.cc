@@ -1,0 +1,42 @@
+#include "learned/training/reinforce.h"
+
+namespace devplace {
+namespace {
+
+class Reinforce : public Algorithm {
+ public:
+  explicit Reinforce(const LearnedOptions& options)
+      : baseline_decay_(options.baseline_decay),
+        entropy_weight_(options.entropy_weight),
+        batch_mean_(options.baseline == "batch-mean") {}
+
+  void Update(Policy& policy, PolicyPass& pass, const UpdateBatch& batch, double& baseline,
+              const std::function<void()>& apply) override {
+    if (batch.decisions.empty()) return;
+    PolicySamples scored = pass.Score(batch.decisions);
+    std::vector<float> advantages;
+    for (double a : BaselineAdvantages(batch.rewards, batch_mean_, baseline_decay_, baseline)) {
+      advantages.push_back(static_cast<float>(a));
+    }
+    // Minimising E[R]: ascend A * log p, A = b - R (exactly -(R - b)).
+    torch::Tensor loss = -(torch::tensor(advantages) * scored.log_prob).mean();
+    if (entropy_weight_ > 0) loss = loss - entropy_weight_ * scored.entropy.mean();
+    policy.module().zero_grad();
+    loss.backward();
+    apply();
+  }
+
+ private:
+  double baseline_decay_;
+  double entropy_weight_;
+  bool batch_mean_;
+};
+
+}  // namespace
+
+std::unique_ptr<Algorithm> MakeReinforceAlgorithm(const LearnedOptions& options) {
+  ValidateLearnedOptions(options);
+  return std::make_unique<Reinforce>(options);
+}
+
+}  // namespace devplace
