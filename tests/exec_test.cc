@@ -9,11 +9,11 @@
 #include <numeric>
 
 #include "cluster/cluster_json.h"
-#include "exec/copy_probe.h"
-#include "exec/wake_probe.h"
-#include "exec/detect_cluster.h"
 #include "exec/executor.h"
 #include "exec/host_cpus.h"
+#include "exec/probes/copy_probe.h"
+#include "exec/probes/detect_cluster.h"
+#include "exec/probes/wake_probe.h"
 #include "exec_fixtures.h"
 #include "graph/graph_json.h"
 #include "models/registry.h"
