@@ -8,9 +8,9 @@
 #include <cmath>
 #include <cstring>
 
-#include "exec/detect_cluster.h"
-#include "exec/device_probes.h"
 #include "exec/executor.h"
+#include "exec/probes/detect_cluster.h"
+#include "exec/probes/device_probes.h"
 #include "exec_fixtures.h"
 
 namespace devplace {

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "exec/executor.h"
-#include "exec/kernel.h"
+#include "exec/kernels/kernel.h"
 #include "exec_fixtures.h"
 #include "graph/graph_json.h"
 #include "import/onnx_import.h"

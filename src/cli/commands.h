@@ -34,7 +34,8 @@ void AddExportCommand(CLI::App& app);  // placement files in other formats
 void AddReportCommand(CLI::App& app);  // the HTML report
 void AddRunCommand(CLI::App& app);     // a step on this machine's devices (the executor)
 void AddProfileCommand(CLI::App& app);  // op times measured on this machine (the executor)
-// What `clusters --detect` does in devplace-learn: measures this machine.
+// What `clusters --detect` does in devplace-learn: measures this machine
+// (detect_command.cc).
 void RunDetect(const DetectFlags& flags);
 
 }  // namespace devplace

@@ -1,6 +1,5 @@
 // `devplace run`: a placement's training step executed on this machine's
-// devices (src/exec), reported as `simulate` reports a simulated one; and
-// `devplace clusters --detect`, which writes this machine as a cluster.
+// devices (src/exec), reported as `simulate` reports a simulated one.
 #include <cstdio>
 #include <iostream>
 
@@ -9,12 +8,10 @@
 #include "cli/inputs.h"
 #include "cli/learned_commands.h"
 #include "cluster/cluster_json.h"
-#include "exec/detect_cluster.h"
 #include "exec/executor.h"
 #include "report/chrome_trace.h"
 #include "report/sim_report.h"
 #include "util/error.h"
-#include "util/files.h"
 
 namespace devplace {
 namespace {
@@ -90,20 +87,6 @@ void RunRun(const RunFlags& flags) {
 }
 
 }  // namespace
-
-void RunDetect(const DetectFlags& flags) {
-  DetectOptions options;
-  options.cpu_devices = flags.cpu_devices;
-  options.gpus = !flags.no_gpus;
-  const Cluster cluster = DetectCluster(options);
-  const std::string text = ClusterToJson(cluster).dump(2) + "\n";
-  if (flags.out.empty()) {
-    std::cout << text;
-    return;
-  }
-  WriteFileAtomically(flags.out, text);
-  std::printf("wrote %s: %d devices\n", flags.out.c_str(), cluster.num_devices());
-}
 
 void AddRunCommand(CLI::App& app) {
   auto flags = std::make_shared<RunFlags>();

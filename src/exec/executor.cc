@@ -19,7 +19,7 @@
 
 #include "exec/host_allocator.h"
 #include "exec/host_cpus.h"
-#include "exec/kernel.h"
+#include "exec/kernels/kernel.h"
 #include "exec/memory_ledger.h"
 #include "exec/step_plan.h"
 #include "util/error.h"

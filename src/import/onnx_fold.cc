@@ -167,6 +167,283 @@ std::optional<IntTensor> Arithmetic(const std::string& op, const IntTensor& a, c
   return out;
 }
 
+// One function per op that Evaluate folds, each returning nullopt where it
+// does not fold (an input it cannot take, a result that is not a small
+// integer tensor). `a` and `b` are the node's inputs 0 and 1 (b: nullptr
+// when absent).
+
+// Constant: its value, value_ints or value_int attribute.
+std::optional<IntTensor> FoldConstant(const onnx::NodeProto& node) {
+  if (const auto* a = Attribute(node, "value")) return FromProto(a->t());
+  if (const auto* a = Attribute(node, "value_ints")) return Vector({a->ints().begin(), a->ints().end()});
+  if (const auto* a = Attribute(node, "value_int")) {
+    IntTensor t;
+    t.values = {a->i()};
+    return t;
+  }
+  return std::nullopt;
+}
+
+// torch.onnx's expand(n, -1, -1): Where(Equal(shape, -1),
+// ConstantOfShape(Shape(shape)), shape) gives Expand its shape.
+std::optional<IntTensor> FoldConstantOfShape(const onnx::NodeProto& node, const IntTensor* shape) {
+  if (!shape || shape->dims.size() != 1) return std::nullopt;
+  IntTensor t;
+  t.values = {0};
+  if (const auto* a = Attribute(node, "value")) {
+    std::optional<IntTensor> value = FromProto(a->t());
+    if (!value || value->values.size() != 1) return std::nullopt;
+    t = *value;
+  } else {
+    return std::nullopt;  // float zeros by default: not a shape
+  }
+  t.dims = shape->values;
+  const std::optional<size_t> count = SmallCount(t.dims);
+  if (!count) return std::nullopt;
+  t.values.assign(*count, t.values[0]);
+  return t;
+}
+
+// Size: the element count of a known shape.
+std::optional<IntTensor> FoldSize(const std::vector<int64_t>& dims) {
+  IntTensor t;
+  t.values = {1};
+  for (int64_t d : dims) {
+    if (d < 0 || __builtin_mul_overflow(t.values[0], d, &t.values[0])) return std::nullopt;
+  }
+  return t;
+}
+
+// Shape: a known shape's dims, between the start and end attributes.
+std::optional<IntTensor> FoldShape(const onnx::NodeProto& node, const std::vector<int64_t>& dims) {
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  int64_t start = 0, end = rank;
+  if (const auto* a = Attribute(node, "start")) start = std::clamp(Wrap(a->i(), rank), int64_t{0}, rank);
+  if (const auto* a = Attribute(node, "end")) end = std::clamp(Wrap(a->i(), rank), int64_t{0}, rank);
+  return Vector({dims.begin() + start, dims.begin() + std::max(start, end)});
+}
+
+// To any shape of the same count: at most one -1 (the rest of the count),
+// 0 copies the input's dim (allowzero = 0, the default).
+std::optional<IntTensor> FoldReshape(const onnx::NodeProto& node, const IntTensor& a, const IntTensor* b) {
+  if (!b || b->dims.size() != 1) return std::nullopt;
+  if (const auto* allowzero = Attribute(node, "allowzero"); allowzero && allowzero->i() != 0) return std::nullopt;
+  const int64_t count = static_cast<int64_t>(a.values.size());
+  std::vector<int64_t> dims = b->values;
+  int64_t known = 1;
+  int inferred = -1;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] == 0) {
+      if (i >= a.dims.size()) return std::nullopt;
+      dims[i] = a.dims[i];
+    }
+    if (dims[i] == -1) {
+      if (inferred >= 0) return std::nullopt;
+      inferred = static_cast<int>(i);
+      continue;
+    }
+    if (dims[i] < 0 || __builtin_mul_overflow(known, dims[i], &known)) return std::nullopt;
+  }
+  if (inferred >= 0) {
+    if (known == 0 || count % known != 0) return std::nullopt;
+    dims[inferred] = count / known;
+  } else if (known != count) {
+    return std::nullopt;
+  }
+  IntTensor t = a;
+  t.dims = std::move(dims);
+  return t;
+}
+
+// torch.onnx's padding arithmetic transposes a [-1, 2] table. An empty
+// tensor is left alone: one of its dims may be huge.
+std::optional<IntTensor> FoldTranspose(const onnx::NodeProto& node, const IntTensor& a) {
+  if (a.values.empty()) return std::nullopt;
+  const int64_t rank = static_cast<int64_t>(a.dims.size());
+  std::vector<int64_t> perm;
+  if (const auto* attr = Attribute(node, "perm")) perm.assign(attr->ints().begin(), attr->ints().end());
+  if (perm.empty()) {
+    for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);
+  }
+  if (static_cast<int64_t>(perm.size()) != rank) return std::nullopt;
+  std::vector<bool> seen(rank, false);
+  for (int64_t axis : perm) {
+    if (axis < 0 || axis >= rank || seen[axis]) return std::nullopt;
+    seen[axis] = true;
+  }
+  IntTensor t = a;
+  for (int64_t i = 0; i < rank; ++i) t.dims[i] = a.dims[perm[i]];
+  const std::vector<int64_t> in_strides = Strides(a.dims);
+  std::vector<int64_t> index(rank, 0);
+  for (size_t k = 0; k < t.values.size(); ++k) {
+    int64_t from = 0;
+    for (int64_t i = 0; i < rank; ++i) from += index[i] * in_strides[perm[i]];
+    t.values[k] = a.values[from];
+    Advance(index, t.dims);
+  }
+  return t;
+}
+
+// Element-wise, equal sizes or one side a single element.
+std::optional<IntTensor> FoldEqual(const IntTensor& a, const IntTensor* b) {
+  if (!b || a.elem_type != b->elem_type || a.dims.size() > 1 || b->dims.size() > 1) return std::nullopt;
+  const size_t n = std::max(a.values.size(), b->values.size());
+  if ((a.values.size() != n && a.values.size() != 1) || (b->values.size() != n && b->values.size() != 1)) return std::nullopt;
+  IntTensor t = a.values.size() == n ? a : *b;
+  t.elem_type = onnx::TensorProto::BOOL;
+  for (size_t i = 0; i < n; ++i) t.values[i] = a.values[a.values.size() == 1 ? 0 : i] == b->values[b->values.size() == 1 ? 0 : i];
+  return t;
+}
+
+// Where(condition, x, y) on vectors of one length.
+std::optional<IntTensor> FoldWhere(const IntTensor& condition, const IntTensor* x, const IntTensor* y) {
+  if (condition.elem_type != onnx::TensorProto::BOOL || !x || !y || x->elem_type != y->elem_type) return std::nullopt;
+  if (condition.dims.size() != 1 || condition.dims != x->dims || condition.dims != y->dims) return std::nullopt;
+  IntTensor t = *x;
+  for (size_t i = 0; i < t.values.size(); ++i) t.values[i] = condition.values[i] ? x->values[i] : y->values[i];
+  return t;
+}
+
+// Between the integer types only.
+std::optional<IntTensor> FoldCast(const onnx::NodeProto& node, const IntTensor& a) {
+  const auto* to = Attribute(node, "to");
+  if (!to || !IsIntType(static_cast<int32_t>(to->i()))) return std::nullopt;
+  IntTensor t = a;
+  t.elem_type = static_cast<int32_t>(to->i());
+  // To int32, values wrap as the runtime's static_cast does.
+  if (t.elem_type == onnx::TensorProto::INT32) {
+    for (int64_t& v : t.values) v = static_cast<int32_t>(v);
+  }
+  return t;
+}
+
+// Add, Sub, Mul, Div, Mod, Max, Min on scalars and vectors.
+std::optional<IntTensor> FoldArithmetic(const onnx::NodeProto& node, const IntTensor& a, const IntTensor* b) {
+  if (!b || a.dims.size() > 1 || b->dims.size() > 1) return std::nullopt;
+  const auto* fmod = Attribute(node, "fmod");
+  return Arithmetic(node.op_type(), a, *b, fmod && fmod->i() != 0);
+}
+
+// Only a scalar to a vector of one and back, which is what shape arithmetic
+// makes; the axes (an attribute, or input 1 from opset 13) must name that
+// one axis.
+std::optional<IntTensor> FoldSqueeze(const onnx::NodeProto& node, const IntTensor& a, const IntTensor* b) {
+  const std::string& op = node.op_type();
+  std::vector<int64_t> axes = {0};
+  if (const auto* attr = Attribute(node, "axes")) axes.assign(attr->ints().begin(), attr->ints().end());
+  if (b) axes = b->values;
+  if (axes.size() != 1 || (axes[0] != 0 && axes[0] != -1)) return std::nullopt;
+  IntTensor t = a;
+  if (op == "Unsqueeze" && a.dims.empty()) t.dims = {1};
+  else if (op == "Squeeze" && a.dims.size() == 1 && a.dims[0] == 1) t.dims = {};
+  else return std::nullopt;
+  return t;
+}
+
+// Gather along axis 0 of a vector.
+std::optional<IntTensor> FoldGather(const onnx::NodeProto& node, const IntTensor& a, const IntTensor* b) {
+  const auto* axis = Attribute(node, "axis");
+  if (!b || a.dims.size() != 1 || (axis && axis->i() != 0)) return std::nullopt;
+  IntTensor t = *b;
+  t.elem_type = a.elem_type;
+  const int64_t size = static_cast<int64_t>(a.values.size());
+  for (int64_t& v : t.values) {
+    const int64_t i = Wrap(v, size);
+    if (i < 0 || i >= size) return std::nullopt;
+    v = a.values[i];
+  }
+  return t;
+}
+
+// The input indices a Slice takes along one axis of `dim` elements, in
+// order. ONNX's clamping: into [0, dim] going up, [-1, dim - 1] going down.
+// Bounds are far from int64's limits once clamped to a small dim.
+std::vector<int64_t> SliceAxisPicks(int64_t dim, int64_t start_arg, int64_t end_arg, int64_t step) {
+  std::vector<int64_t> picks;
+  if (dim == 0) return picks;  // nothing to take (and [0, dim - 1] is no range)
+  auto resolve = [dim](int64_t v, int64_t low, int64_t high) { return std::clamp(v < 0 ? v + dim : v, low, high); };
+  int64_t start, end;
+  if (step > 0) {
+    start = resolve(start_arg, 0, dim);
+    end = resolve(end_arg, 0, dim);
+  } else {
+    start = resolve(start_arg, 0, dim - 1);
+    end = resolve(end_arg, -1, dim - 1);
+  }
+  for (int64_t i = start; step > 0 ? i < end : i > end;) {
+    picks.push_back(i);
+    if (__builtin_add_overflow(i, step, &i)) break;  // a step of 2^62 takes one element
+  }
+  return picks;
+}
+
+// Per axis of `dims`, the input indices a Slice takes, in order (every
+// index on an axis it does not name); nullopt for an axis out of range or
+// named twice, or a step of 0. `axes` and `steps`, when given, are as long
+// as `starts` and `ends`.
+std::optional<std::vector<std::vector<int64_t>>> SlicePicks(const std::vector<int64_t>& dims,
+                                                            const std::vector<int64_t>& starts,
+                                                            const std::vector<int64_t>& ends,
+                                                            const std::optional<std::vector<int64_t>>& axes,
+                                                            const std::optional<std::vector<int64_t>>& steps) {
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  std::vector<std::vector<int64_t>> picks(rank);
+  for (int64_t axis = 0; axis < rank; ++axis) {
+    for (int64_t i = 0; i < dims[axis]; ++i) picks[axis].push_back(i);
+  }
+  std::vector<bool> sliced(rank, false);
+  for (size_t k = 0; k < starts.size(); ++k) {
+    int64_t axis = axes ? (*axes)[k] : static_cast<int64_t>(k);
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank || sliced[axis]) return std::nullopt;
+    sliced[axis] = true;
+    const int64_t step = steps ? (*steps)[k] : 1;
+    if (step == 0) return std::nullopt;
+    picks[axis] = SliceAxisPicks(dims[axis], starts[k], ends[k], step);
+  }
+  return picks;
+}
+
+// The elements of `a` at every combination of `picks` (one list per axis),
+// or nullopt when that is not a small count.
+std::optional<IntTensor> TakePicks(const IntTensor& a, const std::vector<std::vector<int64_t>>& picks) {
+  const int64_t rank = static_cast<int64_t>(a.dims.size());
+  IntTensor t;
+  t.elem_type = a.elem_type;
+  for (int64_t axis = 0; axis < rank; ++axis) t.dims.push_back(static_cast<int64_t>(picks[axis].size()));
+  const std::optional<size_t> count = SmallCount(t.dims);
+  if (!count) return std::nullopt;
+  const std::vector<int64_t> in_strides = Strides(a.dims);
+  std::vector<int64_t> index(rank, 0);
+  for (size_t k = 0; k < *count; ++k) {
+    int64_t from = 0;
+    for (int64_t axis = 0; axis < rank; ++axis) from += picks[axis][index[axis]] * in_strides[axis];
+    t.values.push_back(a.values[from]);
+    Advance(index, t.dims);
+  }
+  return t;
+}
+
+// Range(start, limit, delta), stepped with checked adds and at most
+// kMaxElements steps, so a huge range is left unfolded instead of filling
+// memory.
+std::optional<IntTensor> FoldRange(const IntTensor& start_in, const IntTensor* limit_in, const IntTensor* delta) {
+  if (!limit_in || !delta || start_in.values.size() != 1 || limit_in->values.size() != 1 || delta->values.size() != 1) {
+    return std::nullopt;
+  }
+  const int64_t start = start_in.values[0], limit = limit_in->values[0], step = delta->values[0];
+  if (step == 0) return std::nullopt;
+  std::vector<int64_t> values;
+  for (int64_t v = start; step > 0 ? v < limit : v > limit;) {
+    if (values.size() >= kMaxElements) return std::nullopt;
+    values.push_back(v);
+    if (__builtin_add_overflow(v, step, &v)) break;
+  }
+  IntTensor t = Vector(std::move(values));
+  t.elem_type = start_in.elem_type;
+  return t;
+}
+
 class Folder {
  public:
   explicit Folder(onnx::GraphProto& graph) : graph_(graph) {
@@ -227,56 +504,17 @@ class Folder {
     return it == values_.end() ? nullptr : &it->second;
   }
 
+  // What `node` computes when it is a small integer computation whose
+  // inputs are known: folded values, or shapes for Shape and Size.
   std::optional<IntTensor> Evaluate(const onnx::NodeProto& node) const {
     const std::string& op = node.op_type();
-    if (op == "Constant") {
-      if (const auto* a = Attribute(node, "value")) return FromProto(a->t());
-      if (const auto* a = Attribute(node, "value_ints")) return Vector({a->ints().begin(), a->ints().end()});
-      if (const auto* a = Attribute(node, "value_int")) {
-        IntTensor t;
-        t.values = {a->i()};
-        return t;
-      }
-      return std::nullopt;
-    }
-    if (op == "ConstantOfShape") {
-      // torch.onnx's expand(n, -1, -1): Where(Equal(shape, -1),
-      // ConstantOfShape(Shape(shape)), shape) gives Expand its shape.
-      const IntTensor* shape = Value(node, 0);
-      if (!shape || shape->dims.size() != 1) return std::nullopt;
-      IntTensor t;
-      t.values = {0};
-      if (const auto* a = Attribute(node, "value")) {
-        std::optional<IntTensor> value = FromProto(a->t());
-        if (!value || value->values.size() != 1) return std::nullopt;
-        t = *value;
-      } else {
-        return std::nullopt;  // float zeros by default: not a shape
-      }
-      t.dims = shape->values;
-      const std::optional<size_t> count = SmallCount(t.dims);
-      if (!count) return std::nullopt;
-      t.values.assign(*count, t.values[0]);
-      return t;
-    }
+    if (op == "Constant") return FoldConstant(node);
+    if (op == "ConstantOfShape") return FoldConstantOfShape(node, Value(node, 0));
     if (op == "Shape" || op == "Size") {
       if (node.input_size() < 1) return std::nullopt;
       auto it = shapes_.find(node.input(0));
       if (it == shapes_.end()) return std::nullopt;
-      const std::vector<int64_t>& dims = it->second;
-      if (op == "Size") {
-        IntTensor t;
-        t.values = {1};
-        for (int64_t d : dims) {
-          if (d < 0 || __builtin_mul_overflow(t.values[0], d, &t.values[0])) return std::nullopt;
-        }
-        return t;
-      }
-      const int64_t rank = static_cast<int64_t>(dims.size());
-      int64_t start = 0, end = rank;
-      if (const auto* a = Attribute(node, "start")) start = std::clamp(Wrap(a->i(), rank), int64_t{0}, rank);
-      if (const auto* a = Attribute(node, "end")) end = std::clamp(Wrap(a->i(), rank), int64_t{0}, rank);
-      return Vector({dims.begin() + start, dims.begin() + std::max(start, end)});
+      return op == "Size" ? FoldSize(it->second) : FoldShape(node, it->second);
     }
     // The rest read only folded values.
     for (int i = 0; i < node.input_size(); ++i) {
@@ -286,221 +524,58 @@ class Folder {
     const IntTensor* b = Value(node, 1);
     if (!a) return std::nullopt;
     if (op == "Identity") return *a;
-    if (op == "Reshape") {
-      // To any shape of the same count: at most one -1 (the rest of the
-      // count), 0 copies the input's dim (allowzero = 0, the default).
-      if (!b || b->dims.size() != 1) return std::nullopt;
-      if (const auto* allowzero = Attribute(node, "allowzero"); allowzero && allowzero->i() != 0) return std::nullopt;
-      const int64_t count = static_cast<int64_t>(a->values.size());
-      std::vector<int64_t> dims = b->values;
-      int64_t known = 1;
-      int inferred = -1;
-      for (size_t i = 0; i < dims.size(); ++i) {
-        if (dims[i] == 0) {
-          if (i >= a->dims.size()) return std::nullopt;
-          dims[i] = a->dims[i];
-        }
-        if (dims[i] == -1) {
-          if (inferred >= 0) return std::nullopt;
-          inferred = static_cast<int>(i);
-          continue;
-        }
-        if (dims[i] < 0 || __builtin_mul_overflow(known, dims[i], &known)) return std::nullopt;
-      }
-      if (inferred >= 0) {
-        if (known == 0 || count % known != 0) return std::nullopt;
-        dims[inferred] = count / known;
-      } else if (known != count) {
-        return std::nullopt;
-      }
-      IntTensor t = *a;
-      t.dims = std::move(dims);
-      return t;
-    }
-    if (op == "Transpose") {
-      // torch.onnx's padding arithmetic transposes a [-1, 2] table. An
-      // empty tensor is left alone: one of its dims may be huge.
-      if (a->values.empty()) return std::nullopt;
-      const int64_t rank = static_cast<int64_t>(a->dims.size());
-      std::vector<int64_t> perm;
-      if (const auto* attr = Attribute(node, "perm")) perm.assign(attr->ints().begin(), attr->ints().end());
-      if (perm.empty()) {
-        for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);
-      }
-      if (static_cast<int64_t>(perm.size()) != rank) return std::nullopt;
-      std::vector<bool> seen(rank, false);
-      for (int64_t axis : perm) {
-        if (axis < 0 || axis >= rank || seen[axis]) return std::nullopt;
-        seen[axis] = true;
-      }
-      IntTensor t = *a;
-      for (int64_t i = 0; i < rank; ++i) t.dims[i] = a->dims[perm[i]];
-      const std::vector<int64_t> in_strides = Strides(a->dims);
-      std::vector<int64_t> index(rank, 0);
-      for (size_t k = 0; k < t.values.size(); ++k) {
-        int64_t from = 0;
-        for (int64_t i = 0; i < rank; ++i) from += index[i] * in_strides[perm[i]];
-        t.values[k] = a->values[from];
-        Advance(index, t.dims);
-      }
-      return t;
-    }
-    if (op == "Equal") {
-      // Element-wise, equal sizes or one side a single element.
-      if (!b || a->elem_type != b->elem_type || a->dims.size() > 1 || b->dims.size() > 1) return std::nullopt;
-      const size_t n = std::max(a->values.size(), b->values.size());
-      if ((a->values.size() != n && a->values.size() != 1) || (b->values.size() != n && b->values.size() != 1)) return std::nullopt;
-      IntTensor t = a->values.size() == n ? *a : *b;
-      t.elem_type = onnx::TensorProto::BOOL;
-      for (size_t i = 0; i < n; ++i) t.values[i] = a->values[a->values.size() == 1 ? 0 : i] == b->values[b->values.size() == 1 ? 0 : i];
-      return t;
-    }
-    if (op == "Where") {
-      const IntTensor* y = Value(node, 2);
-      if (a->elem_type != onnx::TensorProto::BOOL || !b || !y || b->elem_type != y->elem_type) return std::nullopt;
-      if (a->dims.size() != 1 || a->dims != b->dims || a->dims != y->dims) return std::nullopt;
-      IntTensor t = *b;
-      for (size_t i = 0; i < t.values.size(); ++i) t.values[i] = a->values[i] ? b->values[i] : y->values[i];
-      return t;
-    }
-    if (op == "Cast") {
-      const auto* to = Attribute(node, "to");
-      if (!to || !IsIntType(static_cast<int32_t>(to->i()))) return std::nullopt;
-      IntTensor t = *a;
-      t.elem_type = static_cast<int32_t>(to->i());
-      // To int32, values wrap as the runtime's static_cast does.
-      if (t.elem_type == onnx::TensorProto::INT32) {
-        for (int64_t& v : t.values) v = static_cast<int32_t>(v);
-      }
-      return t;
-    }
+    if (op == "Reshape") return FoldReshape(node, *a, b);
+    if (op == "Transpose") return FoldTranspose(node, *a);
+    if (op == "Equal") return FoldEqual(*a, b);
+    if (op == "Where") return FoldWhere(*a, b, Value(node, 2));
+    if (op == "Cast") return FoldCast(node, *a);
     if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Mod" || op == "Max" || op == "Min") {
-      if (!b || a->dims.size() > 1 || b->dims.size() > 1) return std::nullopt;
-      const auto* fmod = Attribute(node, "fmod");
-      return Arithmetic(op, *a, *b, fmod && fmod->i() != 0);
+      return FoldArithmetic(node, *a, b);
     }
-    if (op == "Unsqueeze" || op == "Squeeze") {
-      // Only a scalar to a vector of one and back, which is what shape
-      // arithmetic makes; the axes (an attribute, or input 1 from opset 13)
-      // must name that one axis.
-      std::vector<int64_t> axes = {0};
-      if (const auto* attr = Attribute(node, "axes")) axes.assign(attr->ints().begin(), attr->ints().end());
-      if (b) axes = b->values;
-      if (axes.size() != 1 || (axes[0] != 0 && axes[0] != -1)) return std::nullopt;
-      IntTensor t = *a;
-      if (op == "Unsqueeze" && a->dims.empty()) t.dims = {1};
-      else if (op == "Squeeze" && a->dims.size() == 1 && a->dims[0] == 1) t.dims = {};
-      else return std::nullopt;
-      return t;
-    }
-    if (op == "Concat") {
-      IntTensor t;
-      t.elem_type = a->elem_type;
-      for (int i = 0; i < node.input_size(); ++i) {
-        const IntTensor* part = Value(node, i);
-        if (!part || part->dims.size() != 1 || part->elem_type != t.elem_type) return std::nullopt;
-        if (t.values.size() + part->values.size() > kMaxElements) return std::nullopt;
-        t.values.insert(t.values.end(), part->values.begin(), part->values.end());
-      }
-      t.dims = {static_cast<int64_t>(t.values.size())};
-      return t;
-    }
-    if (op == "Gather") {
-      const auto* axis = Attribute(node, "axis");
-      if (!b || a->dims.size() != 1 || (axis && axis->i() != 0)) return std::nullopt;
-      IntTensor t = *b;
-      t.elem_type = a->elem_type;
-      const int64_t size = static_cast<int64_t>(a->values.size());
-      for (int64_t& v : t.values) {
-        const int64_t i = Wrap(v, size);
-        if (i < 0 || i >= size) return std::nullopt;
-        v = a->values[i];
-      }
-      return t;
-    }
-    if (op == "Slice") {
-      // Any rank, axes and steps (opset 10 on): torch.onnx flips with
-      // steps of -1 (padding amounts, reversed dims).
-      // Before opset 10, starts, ends and axes were attributes (torch's
-      // opset 9 export of out[:, -1]).
-      auto from = [&](int input, const char* attribute) -> std::optional<std::vector<int64_t>> {
-        if (const IntTensor* v = Value(node, input)) return v->values;
-        if (const auto* attr = Attribute(node, attribute)) return std::vector<int64_t>(attr->ints().begin(), attr->ints().end());
-        return std::nullopt;
-      };
-      const std::optional<std::vector<int64_t>> starts = from(1, "starts"), ends = from(2, "ends"), axes = from(3, "axes"),
-                                                steps = from(4, "steps");
-      if (!starts || !ends || starts->size() != ends->size() || a->values.empty()) return std::nullopt;
-      const size_t n = starts->size();
-      if ((axes && axes->size() != n) || (steps && steps->size() != n)) return std::nullopt;
-      const int64_t rank = static_cast<int64_t>(a->dims.size());
-      // Per axis, the input indices the output takes, in order.
-      std::vector<std::vector<int64_t>> picks(rank);
-      for (int64_t axis = 0; axis < rank; ++axis) {
-        for (int64_t i = 0; i < a->dims[axis]; ++i) picks[axis].push_back(i);
-      }
-      std::vector<bool> sliced(rank, false);
-      for (size_t k = 0; k < n; ++k) {
-        int64_t axis = axes ? (*axes)[k] : static_cast<int64_t>(k);
-        if (axis < 0) axis += rank;
-        if (axis < 0 || axis >= rank || sliced[axis]) return std::nullopt;
-        sliced[axis] = true;
-        const int64_t step = steps ? (*steps)[k] : 1;
-        if (step == 0) return std::nullopt;
-        const int64_t dim = a->dims[axis];
-        // ONNX's clamping: into [0, dim] going up, [-1, dim - 1] going down.
-        // Bounds are far from int64's limits once clamped to a small dim.
-        auto resolve = [dim](int64_t v, int64_t low, int64_t high) { return std::clamp(v < 0 ? v + dim : v, low, high); };
-        picks[axis].clear();
-        if (dim == 0) continue;  // nothing to take (and [0, dim - 1] is no range)
-        int64_t start, end;
-        if (step > 0) {
-          start = resolve((*starts)[k], 0, dim);
-          end = resolve((*ends)[k], 0, dim);
-        } else {
-          start = resolve((*starts)[k], 0, dim - 1);
-          end = resolve((*ends)[k], -1, dim - 1);
-        }
-        for (int64_t i = start; step > 0 ? i < end : i > end;) {
-          picks[axis].push_back(i);
-          if (__builtin_add_overflow(i, step, &i)) break;  // a step of 2^62 takes one element
-        }
-      }
-      IntTensor t;
-      t.elem_type = a->elem_type;
-      for (int64_t axis = 0; axis < rank; ++axis) t.dims.push_back(static_cast<int64_t>(picks[axis].size()));
-      const std::optional<size_t> count = SmallCount(t.dims);
-      if (!count) return std::nullopt;
-      const std::vector<int64_t> in_strides = Strides(a->dims);
-      std::vector<int64_t> index(rank, 0);
-      for (size_t k = 0; k < *count; ++k) {
-        int64_t from = 0;
-        for (int64_t axis = 0; axis < rank; ++axis) from += picks[axis][index[axis]] * in_strides[axis];
-        t.values.push_back(a->values[from]);
-        Advance(index, t.dims);
-      }
-      return t;
-    }
-    if (op == "Range") {
-      const IntTensor* delta = Value(node, 2);
-      if (!b || !delta || a->values.size() != 1 || b->values.size() != 1 || delta->values.size() != 1) {
-        return std::nullopt;
-      }
-      const int64_t start = a->values[0], limit = b->values[0], step = delta->values[0];
-      if (step == 0) return std::nullopt;
-      // Stepped with checked adds and at most kMaxElements steps, so a huge
-      // range is left unfolded instead of filling memory.
-      std::vector<int64_t> values;
-      for (int64_t v = start; step > 0 ? v < limit : v > limit;) {
-        if (values.size() >= kMaxElements) return std::nullopt;
-        values.push_back(v);
-        if (__builtin_add_overflow(v, step, &v)) break;
-      }
-      IntTensor t = Vector(std::move(values));
-      t.elem_type = a->elem_type;
-      return t;
-    }
+    if (op == "Unsqueeze" || op == "Squeeze") return FoldSqueeze(node, *a, b);
+    if (op == "Concat") return FoldConcat(node, a->elem_type);
+    if (op == "Gather") return FoldGather(node, *a, b);
+    if (op == "Slice") return FoldSlice(node, *a);
+    if (op == "Range") return FoldRange(*a, b, Value(node, 2));
     return std::nullopt;
+  }
+
+  // Every input joined, all vectors of one type.
+  std::optional<IntTensor> FoldConcat(const onnx::NodeProto& node, int32_t elem_type) const {
+    IntTensor t;
+    t.elem_type = elem_type;
+    for (int i = 0; i < node.input_size(); ++i) {
+      const IntTensor* part = Value(node, i);
+      if (!part || part->dims.size() != 1 || part->elem_type != t.elem_type) return std::nullopt;
+      if (t.values.size() + part->values.size() > kMaxElements) return std::nullopt;
+      t.values.insert(t.values.end(), part->values.begin(), part->values.end());
+    }
+    t.dims = {static_cast<int64_t>(t.values.size())};
+    return t;
+  }
+
+  // A Slice's starts, ends, axes or steps: input `input` (opset 10 on), or
+  // before opset 10 the attribute (torch's opset 9 export of out[:, -1]).
+  std::optional<std::vector<int64_t>> SliceArgument(const onnx::NodeProto& node, int input,
+                                                    const char* attribute) const {
+    if (const IntTensor* v = Value(node, input)) return v->values;
+    if (const auto* attr = Attribute(node, attribute)) return std::vector<int64_t>(attr->ints().begin(), attr->ints().end());
+    return std::nullopt;
+  }
+
+  // Any rank, axes and steps: torch.onnx flips with steps of -1 (padding
+  // amounts, reversed dims).
+  std::optional<IntTensor> FoldSlice(const onnx::NodeProto& node, const IntTensor& a) const {
+    const std::optional<std::vector<int64_t>> starts = SliceArgument(node, 1, "starts"),
+                                              ends = SliceArgument(node, 2, "ends"),
+                                              axes = SliceArgument(node, 3, "axes"),
+                                              steps = SliceArgument(node, 4, "steps");
+    if (!starts || !ends || starts->size() != ends->size() || a.values.empty()) return std::nullopt;
+    const size_t n = starts->size();
+    if ((axes && axes->size() != n) || (steps && steps->size() != n)) return std::nullopt;
+    const std::optional<std::vector<std::vector<int64_t>>> picks = SlicePicks(a.dims, *starts, *ends, axes, steps);
+    if (!picks) return std::nullopt;
+    return TakePicks(a, *picks);
   }
 
   onnx::GraphProto& graph_;

@@ -2,8 +2,8 @@
 #include <algorithm>
 #include <functional>
 
-#include "exec/kernel_families.h"
-#include "exec/kernel_shapes.h"
+#include "exec/kernels/kernel_families.h"
+#include "exec/kernels/kernel_shapes.h"
 
 namespace devplace::kernels {
 

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "exec/kernel.h"
+#include "exec/kernels/kernel.h"
 
 namespace devplace::kernels {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "exec/kernel.h"
+#include "exec/kernels/kernel.h"
 #include "util/fnv1a.h"
 #include "util/random.h"
 

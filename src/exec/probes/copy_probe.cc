@@ -1,4 +1,4 @@
-#include "exec/copy_probe.h"
+#include "exec/probes/copy_probe.h"
 
 #include <algorithm>
 #include <cassert>

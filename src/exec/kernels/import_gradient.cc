@@ -7,7 +7,7 @@
 #include <charconv>
 #include <utility>
 
-#include "exec/kernel.h"
+#include "exec/kernels/kernel.h"
 
 namespace devplace {
 namespace {

@@ -13,8 +13,8 @@
 #include <algorithm>
 #include <bit>
 
-#include "exec/kernel_families.h"
-#include "exec/kernel_shapes.h"
+#include "exec/kernels/kernel_families.h"
+#include "exec/kernels/kernel_shapes.h"
 
 namespace devplace::kernels {
 

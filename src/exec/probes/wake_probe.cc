@@ -1,4 +1,4 @@
-#include "exec/wake_probe.h"
+#include "exec/probes/wake_probe.h"
 
 #include <algorithm>
 #include <chrono>

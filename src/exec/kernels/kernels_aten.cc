@@ -8,8 +8,8 @@
 
 #include <array>
 
-#include "exec/kernel_families.h"
-#include "exec/kernel_shapes.h"
+#include "exec/kernels/kernel_families.h"
+#include "exec/kernels/kernel_shapes.h"
 
 namespace devplace::kernels {
 namespace {

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <functional>
 
-#include "exec/kernel_families.h"
-#include "exec/kernel_shapes.h"
+#include "exec/kernels/kernel_families.h"
+#include "exec/kernels/kernel_shapes.h"
 
 namespace devplace::kernels {
 

@@ -2,7 +2,7 @@
 // maps op types (TensorFlow's, ONNX's, PyTorch's) to them.
 #pragma once
 
-#include "exec/kernel.h"
+#include "exec/kernels/kernel.h"
 
 namespace devplace::kernels {
 

@@ -1,15 +1,15 @@
-#include "exec/detect_cluster.h"
+#include "exec/probes/detect_cluster.h"
 
 #include <unistd.h>
 
 #include <string>
 
 #include "cost/cost_model.h"
-#include "exec/copy_probe.h"
-#include "exec/device_probes.h"
 #include "exec/host_allocator.h"
 #include "exec/host_cpus.h"
-#include "exec/wake_probe.h"
+#include "exec/probes/copy_probe.h"
+#include "exec/probes/device_probes.h"
+#include "exec/probes/wake_probe.h"
 #include "util/error.h"
 
 namespace devplace {

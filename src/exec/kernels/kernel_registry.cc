@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <array>
 
-#include "exec/kernel_families.h"
+#include "exec/kernels/kernel_families.h"
 
 namespace devplace {
 namespace {

@@ -23,7 +23,7 @@ struct DetectOptions {
 // and memory bandwidth such that the cost model's default efficiencies
 // give the measured single-thread matmul rate and copy traffic, and the
 // cheapest kernel call as launch overhead, and the wake-up of its idle
-// workers (exec/wake_probe.h). Between every two devices a
+// workers (exec/probes/wake_probe.h). Between every two devices a
 // link whose latency and bandwidth are fitted to measured copies (the mean
 // of the two directions).
 Cluster DetectCluster(const DetectOptions& options);

@@ -1,4 +1,4 @@
-#include "exec/device_probes.h"
+#include "exec/probes/device_probes.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>

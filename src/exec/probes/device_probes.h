@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "exec/copy_probe.h"
+#include "exec/probes/copy_probe.h"
 
 namespace devplace {
 
