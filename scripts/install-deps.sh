@@ -12,7 +12,7 @@ packages=(
   libbenchmark-dev             # benchmarks under bench/
   libscotch-dev                # Scotch static mapping: the 2017 paper's baseline
   libmetis-dev                 # METIS k-way partitioning: GDP's baseline
-  libtorch-dev                 # the learned placers' networks, autograd and Adam (src/rl only)
+  libtorch-dev                 # the learned placers' networks, autograd and Adam (src/learned only)
   libopenblas0-serial          # a fast single-threaded BLAS for torch (the reference BLAS is 3x slower)
   libonnx-dev libprotobuf-dev  # devplace import: ONNX models, their checker and shape inference
   python3-torch python3-torchvision  # tools/: the ONNX test models (torchvision) and the PyTorch exporter

@@ -108,7 +108,7 @@ std::vector<bool> ChangedBySegmentZero(SegmentAttention& placer, int64_t nodes, 
 // Segment recurrence: with one layer a segment sees itself and the segment
 // before it, not further back; the graph context (superposition) reaches
 // every node; without attention a node sees only itself.
-TEST(SegmentPlacerTest, ContextReachesOneSegmentBackPerLayerAndSuperpositionReachesAll) {
+TEST(SegmentAttentionTest, ContextReachesOneSegmentBackPerLayerAndSuperpositionReachesAll) {
   SegmentAttentionOptions o;
   o.hidden = 8;
   o.heads = 2;
@@ -142,7 +142,7 @@ TEST(SegmentPlacerTest, ContextReachesOneSegmentBackPerLayerAndSuperpositionReac
 
 // The memory is read without gradient (Transformer-XL): a later segment's
 // loss does not reach an earlier segment's embeddings.
-TEST(SegmentPlacerTest, GradientsStopAtTheSegmentMemory) {
+TEST(SegmentAttentionTest, GradientsStopAtTheSegmentMemory) {
   SegmentAttentionOptions o;
   o.hidden = 8;
   o.heads = 2;
@@ -182,7 +182,7 @@ bool GraphHasNode(const torch::Tensor& out, const std::string& name) {
 // (recomputed in the backward pass, as on large graphs). All share one set
 // of weights; the loss weighs nodes unevenly so that every output's
 // gradient differs.
-TEST(SegmentPlacerTest, ChunkedAndCheckpointedPassesGiveTheSameLogitsAndGradients) {
+TEST(SegmentAttentionTest, ChunkedAndCheckpointedPassesGiveTheSameLogitsAndGradients) {
   for (const bool superposition : {true, false}) {
     SegmentAttentionOptions o;
     o.hidden = 8;
