@@ -7,7 +7,7 @@
 #include <regex>
 #include <set>
 
-#include "cli/run_methods.h"
+#include "cli/baseline_runner.h"
 #include "cluster/presets.h"
 #include "models/registry.h"
 #include "report/charts.h"

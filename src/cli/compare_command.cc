@@ -4,8 +4,9 @@
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
 #include "cli/inputs.h"
-#include "cli/run_methods.h"
+#include "cli/baseline_runner.h"
 #include "cluster/cluster_json.h"
+#include "methods/method_registry.h"
 #include "placers/placer.h"
 #include "report/compare_table.h"
 #include "util/error.h"
@@ -46,8 +47,7 @@ void RunCompare(const CompareFlags& flags) {
 
 void AddCompareCommand(CLI::App& app) {
   auto flags = std::make_shared<CompareFlags>();
-  std::string names;
-  for (const PlacerInfo& p : ListPlacers()) names += (names.empty() ? "" : ", ") + p.name;
+  const std::string names = MethodNames({MethodKind::kBaseline, MethodKind::kSearch});
   CLI::App* cmd = app.add_subcommand(
       "compare", "Run every baseline placer on a graph and cluster, simulate each placement, and compare them");
   cmd->add_option("--graph", flags->graph, "Graph file (JSON) or built-in model name")->required();

@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "cli/inputs.h"
 #include "cluster/cluster_json.h"
+#include "methods/method_registry.h"
 #include "placers/placer.h"
 #include "report/placement_formats.h"
 #include "util/error.h"
@@ -38,7 +39,7 @@ void RunExport(const ExportFlags& flags) {
   } else {
     format = PlacementFormatForPath(flags.output);
   }
-  if (!flags.method.empty()) FindPlacer(flags.method);
+  if (!flags.method.empty()) FindMethod(flags.method, {MethodKind::kBaseline, MethodKind::kSearch});
 
   Graph graph = ResolveGraph(flags.graph);
   Cluster cluster = ResolveCluster(flags.cluster);
@@ -50,7 +51,7 @@ void RunExport(const ExportFlags& flags) {
     CostModel cost = MakeCostModel(cluster, graph, flags.op_times);
     Simulator simulator(graph, cluster, cost);
     PlacementProblem problem{graph, cluster, cost, simulator, flags.seed};
-    PlacerOutput output = FindPlacer(flags.method).place(problem);
+    PlacerOutput output = FindMethod(flags.method, {MethodKind::kBaseline, MethodKind::kSearch}).placer->place(problem);
     if (!output.note.empty()) std::fprintf(stderr, "note: %s\n", output.note.c_str());
     placement = std::move(output.placement);
     source = "method " + flags.method;

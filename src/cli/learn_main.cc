@@ -5,9 +5,14 @@
 
 #include "cli/commands.h"
 #include "cli/devplace_app.h"
+#include "learned/learned_placer.h"
+#include "methods/method_registry.h"
 #include "util/error.h"
 
 int main(int argc, char** argv) {
+  // The learned methods are in the one registry in both programs; only
+  // here, with the torch library linked, do they run.
+  devplace::SetLearnedRunner(devplace::TrainLearnedPlacer);
   devplace::LearnedParts learned;
   learned.add_command = [](CLI::App& app, const std::string& name) {
     if (name == "place") return devplace::AddPlaceCommand(app);

@@ -11,13 +11,14 @@
 #include "cli/inputs.h"
 #include "cli/learned_commands.h"
 #include "cli/learned_flags.h"
-#include "cli/run_methods.h"
 #include "cluster/cluster_json.h"
 #include "exec/executor.h"
 #include "exec/measured_environment.h"
 #include "placers/placer.h"
 #include "learned/learned_placer.h"
 #include "learned/files/run_folder.h"
+#include "methods/method_registry.h"
+#include "methods/run_method.h"
 #include "util/error.h"
 #include "util/files.h"
 #include "util/stop_request.h"
@@ -183,194 +184,235 @@ void RequireOutFolder(const std::string& out_dir) {
   }
 }
 
-void RunPlace(PlaceFlags flags) {
-  // Every check before any slow work, and before anything is written: a
-  // refused run leaves no folder, curve, checkpoint or placement behind.
+// Every check that needs no input read: the method's name and defaults,
+// the learned options, and the flags that go together. Nothing is written
+// before they pass, so a refused run leaves no folder, curve, checkpoint or
+// placement behind.
+const MethodInfo& CheckPlaceFlags(PlaceFlags& flags) {
   const bool learned = IsLearnedMethod(flags.method);
-  if (learned) flags.rl.method = flags.method;
-  if (learned && !flags.algorithm_given) flags.rl.algorithm = DefaultAlgorithm(flags.method);
-  if (learned && !flags.learning_rate_given) flags.rl.learning_rate = DefaultLearningRate(flags.method);
-  if (!learned) FindPlacer(flags.method);  // fail early on a bad name
-  if (learned) ValidateLearnedOptions(flags.rl);
+  const MethodInfo& method = learned ? FindMethod(flags.method, {MethodKind::kLearned})
+                                     : FindMethod(flags.method, {MethodKind::kBaseline, MethodKind::kSearch});
+  if (learned) {
+    flags.rl.method = flags.method;
+    if (!flags.algorithm_given) flags.rl.algorithm = method.learned->algorithm;
+    if (!flags.learning_rate_given) flags.rl.learning_rate = method.learned->learning_rate;
+    ValidateLearnedOptions(flags.rl);
+  }
   if (!learned && flags.rl.resume) {
-    throw Error("--resume: " + ForMessage(flags.method) + " keeps no checkpoint to continue (the learned methods do: rl, hdp, gdp, mars)");
+    throw Error("--resume: " + ForMessage(flags.method) + " keeps no checkpoint to continue (the learned methods do: " +
+                MethodNames({MethodKind::kLearned}) + ")");
   }
   if (flags.rl.resume && flags.overwrite) throw Error("--resume and --overwrite: continue the run in --out, or replace it, not both");
   CheckRewardFlags(flags, learned);
+  return method;
+}
+
+// The run's folder: chosen, checked, and emptied of a previous run on
+// --overwrite.
+void PrepareOutFolder(PlaceFlags& flags, const Graph& graph, const Cluster& cluster) {
+  flags.out_dir = ChooseOutFolder(flags, "runs/" + graph.name + "-" + cluster.name + "-" + flags.method);
+  RequireOutFolder(flags.out_dir);
+  if (flags.overwrite && !flags.rl.resume) RemovePreviousRun(flags.out_dir);
+  flags.rl.out_dir = flags.out_dir;  // a learned method's trainer creates it once its checks pass
+}
+
+// The environments of --reward that run placements for real; both empty
+// under --reward simulated.
+struct RealRuns {
+  std::unique_ptr<MeasuredEnvironment> real;
+  std::unique_ptr<CalibratedEnvironment> calibrated;  // made by the trainer's factory
+};
+
+// What judges the placements (--reward): real runs of every placement
+// (measured), or of the best few now and then and the final one
+// (calibrated). Sets the search's environment and the learned method's
+// factory; `runs` owns what they borrow and must outlive the run.
+void SetUpEnvironment(PlaceFlags& flags, const Graph& graph, const Cluster& cluster, PlacementProblem& problem,
+                      RealRuns& runs) {
+  if (flags.reward == "simulated") return;
+  CheckClusterIsThisMachine(cluster, "--cluster " + ForMessage(flags.cluster));
+  MeasuredEnvironmentOptions run = flags.run;
+  run.seed = flags.rl.seed;
+  if (flags.measure_steps_given) run.steps = std::max(2, flags.rl.measure_steps);
+  runs.real = std::make_unique<MeasuredEnvironment>(graph, cluster, run);
+  if (flags.reward == "measured") {
+    problem.environment = runs.real.get();
+    flags.rl.make_environment = [&runs](const Graph&, const Cluster&, const CostModel&, const SimulatedEnvironmentOptions&) {
+      return std::make_unique<BorrowedEnvironment>(*runs.real);
+    };
+  } else if (flags.reward == "calibrated" && IsLearnedMethod(flags.method)) {
+    flags.rl.make_environment = [&runs](const Graph& g, const Cluster& c, const CostModel& m,
+                                        const SimulatedEnvironmentOptions& simulated) -> std::unique_ptr<Environment> {
+      CalibratedEnvironmentOptions options;
+      options.simulated = simulated;
+      runs.calibrated = std::make_unique<CalibratedEnvironment>(g, c, m, options, *runs.real);
+      return std::make_unique<BorrowedEnvironment>(*runs.calibrated);
+    };
+  }
+}
+
+// A learned method's budget when the flags give none: a trained GDP policy
+// places zero-shot unless given a budget to fine-tune in (`--max-steps 0`
+// asks for zero-shot explicitly); anything else trains for 120 s.
+void ChooseLearnedBudget(PlaceFlags& flags) {
+  const bool no_budget = flags.rl.max_steps <= 0 && flags.rl.max_seconds <= 0 && flags.rl.max_samples <= 0;
+  if (!flags.rl.policy_file.empty() && (no_budget || (flags.max_steps_given && flags.rl.max_steps == 0))) {
+    flags.rl.zero_shot = true;
+    ValidateLearnedOptions(flags.rl);
+  } else if (no_budget) {
+    flags.rl.max_seconds = 120;
+  }
+}
+
+// RunMethod with the progress lines on stderr (none with --json) and the
+// notes after them.
+MethodOutput RunWithProgress(const PlaceFlags& flags, const PlacementProblem& problem, const MethodInfo& method) {
+  ProgressPrinter printer;
+  SearchProgressPrinter search_printer(flags.method);
+  MethodProgress progress;
+  progress.learned = [&](const LearnedProgress& p) {
+    if (!flags.json) printer(p);
+  };
+  if (!flags.json) progress.search = [&](const SearchProgress& p) { search_printer(p); };
+  MethodOutput output = RunMethod(problem, method, flags.rl, progress);
+  if (flags.json) return output;
+  printer.Flush();
+  search_printer.Flush();
+  if (flags.rl.zero_shot) {
+    std::fprintf(stderr, "note: zero-shot with %s: no update; measured its start probes, its most likely placement and %d samples, kept the fastest\n",
+                 flags.rl.policy_file.c_str(), flags.rl.samples_per_step - 1);
+  }
+  if (!output.note.empty()) std::fprintf(stderr, "note: %s\n", output.note.c_str());
+  return output;
+}
+
+// The found placement judged once more: simulated (unless the method
+// already has the simulator's result) and, with real runs, run once by the
+// protocol, so that what the user gets is measured next to what the
+// simulator says.
+struct FinalRun {
+  SimResult simulated;
+  std::optional<RealRun> real;
+  bool ran = false;        // it runs, as --reward judges it
+  double step_time_s = 0;  // as --reward judges it; 0 unless it ran
+};
+
+FinalRun RunFinal(const PlaceFlags& flags, Simulator& simulator, MethodOutput& output, const RealRuns& runs) {
+  FinalRun final_run;
+  const Placement& placement = output.placement;
+  if (!placement.empty()) final_run.simulated = output.result ? std::move(*output.result) : simulator.Run(placement);
+  if (runs.real && !placement.empty()) final_run.real = runs.real->Run(placement);
+  const bool measured = flags.reward == "measured";
+  final_run.ran = !placement.empty() && (measured ? final_run.real->outcome.ok : final_run.simulated.ok());
+  if (final_run.ran) final_run.step_time_s = measured ? final_run.real->outcome.step_time_s : final_run.simulated.step_time_s();
+  return final_run;
+}
+
+// --reward calibrated: the placements run for real during the search, in
+// remeasured.json and returned for --json.
+nlohmann::json WriteRemeasured(const PlaceFlags& flags, const CalibratedEnvironment& calibrated) {
+  nlohmann::json remeasured = nlohmann::json::array();
+  for (const Remeasurement& r : calibrated.remeasured()) {
+    remeasured.push_back({{"batches", r.batches},
+                          {"simulated_s", r.simulated_s},
+                          {"measured_s", r.real.outcome.ok ? nlohmann::json(r.real.outcome.step_time_s) : nlohmann::json(nullptr)},
+                          {"failure", r.real.failure}});
+  }
+  WriteFileAtomically((std::filesystem::path(flags.out_dir) / run_folder::kRemeasured).string(), remeasured.dump(2) + "\n");
+  return remeasured;
+}
+
+std::string PlacementFile(const PlaceFlags& flags) {
+  return (std::filesystem::path(flags.out_dir) / run_folder::kBestPlacement).string();
+}
+
+// --json: one object on stdout.
+void PrintPlaceJson(const PlaceFlags& flags, const PlacementProblem& problem, const MethodOutput& output,
+                    const FinalRun& final_run, const RealRuns& runs, const nlohmann::json& remeasured) {
+  const bool measured = flags.reward == "measured";
+  const bool none = output.placement.empty();
+  nlohmann::json out = {{"method", flags.method},
+                        {"graph", problem.graph.name},
+                        {"cluster", problem.cluster.name},
+                        {"reward", flags.reward},
+                        {"step_time_s", final_run.ran ? nlohmann::json(final_run.step_time_s) : nlohmann::json(nullptr)},
+                        {"oom", none || (measured ? final_run.real->outcome.oom() : final_run.simulated.oom)},
+                        {"search_seconds", output.seconds},
+                        {"samples", output.samples},
+                        {"zero_shot", flags.rl.zero_shot},
+                        {"stopped_early", StopRequested()},
+                        {"placement_file", none ? nlohmann::json(nullptr) : nlohmann::json(PlacementFile(flags))}};
+  if (runs.real) {
+    const std::optional<RealRun>& real = final_run.real;
+    out["simulated_step_time_s"] = final_run.simulated.ok() ? nlohmann::json(final_run.simulated.step_time_s()) : nlohmann::json(nullptr);
+    out["measured_step_time_s"] = real && real->outcome.ok ? nlohmann::json(real->outcome.step_time_s) : nlohmann::json(nullptr);
+    out["real_runs"] = runs.real->runs();
+    if (IsLearnedMethod(flags.method)) out["search_best_step_time_s"] = output.best_step_time_s;
+    if (real && !real->outcome.ok) out["measured_failure"] = real->failure;
+  }
+  if (runs.calibrated) out["remeasured"] = remeasured;
+  std::cout << out.dump(2) << "\n";
+}
+
+// Without --json: what was found, in a line or three on stdout.
+void PrintPlaceText(const PlaceFlags& flags, const MethodOutput& output, const FinalRun& final_run, const RealRuns& runs) {
+  const char* method = flags.method.c_str();
+  const long long samples = output.samples;
+  const std::optional<RealRun>& real = final_run.real;
+  if (!final_run.ran) {
+    if (output.placement.empty() && StopRequested()) {
+      std::printf("%s stopped after %.1f s before it found a placement (%lld samples)\n", method, output.seconds, samples);
+      return;
+    }
+    std::printf("%s found no placement that runs in %.1f s (%lld samples)\n", method, output.seconds, samples);
+    if (real && !real->outcome.ok) std::printf("its best placement, run for real: %s\n", real->failure.c_str());
+    return;
+  }
+  const bool measured = flags.reward == "measured";
+  std::printf("%s: step time %.6f s%s after %.1f s of search (%lld samples); placement in %s\n", method,
+              final_run.step_time_s, measured ? " measured" : "", output.seconds, samples, PlacementFile(flags).c_str());
+  if (measured && final_run.simulated.ok()) {
+    // A noisy search keeps its luckiest measurement: the final run is the
+    // honest number, the search's best is shown beside it.
+    std::printf("the simulator says %.6f s for it; the search measured it at %.6f s (%lld real runs in all)\n",
+                final_run.simulated.step_time_s(), output.best_step_time_s, static_cast<long long>(runs.real->runs()));
+  } else if (real) {
+    if (real->outcome.ok) {
+      std::printf("run for real: %.6f s (the simulator with %s says %.6f s)\n", real->outcome.step_time_s,
+                  flags.op_times.path.c_str(), final_run.simulated.step_time_s());
+    } else {
+      std::printf("run for real, it failed: %s\n", real->failure.c_str());
+    }
+    if (runs.calibrated && !runs.calibrated->remeasured().empty()) {
+      std::printf("%zu of the best placements run for real during the search (simulated / measured in %s)\n",
+                  runs.calibrated->remeasured().size(), (std::filesystem::path(flags.out_dir) / run_folder::kRemeasured).c_str());
+    }
+  }
+}
+
+void RunPlace(PlaceFlags flags) {
+  const MethodInfo& method = CheckPlaceFlags(flags);
   Graph graph = ResolveGraph(flags.graph);
   Cluster cluster = ResolveCluster(flags.cluster);
   CostModel cost = MakeCostModel(cluster, graph, flags.op_times);
   Simulator simulator(graph, cluster, cost);
   PlacementProblem problem{graph, cluster, cost, simulator, flags.rl.seed};
   CheckClusterCanRun(graph, cluster);
-  flags.out_dir = ChooseOutFolder(flags, "runs/" + graph.name + "-" + cluster.name + "-" + flags.method);
-  RequireOutFolder(flags.out_dir);
-  if (flags.overwrite && !flags.rl.resume) RemovePreviousRun(flags.out_dir);
+  PrepareOutFolder(flags, graph, cluster);
   // From here on a Ctrl-C stops the search and keeps what it found.
   StopOnSignals();
+  RealRuns runs;
+  SetUpEnvironment(flags, graph, cluster, problem, runs);
+  if (method.kind == MethodKind::kLearned) ChooseLearnedBudget(flags);
 
-  // Real runs: every placement (measured), or the best few now and then
-  // and the final one (calibrated).
-  std::unique_ptr<MeasuredEnvironment> real;
-  std::unique_ptr<CalibratedEnvironment> calibrated;
-  if (flags.reward != "simulated") {
-    CheckClusterIsThisMachine(cluster, "--cluster " + ForMessage(flags.cluster));
-    MeasuredEnvironmentOptions run = flags.run;
-    run.seed = flags.rl.seed;
-    if (flags.measure_steps_given) run.steps = std::max(2, flags.rl.measure_steps);
-    real = std::make_unique<MeasuredEnvironment>(graph, cluster, run);
-  }
-  if (flags.reward == "measured") {
-    problem.environment = real.get();
-    flags.rl.make_environment = [&](const Graph&, const Cluster&, const CostModel&, const SimulatedEnvironmentOptions&) {
-      return std::make_unique<BorrowedEnvironment>(*real);
-    };
-  } else if (flags.reward == "calibrated" && learned) {
-    flags.rl.make_environment = [&](const Graph& g, const Cluster& c, const CostModel& m,
-                                    const SimulatedEnvironmentOptions& simulated) -> std::unique_ptr<Environment> {
-      CalibratedEnvironmentOptions options;
-      options.simulated = simulated;
-      calibrated = std::make_unique<CalibratedEnvironment>(g, c, m, options, *real);
-      return std::make_unique<BorrowedEnvironment>(*calibrated);
-    };
-  }
-
-  Placement placement;
-  double search_seconds = 0;
-  double search_best_s = 0;  // a learned search's best, as its environment measured it
-  std::optional<SimResult> known_result;  // a search's own full result for its placement, when it has one
-  int64_t samples = 0;
-  std::string placement_file = (std::filesystem::path(flags.out_dir) / run_folder::kBestPlacement).string();
-  if (learned) {
-    flags.rl.out_dir = flags.out_dir;  // the trainer creates it once its checks pass
-    const bool no_budget = flags.rl.max_steps <= 0 && flags.rl.max_seconds <= 0 && flags.rl.max_samples <= 0;
-    // A trained GDP policy places zero-shot unless given a budget to
-    // fine-tune in; `--max-steps 0` asks for zero-shot explicitly.
-    if (!flags.rl.policy_file.empty() && (no_budget || (flags.max_steps_given && flags.rl.max_steps == 0))) {
-      flags.rl.zero_shot = true;
-      ValidateLearnedOptions(flags.rl);
-    } else if (no_budget) {
-      flags.rl.max_seconds = 120;
-    }
-    ProgressPrinter printer;
-    LearnedResult result = TrainLearnedPlacer(problem, flags.rl, [&](const LearnedProgress& p) {
-      if (!flags.json) printer(p);
-    });
-    if (!flags.json) printer.Flush();
-    if (flags.rl.zero_shot && !flags.json) {
-      std::fprintf(stderr, "note: zero-shot with %s: no update; measured its start probes, its most likely placement and %d samples, kept the fastest\n",
-                   flags.rl.policy_file.c_str(), flags.rl.samples_per_step - 1);
-    }
-    placement = result.best_placement;
-    search_seconds = result.seconds;
-    search_best_s = result.best_step_time_s;
-    samples = result.samples;
-  } else {
-    // A search (mcmc, exact) spends the budget flags: --max-samples counts
-    // simulator evaluations.
-    problem.budget.max_evaluations = flags.rl.max_samples;
-    problem.budget.max_seconds = flags.rl.max_seconds;
-    SearchProgressPrinter search_printer(flags.method);
-    if (!flags.json) problem.progress = [&](const SearchProgress& p) { search_printer(p); };
-    auto start = std::chrono::steady_clock::now();
-    PlacerOutput output;
-    try {
-      output = FindPlacer(flags.method).place(problem);
-    } catch (const Stopped&) {
-      // A one-shot method stopped half way has no placement to keep.
-    }
-    // Writing a million ops' placement, the final simulation and the
-    // results take seconds: the stop's watchdog lets them finish.
-    SearchEnded();
-    search_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (!flags.json) search_printer.Flush();
-    samples = output.evaluations;
-    placement = output.placement;
-    known_result = std::move(output.result);
-    if (!output.note.empty() && !flags.json) std::fprintf(stderr, "note: %s\n", output.note.c_str());
-    if (!placement.empty()) {
-      std::filesystem::create_directories(flags.out_dir);
-      SavePlacementFile(placement_file, graph, cluster, placement);
-    }
-  }
-  SearchEnded();  // a learned search's loop says so itself; here for a search stopped before it began
-
-  SimResult final_result;
-  if (!placement.empty()) final_result = known_result ? std::move(*known_result) : simulator.Run(placement);
-  // With real runs, the found placement runs once more by the protocol:
-  // what the user gets is measured, next to what the simulator says.
-  std::optional<RealRun> final_real;
-  if (real && !placement.empty()) final_real = real->Run(placement);
-  const bool measured = flags.reward == "measured";
-  const bool ran = !placement.empty() && (measured ? final_real->outcome.ok : final_result.ok());
-  const double step_time_s = !ran ? 0 : measured ? final_real->outcome.step_time_s : final_result.step_time_s();
-  auto real_time = [&]() -> nlohmann::json {
-    if (!final_real || !final_real->outcome.ok) return nullptr;
-    return final_real->outcome.step_time_s;
-  };
+  MethodOutput output = RunWithProgress(flags, problem, method);
+  FinalRun final_run = RunFinal(flags, simulator, output, runs);
   nlohmann::json remeasured = nlohmann::json::array();
-  if (calibrated) {
-    for (const Remeasurement& r : calibrated->remeasured()) {
-      remeasured.push_back({{"batches", r.batches},
-                            {"simulated_s", r.simulated_s},
-                            {"measured_s", r.real.outcome.ok ? nlohmann::json(r.real.outcome.step_time_s) : nlohmann::json(nullptr)},
-                            {"failure", r.real.failure}});
-    }
-    WriteFileAtomically((std::filesystem::path(flags.out_dir) / run_folder::kRemeasured).string(), remeasured.dump(2) + "\n");
-  }
+  if (runs.calibrated) remeasured = WriteRemeasured(flags, *runs.calibrated);
   if (flags.json) {
-    nlohmann::json out = {{"method", flags.method},
-                          {"graph", graph.name},
-                          {"cluster", cluster.name},
-                          {"reward", flags.reward},
-                          {"step_time_s", ran ? nlohmann::json(step_time_s) : nlohmann::json(nullptr)},
-                          {"oom", placement.empty() || (measured ? final_real->outcome.oom() : final_result.oom)},
-                          {"search_seconds", search_seconds},
-                          {"samples", samples},
-                          {"zero_shot", flags.rl.zero_shot},
-                          {"stopped_early", StopRequested()},
-                          {"placement_file", placement.empty() ? nlohmann::json(nullptr) : nlohmann::json(placement_file)}};
-    if (real) {
-      out["simulated_step_time_s"] = final_result.ok() ? nlohmann::json(final_result.step_time_s()) : nlohmann::json(nullptr);
-      out["measured_step_time_s"] = real_time();
-      out["real_runs"] = real->runs();
-      if (learned) out["search_best_step_time_s"] = search_best_s;
-      if (final_real && !final_real->outcome.ok) out["measured_failure"] = final_real->failure;
-    }
-    if (calibrated) out["remeasured"] = remeasured;
-    std::cout << out.dump(2) << "\n";
-    return;
-  }
-  if (!ran) {
-    if (placement.empty() && StopRequested()) {
-      std::printf("%s stopped after %.1f s before it found a placement (%lld samples)\n", flags.method.c_str(),
-                  search_seconds, static_cast<long long>(samples));
-      return;
-    }
-    std::printf("%s found no placement that runs in %.1f s (%lld samples)\n", flags.method.c_str(), search_seconds,
-                static_cast<long long>(samples));
-    if (final_real && !final_real->outcome.ok) std::printf("its best placement, run for real: %s\n", final_real->failure.c_str());
-    return;
-  }
-  std::printf("%s: step time %.6f s%s after %.1f s of search (%lld samples); placement in %s\n", flags.method.c_str(),
-              step_time_s, measured ? " measured" : "", search_seconds, static_cast<long long>(samples),
-              placement_file.c_str());
-  if (measured && final_result.ok()) {
-    // A noisy search keeps its luckiest measurement: the final run is the
-    // honest number, the search's best is shown beside it.
-    std::printf("the simulator says %.6f s for it; the search measured it at %.6f s (%lld real runs in all)\n",
-                final_result.step_time_s(), search_best_s, static_cast<long long>(real->runs()));
-  } else if (final_real) {
-    if (final_real->outcome.ok) {
-      std::printf("run for real: %.6f s (the simulator with %s says %.6f s)\n", final_real->outcome.step_time_s,
-                  flags.op_times.path.c_str(), final_result.step_time_s());
-    } else {
-      std::printf("run for real, it failed: %s\n", final_real->failure.c_str());
-    }
-    if (calibrated && !calibrated->remeasured().empty()) {
-      std::printf("%zu of the best placements run for real during the search (simulated / measured in %s)\n",
-                  calibrated->remeasured().size(), (std::filesystem::path(flags.out_dir) / run_folder::kRemeasured).c_str());
-    }
+    PrintPlaceJson(flags, problem, output, final_run, runs, remeasured);
+  } else {
+    PrintPlaceText(flags, output, final_run, runs);
   }
 }
 

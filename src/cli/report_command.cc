@@ -5,7 +5,8 @@
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
-#include "cli/run_methods.h"
+#include "cli/baseline_runner.h"
+#include "methods/method_registry.h"
 #include "cluster/cluster_json.h"
 #include "report/chrome_trace.h"
 #include "report/html_report.h"
@@ -120,8 +121,7 @@ void RunReport(const ReportFlags& flags) {
 
 void AddReportCommand(CLI::App& app) {
   auto flags = std::make_shared<ReportFlags>();
-  std::string names;
-  for (const PlacerInfo& p : ListPlacers()) names += (names.empty() ? "" : ", ") + p.name;
+  const std::string names = MethodNames({MethodKind::kBaseline, MethodKind::kSearch});
   CLI::App* cmd = app.add_subcommand(
       "report", "Write one self-contained HTML report: the baselines compared, the best placement (or a run's) "
                 "analysed per device, its timeline and the graph coloured by device");

@@ -1,9 +1,10 @@
-#include "cli/run_methods.h"
+#include "cli/baseline_runner.h"
 
 #include <chrono>
 #include <cstdio>
 #include <map>
 
+#include "methods/method_registry.h"
 #include "sim/lower_bound.h"
 #include "util/error.h"
 #include "util/stop_request.h"
@@ -13,9 +14,11 @@ namespace devplace {
 std::vector<const PlacerInfo*> PlacersByName(const std::vector<std::string>& names) {
   std::vector<const PlacerInfo*> placers;
   if (names.empty()) {
-    for (const PlacerInfo& p : ListPlacers()) placers.push_back(&p);
+    for (const MethodInfo& m : ListMethods()) {
+      if (m.placer) placers.push_back(m.placer);
+    }
   } else {
-    for (const std::string& name : names) placers.push_back(&FindPlacer(name));
+    for (const std::string& name : names) placers.push_back(FindMethod(name, {MethodKind::kBaseline, MethodKind::kSearch}).placer);
   }
   return placers;
 }

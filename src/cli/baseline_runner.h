@@ -1,5 +1,7 @@
-// Running placement methods on one graph and cluster and simulating each
-// placement: the work `devplace compare` and `devplace report` share.
+// Running the baselines and searches on one graph and cluster and
+// simulating each placement into a Comparison table: the work `devplace
+// compare` and `devplace report` share (`place` runs one method of any
+// kind with RunMethod, methods/run_method.h).
 #pragma once
 
 #include <string>
@@ -10,8 +12,9 @@
 
 namespace devplace {
 
-// The placers called `names`, in that order; every placer if `names` is
-// empty. Throws Error on an unknown name, before any slow work.
+// The baselines and searches called `names` (methods/method_registry.h), in
+// that order; every one if `names` is empty. Throws Error on an unknown name,
+// before any slow work.
 std::vector<const PlacerInfo*> PlacersByName(const std::vector<std::string>& names);
 
 // Each placer's placement, how long it took, and its simulated step; with

@@ -1,0 +1,49 @@
+// Running one method on one problem: the call `devplace place` makes once
+// its flags are checked and its inputs read, whatever the method's kind.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "learned/learned_placer.h"
+#include "methods/method_registry.h"
+#include "placers/placer.h"
+
+namespace devplace {
+
+// What a method found, the same for every kind.
+struct MethodOutput {
+  Placement placement;  // empty if it found none (or was stopped before it had one)
+  std::string note;     // what a placer could not honour; empty when all is well
+  int64_t samples = 0;  // learned: sampled placements; searches: simulator evaluations
+  double seconds = 0;   // the method's own time
+  // Learned: the best step time as its environment measured it.
+  double best_step_time_s = 0;
+  // The simulator's full result for `placement`, when the method already
+  // has it (mcmc's best): no need to run it again.
+  std::optional<SimResult> result;
+};
+
+// Progress lines, each called now and then; either may be empty.
+struct MethodProgress {
+  LearnedProgressCallback learned;
+  std::function<void(const SearchProgress&)> search;
+};
+
+// Runs `method` on `problem` and returns what it found. What judges the
+// placements: `problem.environment` for a search (empty: the simulator),
+// `options.make_environment` for a learned method (empty: the simulated
+// environment). A search spends `options.max_samples` evaluations and
+// `options.max_seconds`; a learned method reads all of `options` (its
+// method, algorithm and learning rate already chosen). The placement goes
+// to `options.out_dir`'s best_placement.json when out_dir is set (a learned
+// method writes it on each improvement). A stop (util/stop_request.h) ends
+// the method early with what it had; SearchEnded() is called before this
+// returns. Throws Error when the method refuses the problem, or when
+// `method` is learned and no learned runner is set (SetLearnedRunner).
+MethodOutput RunMethod(const PlacementProblem& problem, const MethodInfo& method, const LearnedOptions& options,
+                       const MethodProgress& progress);
+
+}  // namespace devplace
