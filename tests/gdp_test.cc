@@ -96,7 +96,7 @@ TEST(GraphSageTest, GradientsReachEveryLayerAndInfluenceStopsAtTheLayerCount) {
 std::vector<bool> ChangedBySegmentZero(SegmentAttention& placer, int64_t nodes, int64_t segment) {
   torch::NoGradGuard no_grad;
   torch::manual_seed(5);
-  torch::Tensor x = torch::randn({nodes, placer->options().hidden});
+  torch::Tensor x = torch::randn({nodes, placer->options().sizes.hidden});
   const torch::Tensor before = placer->forward(x);
   x.narrow(0, 0, segment).add_(1.0);
   const torch::Tensor after = placer->forward(x);

@@ -181,14 +181,8 @@ struct LearnedOptions {
   int64_t logit_noise_steps = 750; // ...for this many steps
   double tanh_constant = 5.0;
   double temperature = 1.0;
-  // Per method (each struct below says which methods read it).
-  Seq2SeqPlacerOptions seq2seq;
-  HdpPlacerOptions hdp;
-  GdpPlacerOptions gdp;
-  MarsPlacerOptions mars;
-  UnitPolicyOptions unit;
 
-  // A trained GDP policy (`devplace train`) to start from instead of random
+  // A trained GDP or Mars policy (`devplace train`) to start from instead of random
   // weights; with `zero_shot`, place with it without updating it: measure
   // its most likely placement and samples_per_step - 1 samples, keep the
   // fastest.
@@ -220,6 +214,13 @@ struct LearnedOptions {
   bool resume = false;              // continue from out_dir's checkpoint
   std::string warm_start;         // a baseline method, placement file or "best" to imitate first ("" = none)
   int64_t warm_start_steps = 300;
+
+  // What one method reads (each struct says which).
+  Seq2SeqPlacerOptions seq2seq;
+  HdpPlacerOptions hdp;
+  GdpPlacerOptions gdp;
+  MarsPlacerOptions mars;
+  UnitPolicyOptions unit;
 };
 
 struct LearnedProgress {
