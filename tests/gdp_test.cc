@@ -96,7 +96,7 @@ TEST(GraphSageTest, GradientsReachEveryLayerAndInfluenceStopsAtTheLayerCount) {
 std::vector<bool> ChangedBySegmentZero(SegmentAttention& placer, int64_t nodes, int64_t segment) {
   torch::NoGradGuard no_grad;
   torch::manual_seed(5);
-  torch::Tensor x = torch::randn({nodes, placer->options().hidden});
+  torch::Tensor x = torch::randn({nodes, placer->options().sizes.hidden});
   const torch::Tensor before = placer->forward(x);
   x.narrow(0, 0, segment).add_(1.0);
   const torch::Tensor after = placer->forward(x);
@@ -110,31 +110,31 @@ std::vector<bool> ChangedBySegmentZero(SegmentAttention& placer, int64_t nodes, 
 // every node; without attention a node sees only itself.
 TEST(SegmentAttentionTest, ContextReachesOneSegmentBackPerLayerAndSuperpositionReachesAll) {
   SegmentAttentionOptions o;
-  o.hidden = 8;
-  o.heads = 2;
-  o.layers = 1;
-  o.segment = 4;
+  o.sizes.hidden = 8;
+  o.sizes.heads = 2;
+  o.sizes.placer_layers = 1;
+  o.sizes.segment = 4;
   o.devices = 3;
-  o.superposition = false;
+  o.sizes.superposition = false;
   torch::manual_seed(1);
   SegmentAttention one_layer(o);
   EXPECT_EQ(one_layer->forward(torch::randn({10, 8})).sizes(), (std::vector<int64_t>{10, 3}));  // a short last segment
   std::vector<bool> changed = ChangedBySegmentZero(one_layer, 12, 4);
   for (int64_t v = 0; v < 12; ++v) EXPECT_EQ(changed[v], v < 8) << v;
 
-  o.layers = 2;
+  o.sizes.placer_layers = 2;
   SegmentAttention two_layers(o);
   changed = ChangedBySegmentZero(two_layers, 16, 4);
   for (int64_t v = 0; v < 16; ++v) EXPECT_EQ(changed[v], v < 12) << v;
 
-  o.layers = 1;
-  o.superposition = true;
+  o.sizes.placer_layers = 1;
+  o.sizes.superposition = true;
   SegmentAttention superposed(o);
   changed = ChangedBySegmentZero(superposed, 12, 4);
   for (int64_t v = 0; v < 12; ++v) EXPECT_TRUE(changed[v]) << v;
 
-  o.superposition = false;
-  o.attention = false;
+  o.sizes.superposition = false;
+  o.sizes.attention = false;
   SegmentAttention no_attention(o);
   changed = ChangedBySegmentZero(no_attention, 12, 4);
   for (int64_t v = 0; v < 12; ++v) EXPECT_EQ(changed[v], v < 4) << v;
@@ -144,12 +144,12 @@ TEST(SegmentAttentionTest, ContextReachesOneSegmentBackPerLayerAndSuperpositionR
 // loss does not reach an earlier segment's embeddings.
 TEST(SegmentAttentionTest, GradientsStopAtTheSegmentMemory) {
   SegmentAttentionOptions o;
-  o.hidden = 8;
-  o.heads = 2;
-  o.layers = 1;
-  o.segment = 4;
+  o.sizes.hidden = 8;
+  o.sizes.heads = 2;
+  o.sizes.placer_layers = 1;
+  o.sizes.segment = 4;
   o.devices = 2;
-  o.superposition = false;
+  o.sizes.superposition = false;
   torch::manual_seed(2);
   SegmentAttention placer(o);
   torch::Tensor x = torch::randn({8, 8}).requires_grad_(true);
@@ -185,12 +185,12 @@ bool GraphHasNode(const torch::Tensor& out, const std::string& name) {
 TEST(SegmentAttentionTest, ChunkedAndCheckpointedPassesGiveTheSameLogitsAndGradients) {
   for (const bool superposition : {true, false}) {
     SegmentAttentionOptions o;
-    o.hidden = 8;
-    o.heads = 2;
-    o.layers = 3;
-    o.segment = 4;
+    o.sizes.hidden = 8;
+    o.sizes.heads = 2;
+    o.sizes.placer_layers = 3;
+    o.sizes.segment = 4;
     o.devices = 3;
-    o.superposition = superposition;
+    o.sizes.superposition = superposition;
     torch::manual_seed(3);
     SegmentAttention direct(o), chunked(o), checkpointed(o);
     {
@@ -257,8 +257,8 @@ TEST_P(GdpSampleTest, SampledLogProbabilitiesEqualScoredOnesAndConstraintsHold) 
   testing::OwnedProblem p(KindsGraph());
   LearnedOptions options;
   options.method = "gdp";
-  options.gdp_segment = 4;  // 11 units in three segments: log-probabilities across segment boundaries
-  options.gdp_window_moves = GetParam();
+  options.gdp.network.segment = 4;  // 11 units in three segments: log-probabilities across segment boundaries
+  options.gdp.window_moves = GetParam();
   torch::manual_seed(3);
   auto policy = MakePolicy(p.get(), options);
   auto pass = policy->Begin();
@@ -396,10 +396,10 @@ TEST(GdpPolicyTest, StartProbesIncludeTheCheapBaselinesPlacements) {
   for (size_t i = 0; i < baselines.size(); ++i) {
     EXPECT_EQ(policy->ToPlacement(probes[6 + i]), baselines[i]) << i;
   }
-  options.gdp_baseline_probes = false;
+  options.unit.baseline_probes = false;
   EXPECT_EQ(MakePolicy(p.get(), options)->StartProbes().size(), 6u);
-  options.gdp_baseline_probes = true;
-  options.gdp_start_bias = 0;
+  options.unit.baseline_probes = true;
+  options.unit.start_bias = 0;
   EXPECT_TRUE(MakePolicy(p.get(), options)->StartProbes().empty());
 }
 
@@ -416,9 +416,9 @@ TEST(GdpPolicyTest, StretchNoiseMovesWholeStretches) {
   testing::OwnedProblem p(std::move(g));
   LearnedOptions options;
   options.method = "gdp";
-  options.gdp_start_bias = 0;
-  options.gdp_stretch_noise_std = 100;
-  options.gdp_stretch_noise_steps = 10;
+  options.unit.start_bias = 0;
+  options.gdp.stretch_noise_std = 100;
+  options.gdp.stretch_noise_steps = 10;
   torch::manual_seed(4);
   auto policy = MakePolicy(p.get(), options);
   const OpFeatures features = BuildOpFeatures(p.graph, p.cluster);
@@ -539,10 +539,10 @@ TEST(GdpTrainerTest, BatchTrainingReachesTheBestPlacementOfTwoDifferentGraphs) {
     options.rl.method = "gdp";
     options.rl.algorithm = "ppo";
     options.rl.seed = seed;
-    options.rl.gdp_start_bias = 0;
-    options.rl.gdp_window_moves = 0;
-    options.rl.gdp_hidden = 16;
-    options.rl.gdp_heads = 2;
+    options.rl.unit.start_bias = 0;
+    options.rl.gdp.window_moves = 0;
+    options.rl.gdp.network.hidden = 16;
+    options.rl.gdp.network.heads = 2;
     options.rl.learning_rate = 0.002;
     options.rl.samples_per_step = 32;
     options.rl.max_steps = 75;
@@ -562,8 +562,8 @@ TEST(GdpTrainerTest, BatchTrainingReachesTheBestPlacementOfTwoDifferentGraphs) {
 // A small network for p's graph and cluster with the given start bonus.
 GdpNet SmallNet(const testing::OwnedProblem& p, double start_bias) {
   GdpArchitecture a;
-  a.hidden = 16;
-  a.heads = 2;
+  a.sizes.hidden = 16;
+  a.sizes.heads = 2;
   a.devices = p.cluster.num_devices();
   a.vocabulary = UnitVocabulary({&p.graph});
   return GdpNet(a, start_bias);
@@ -631,9 +631,9 @@ TEST(GdpNetTest, AGivenStartBiasReplacesTheLoadedPolicysLearnedOne) {
   options.method = "gdp";
   options.policy_file = path;
   EXPECT_EQ(MakePolicy(p.get(), options)->prior_parameters().at(0).item<double>(), 1.5);
-  options.gdp_start_bias = 7;  // a value without the flag: the file's stands
+  options.unit.start_bias.reset();  // not given (no flag): the file's stands
   EXPECT_EQ(MakePolicy(p.get(), options)->prior_parameters().at(0).item<double>(), 1.5);
-  options.gdp_start_bias_given = true;
+  options.unit.start_bias = 7;
   EXPECT_EQ(MakePolicy(p.get(), options)->prior_parameters().at(0).item<double>(), 7);
 }
 

@@ -57,10 +57,10 @@ using Problem = testing::OwnedProblem;
 LearnedOptions HdpOptions(int32_t groups = 0) {
   LearnedOptions o;
   o.method = "hdp";
-  o.hdp_groups = groups;
-  o.encoder_hidden = 16;
-  o.decoder_hidden = 32;
-  o.grouper_hidden = 16;
+  o.hdp.groups = groups;
+  o.seq2seq.encoder_hidden = 16;
+  o.seq2seq.decoder_hidden = 32;
+  o.hdp.grouper_hidden = 16;
   return o;
 }
 
@@ -247,8 +247,7 @@ TEST(HdpPolicyTest, StayBiasMakesRunsOfGroupsOverDevicesUnlessGiven) {
   LearnedOptions options = HdpOptions(6);
   auto policy = MakePolicy(p, options);
   EXPECT_NEAR(bias_of(*policy), HdpStayBias(6, p.cluster.num_devices()), 1e-6);
-  options.stay_bias = 1.5;
-  options.stay_bias_given = true;
+  options.seq2seq.stay_bias = 1.5;
   policy = MakePolicy(p, options);
   EXPECT_NEAR(bias_of(*policy), 1.5, 1e-6);
 }
@@ -444,8 +443,7 @@ TEST(HdpPolicyTest, StartProbesPlaceStretchesInRunsAndTheFastestSetsTheStayBonus
   policy->ChooseStart(std::vector<double>(runs.size(), 1.0));  // a tie: the longest run, capped at N / D
   EXPECT_NEAR(stay(), HdpStayBias(8, 3), 1e-6);
 
-  options.stay_bias = 1;
-  options.stay_bias_given = true;
+  options.seq2seq.stay_bias = 1;
   EXPECT_TRUE(MakePolicy(p, options)->StartProbes().empty());  // a given bonus is used as it is
 }
 
@@ -494,8 +492,7 @@ TEST(HdpPolicyTest, AProbeThatRunsMakesTheSlowDevicesStartDisfavoured) {
 
   // A given penalty is used as it is, and steers the Placer's groups.
   auto group_devices = [&](double penalty) {
-    options.slow_device_penalty = penalty;
-    options.slow_device_penalty_given = true;
+    options.hdp.slow_device_penalty = penalty;
     auto policy = MakePolicy(p, options);
     policy->ChooseStart(std::vector<double>(probes, 1.0));
     EXPECT_NEAR(policy->prior_parameters()[2].item<double>(), penalty, 1e-6);
@@ -653,7 +650,7 @@ TEST(HdpPolicyTest, TheLocalityPriorAloneGroupsStretchesOfTheNetworkInOrder) {
   }
   // Without it (the paper's Grouper) the random network decides: not this grouping.
   LearnedOptions paper = HdpOptions(8);
-  paper.grouper_locality = 0;
+  paper.hdp.grouper_locality = 0;
   auto policy = MakePolicy(p, paper);
   torch::Generator generator = Seeded(1);
   SampleOptions greedy;
@@ -690,8 +687,8 @@ TEST(HdpPolicyTest, ImitatingWithFewerGroupsThanDevicesStillGivesAValidDecision)
 TEST(HdpPolicyTest, GreedyIsDeterministicAndTheSameSeedGivesTheSameSamples) {
   Problem p(ConstrainedGraph());
   LearnedOptions options = HdpOptions();
-  options.grouper_noise_std = 0.5;
-  options.grouper_noise_steps = 10;
+  options.hdp.grouper_noise_std = 0.5;
+  options.hdp.grouper_noise_steps = 10;
   torch::NoGradGuard no_grad;
   auto a = MakePolicy(p, options, 7);
   auto b = MakePolicy(p, options, 7);
@@ -735,7 +732,7 @@ TEST(HdpPolicyTest, MalformedDecisionsAreErrors) {
     EXPECT_THROW(policy->Begin()->Score({d}), Error);
   }
   LearnedOptions bad = HdpOptions();
-  bad.grouper_hidden = 0;
+  bad.hdp.grouper_hidden = 0;
   EXPECT_THROW(MakePolicy(p, bad), Error);
 }
 

@@ -93,8 +93,8 @@ TEST(LearnedFlags, ASettingOfTheRunGoesWithAPolicyFile) {
   flags.app.parse(std::vector<std::string>{"0.5", "--stretch-noise", "6", "--start-bias"});
   flags.rl.policy_file = "policy.pt";
   EXPECT_NO_THROW(RefuseFlagsFixedByPolicy(flags.fixed_by_policy, flags.rl));
-  EXPECT_TRUE(flags.rl.gdp_start_bias_given);
-  EXPECT_EQ(flags.rl.gdp_start_bias, 6);
+  EXPECT_TRUE(flags.rl.unit.start_bias.has_value());
+  EXPECT_EQ(flags.rl.unit.start_bias_or_default(), 6);
 }
 
 }  // namespace

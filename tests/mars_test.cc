@@ -255,9 +255,9 @@ LearnedOptions MarsOptions(int64_t segment) {
   LearnedOptions o;
   o.method = "mars";
   o.algorithm = "ppo";
-  o.mars_hidden = 16;
-  o.mars_segment = segment;
-  o.mars_encoder_hidden = 16;
+  o.mars.hidden = 16;
+  o.mars.segment = segment;
+  o.mars.encoder_hidden = 16;
   return o;
 }
 
@@ -343,8 +343,8 @@ TEST(MarsPlacerTest, FreezingTheEncoderLeavesItsWeightsBitIdentical) {
   PretrainMarsEncoder({&problem.graph}, pretrain, Quiet);
   for (double rate : {0.0, 0.01}) {
     LearnedOptions options = MarsOptions(5);
-    options.encoder_file = encoder;
-    options.mars_encoder_learning_rate = rate;
+    options.unit.encoder_file = encoder;
+    options.unit.encoder_learning_rate = rate;
     options.learning_rate = 0.01;
     torch::manual_seed(1);
     std::unique_ptr<Policy> policy = MakePolicy(problem.get(), options);
@@ -369,7 +369,7 @@ TEST(MarsPlacerTest, TheLoopPlacesWithAndWithoutAPretrainedEncoderDeterministica
   PretrainMarsEncoder({&problem.graph}, SmallPretrain(encoder, 5), Quiet);
   for (const std::string& file : {std::string(), encoder}) {
     LearnedOptions options = MarsOptions(8);
-    options.encoder_file = file;
+    options.unit.encoder_file = file;
     options.max_steps = 3;
     options.samples_per_step = 4;
     const LearnedResult a = TrainLearnedPlacer(problem.get(), options);
@@ -379,7 +379,7 @@ TEST(MarsPlacerTest, TheLoopPlacesWithAndWithoutAPretrainedEncoderDeterministica
     EXPECT_LE(a.best_step_time_s, problem.simulator.Run(FindPlacer("expert").place(problem.get()).placement).step_time_s() + 1e-12) << file;
   }
   LearnedOptions other = MarsOptions(8);
-  other.encoder_file = folder.File("missing.pt");
+  other.unit.encoder_file = folder.File("missing.pt");
   EXPECT_THROW(MakePolicy(problem.get(), other), Error);
 }
 
@@ -400,9 +400,9 @@ TEST(MarsPlacerTest, AGivenStartBiasReplacesTheLoadedPolicysLearnedOne) {
   LearnedOptions options = MarsOptions(8);
   options.policy_file = train.policy_out;
   const double learned = MakePolicy(problem.get(), options)->prior_parameters().at(0).item<double>();
-  options.gdp_start_bias = learned + 4;  // without the flag: the file's value stands
+  options.unit.start_bias.reset();  // not given (no flag): the file's value stands
   EXPECT_EQ(MakePolicy(problem.get(), options)->prior_parameters().at(0).item<double>(), learned);
-  options.gdp_start_bias_given = true;
+  options.unit.start_bias = learned + 4;
   EXPECT_FLOAT_EQ(MakePolicy(problem.get(), options)->prior_parameters().at(0).item<double>(), learned + 4);
 }
 
@@ -417,10 +417,10 @@ TEST(MarsPlacerTest, APretrainedEncoderReplacesGdpsGraphSage) {
   PretrainMarsEncoder({&problem.graph}, SmallPretrain(encoder, 5), Quiet);
   LearnedOptions options;
   options.method = "gdp";
-  options.gdp_hidden = 16;
-  options.gdp_heads = 2;
-  options.encoder_file = encoder;
-  options.mars_encoder_learning_rate = 0;
+  options.gdp.network.hidden = 16;
+  options.gdp.network.heads = 2;
+  options.unit.encoder_file = encoder;
+  options.unit.encoder_learning_rate = 0;
   options.learning_rate = 0.01;
   torch::manual_seed(1);
   GdpNet net = MakeGdpNet(options, problem.cluster.num_devices(), {&problem.graph});

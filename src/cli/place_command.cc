@@ -453,13 +453,13 @@ void AddPlaceCommand(CLI::App& app) {
   cmd->add_option("--ppo-epochs", rl.ppo_epochs, "PPO: passes over each batch")->group(g);
   cmd->add_option("--ppo-clip", rl.ppo_clip, "PPO: the ratio is clipped to [1 - c, 1 + c]")->group(g);
   cmd->add_option("--baseline", rl.baseline, "What rewards are compared to: moving-average (default) or batch-mean")->group(g);
-  cmd->add_option("--hdp-groups", rl.hdp_groups, "HDP: groups the Grouper may use (0 = min(256, 20 x devices))")->group(g);
-  cmd->add_option("--grouper-hidden", rl.grouper_hidden, "HDP: units in the Grouper's hidden layer")->group(g);
-  cmd->add_option("--grouper-noise", rl.grouper_noise_std, "HDP: std of Gaussian noise on the Grouper's logits while sampling")
+  cmd->add_option("--hdp-groups", rl.hdp.groups, "HDP: groups the Grouper may use (0 = min(256, 20 x devices))")->group(g);
+  cmd->add_option("--grouper-hidden", rl.hdp.grouper_hidden, "HDP: units in the Grouper's hidden layer")->group(g);
+  cmd->add_option("--grouper-noise", rl.hdp.grouper_noise_std, "HDP: std of Gaussian noise on the Grouper's logits while sampling")
       ->group(g);
-  cmd->add_option("--grouper-noise-steps", rl.grouper_noise_steps, "HDP: steps during which the Grouper's noise applies")
+  cmd->add_option("--grouper-noise-steps", rl.hdp.grouper_noise_steps, "HDP: steps during which the Grouper's noise applies")
       ->group(g);
-  cmd->add_option("--grouper-locality", rl.grouper_locality,
+  cmd->add_option("--grouper-locality", rl.hdp.grouper_locality,
                   "HDP: starting weight of the Grouper's prior for stretches of the network (learned; 0 = the paper's Grouper)")
       ->group(g);
   const std::string gdp = "GDP";
@@ -497,25 +497,23 @@ void AddPlaceCommand(CLI::App& app) {
   cmd->add_option_function<double>(
          "--stay-bias",
          [&rl](double bias) {
-           rl.stay_bias = bias;
-           rl.stay_bias_given = true;
+           rl.seq2seq.stay_bias = bias;
          },
          "Starting bonus on the logit of the device the previous group got (learned; rl: 2, hdp: measured per graph by start probes)")
       ->group(g)->check(InRange(-100.0, 100.0));
   cmd->add_option_function<double>(
          "--slow-device-penalty",
          [&rl](double penalty) {
-           rl.slow_device_penalty = penalty;
-           rl.slow_device_penalty_given = true;
+           rl.hdp.slow_device_penalty = penalty;
          },
          "HDP: starting penalty on the logits of devices under half the fastest's peak (learned; default: 0, "
          "or about one group in N on them once a start probe shows the fast devices hold the graph)")
       ->group(g)->check(InRange(-100.0, 100.0));
-  cmd->add_option("--group-order", rl.group_order, "Order the policy reads the groups in: chain (each chain to its end) or topological")
+  cmd->add_option("--group-order", rl.seq2seq.group_order, "Order the policy reads the groups in: chain (each chain to its end) or topological")
       ->group(g)
       ->check(CLI::IsMember({"chain", "topological"}));
-  cmd->add_option("--encoder-hidden", rl.encoder_hidden, "LSTM units per encoder direction")->group(g)->check(InRange(1, 4096));
-  cmd->add_option("--decoder-hidden", rl.decoder_hidden, "LSTM units in the decoder")->group(g)->check(InRange(1, 4096));
+  cmd->add_option("--encoder-hidden", rl.seq2seq.encoder_hidden, "LSTM units per encoder direction")->group(g)->check(InRange(1, 4096));
+  cmd->add_option("--decoder-hidden", rl.seq2seq.decoder_hidden, "LSTM units in the decoder")->group(g)->check(InRange(1, 4096));
   cmd->add_option("--jitter", rl.jitter, "Noisy environment: std of the log of op and transfer times")
       ->group(g)->check(InRange(0.0, 10.0));
   cmd->add_option("--failure-probability", rl.failure_probability, "Noisy environment: chance a measurement fails")

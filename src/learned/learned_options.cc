@@ -62,12 +62,12 @@ void ValidateLearnedOptions(const LearnedOptions& o) {
   RequireCount(o.logit_noise_steps, 0, INT64_MAX, "--logit-noise-steps");
   RequirePositive(o.tanh_constant, 1e3, "--tanh-constant");
   RequireNumber(o.temperature, 1e-3, 1e3, "--temperature");
-  RequireNumber(o.stay_bias, -100, 100, "--stay-bias");
-  RequireNumber(o.slow_device_penalty, -100, 100, "--slow-device-penalty");
-  RequireCount(o.encoder_hidden, 1, 4096, "--encoder-hidden");
-  RequireCount(o.decoder_hidden, 1, 4096, "--decoder-hidden");
-  if (o.group_order != "chain" && o.group_order != "topological") {
-    throw Error("--group-order must be chain or topological, got '" + ForMessage(o.group_order) + "'");
+  RequireNumber(o.seq2seq.stay_bias_or_default(), -100, 100, "--stay-bias");
+  RequireNumber(o.hdp.slow_device_penalty.value_or(0), -100, 100, "--slow-device-penalty");
+  RequireCount(o.seq2seq.encoder_hidden, 1, 4096, "--encoder-hidden");
+  RequireCount(o.seq2seq.decoder_hidden, 1, 4096, "--decoder-hidden");
+  if (o.seq2seq.group_order != "chain" && o.seq2seq.group_order != "topological") {
+    throw Error("--group-order must be chain or topological, got '" + ForMessage(o.seq2seq.group_order) + "'");
   }
   RequireNumber(o.jitter, 0, 10, "--jitter");
   RequireNumber(o.failure_probability, 0, 1, "--failure-probability");
@@ -81,32 +81,32 @@ void ValidateLearnedOptions(const LearnedOptions& o) {
   if (!o.failing_signal.empty()) RequireOneOf(o.failing_signal, {"flat", "graded"}, "--failing-signal");
   RequireCount(o.ppo_epochs, 1, 100, "--ppo-epochs");
   RequireNumber(o.ppo_clip, 0.001, 10, "--ppo-clip");
-  RequireCount(o.hdp_groups, 0, 4096, "--hdp-groups");
-  RequireCount(o.grouper_hidden, 1, 4096, "--grouper-hidden");
-  RequireNumber(o.grouper_noise_std, 0, 1e3, "--grouper-noise");
-  RequireCount(o.grouper_noise_steps, 0, INT64_MAX, "--grouper-noise-steps");
-  RequireNumber(o.grouper_locality, 0, 1e3, "--grouper-locality");
-  RequireCount(o.gdp_hidden, 1, 4096, "--gdp-hidden");
-  RequireCount(o.gdp_sage_layers, 0, 16, "--gdp-sage-layers");
-  RequireCount(o.gdp_placer_layers, 0, 16, "--gdp-placer-layers");
-  RequireCount(o.gdp_heads, 1, 64, "--gdp-heads");
-  if (o.gdp_hidden % o.gdp_heads != 0) {
-    throw Error("--gdp-hidden (" + std::to_string(o.gdp_hidden) + ") must be a multiple of --gdp-heads (" + std::to_string(o.gdp_heads) + ")");
+  RequireCount(o.hdp.groups, 0, 4096, "--hdp-groups");
+  RequireCount(o.hdp.grouper_hidden, 1, 4096, "--grouper-hidden");
+  RequireNumber(o.hdp.grouper_noise_std, 0, 1e3, "--grouper-noise");
+  RequireCount(o.hdp.grouper_noise_steps, 0, INT64_MAX, "--grouper-noise-steps");
+  RequireNumber(o.hdp.grouper_locality, 0, 1e3, "--grouper-locality");
+  RequireCount(o.gdp.network.hidden, 1, 4096, "--gdp-hidden");
+  RequireCount(o.gdp.network.sage_layers, 0, 16, "--gdp-sage-layers");
+  RequireCount(o.gdp.network.placer_layers, 0, 16, "--gdp-placer-layers");
+  RequireCount(o.gdp.network.heads, 1, 64, "--gdp-heads");
+  if (o.gdp.network.hidden % o.gdp.network.heads != 0) {
+    throw Error("--gdp-hidden (" + std::to_string(o.gdp.network.hidden) + ") must be a multiple of --gdp-heads (" + std::to_string(o.gdp.network.heads) + ")");
   }
-  RequireCount(o.gdp_segment, 1, 1 << 20, "--gdp-segment");
-  RequireNumber(o.gdp_start_bias, 0, 100, "--start-bias");
-  RequireCount(o.mars_hidden, 1, 4096, "--mars-hidden");
-  RequireCount(o.mars_segment, 1, 1 << 20, "--mars-segment");
-  RequireCount(o.mars_encoder_hidden, 1, 4096, "--mars-encoder-hidden");
-  RequireCount(o.mars_encoder_layers, 1, 16, "--mars-encoder-layers");
-  RequireNumber(o.mars_encoder_learning_rate, 0, 1, "--mars-encoder-learning-rate");
-  RequireNumber(o.gdp_stretch_noise_std, 0, 100, "--stretch-noise");
-  RequireCount(o.gdp_stretch_noise_steps, 0, INT64_MAX, "--stretch-noise-steps");
-  RequireNumber(o.gdp_window_moves, 0, 1, "--window-moves");
+  RequireCount(o.gdp.network.segment, 1, 1 << 20, "--gdp-segment");
+  RequireNumber(o.unit.start_bias_or_default(), 0, 100, "--start-bias");
+  RequireCount(o.mars.hidden, 1, 4096, "--mars-hidden");
+  RequireCount(o.mars.segment, 1, 1 << 20, "--mars-segment");
+  RequireCount(o.mars.encoder_hidden, 1, 4096, "--mars-encoder-hidden");
+  RequireCount(o.mars.encoder_layers, 1, 16, "--mars-encoder-layers");
+  RequireNumber(o.unit.encoder_learning_rate, 0, 1, "--mars-encoder-learning-rate");
+  RequireNumber(o.gdp.stretch_noise_std, 0, 100, "--stretch-noise");
+  RequireCount(o.gdp.stretch_noise_steps, 0, INT64_MAX, "--stretch-noise-steps");
+  RequireNumber(o.gdp.window_moves, 0, 1, "--window-moves");
   if (!o.policy_file.empty() && o.method != "gdp" && o.method != "mars") {
     throw Error("--policy is a policy trained by `devplace train`: it needs --method gdp or mars");
   }
-  if (!o.encoder_file.empty() && o.method != "mars" && o.method != "gdp") {
+  if (!o.unit.encoder_file.empty() && o.method != "mars" && o.method != "gdp") {
     throw Error("--encoder is a Mars encoder: it needs --method mars (or gdp, in GraphSAGE's place)");
   }
   if (o.zero_shot && o.policy_file.empty()) throw Error("placing zero-shot (--max-steps 0) needs a trained policy: give --policy");

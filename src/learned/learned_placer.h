@@ -6,13 +6,115 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "learned/networks/gdp_network_sizes.h"
 #include "placers/placer.h"
 #include "sim/environment.h"
 
 namespace devplace {
+
+// The seq2seq network's options: the 2017 placer ("rl") reads all of them,
+// HDP's Placer (the same network over its learned groups) all but
+// group_order.
+struct Seq2SeqPlacerOptions {
+  // Network sizes. The public implementation uses 256 per encoder direction
+  // and 512 in the decoder; on a 2-core machine half of each trains about
+  // three times faster (a recurrent weight's gradient is rewritten at every
+  // one of the hundreds of decoder steps), so these are the defaults.
+  int64_t encoder_hidden = 128;
+  int64_t decoder_hidden = 256;
+  // Starting bonus on the logit of the device the previous group got
+  // (learned from there): with groups read chain by chain, a good placement
+  // is a few long runs of one device (docs/rl.md). Unless given, the 2017
+  // placer starts at kDefaultStayBias and HDP measures its start instead:
+  // probes of several run lengths pick the bonus per graph, runs of N / D
+  // groups when a probe runs out of memory (learned/policies/hdp_policy.h).
+  std::optional<double> stay_bias;
+  static constexpr double kDefaultStayBias = 2.0;
+  double stay_bias_or_default() const { return stay_bias.value_or(kDefaultStayBias); }
+  // The order the policy reads the groups in: "chain" follows each chain of
+  // the graph to its end (an LSTM layer through time) before the next,
+  // "topological" is the graph's own order (docs/rl.md says why chain).
+  std::string group_order = "chain";
+};
+
+// HDP (method "hdp"): its Grouper, and its Placer's start.
+struct HdpPlacerOptions {
+  // Groups the Grouper may use: 0 picks min(256, 20 x devices), the paper's
+  // rule.
+  int32_t groups = 0;
+  int64_t grouper_hidden = 64;      // the Grouper's hidden layer
+  double grouper_noise_std = 0;     // Gaussian noise on the Grouper's logits while sampling...
+  int64_t grouper_noise_steps = 0;  // ...for this many steps
+  // Starting weight of the Grouper's locality prior (learned from there):
+  // an op's logit for group g is lowered by weight x (N x position - g - 1/2)^2,
+  // its position in OpFeatures::unit_position's locality order, so the
+  // first groupings are stretches of the network (layers, with their
+  // backward ops) rather than random mixes, and group g precedes group g+1
+  // in the network as the Placer reads them. 0: no prior, the paper's
+  // Grouper (docs/rl.md has the measured difference).
+  double grouper_locality = 1.0;
+  // The starting penalty on the logits of slow devices (those its start
+  // probes leave out; learned from there). Unless given, 0, and once a probe
+  // shows the fast devices hold the graph, HdpSlowDevicePenalty.
+  std::optional<double> slow_device_penalty;
+};
+
+// GDP (method "gdp", learned/policies/gdp_policy.h).
+struct GdpPlacerOptions {
+  // The network's sizes (learned/networks/gdp_net.h); a policy file brings
+  // its own.
+  GdpNetworkSizes network;
+  // Exploration by stretches: while sampling for the first
+  // stretch_noise_steps updates, one Gaussian draw of this std per
+  // (stretch of the locality order, device) is added to the logits of the
+  // stretch's units, so samples move whole stretches of the network rather
+  // than scattered units (learned/policies/gdp_policy.cc).
+  double stretch_noise_std = 0;
+  int64_t stretch_noise_steps = 100000;
+  // Exploration by window moves (learned/policies/window_moves.h): this
+  // share of each update's samples is a draw with one window of the locality
+  // order moved to one fast device. Half: GNMT-2 p100x2 0.320 s against
+  // 0.373 s without, RNNLM 0.188 against 0.202 (docs/rl.md).
+  double window_moves = 0.5;
+};
+
+// Mars (method "mars", learned/networks/mars_net.h). The placer's LSTM width
+// and the units per attention segment; a fresh encoder's GCN width and layers
+// (a pre-trained encoder brings its own).
+struct MarsPlacerOptions {
+  int64_t hidden = 64;
+  int64_t segment = 64;
+  int64_t encoder_hidden = 64;
+  int64_t encoder_layers = 2;
+};
+
+// What the unit policies (GDP and Mars, learned/policies/unit_policy.h)
+// share: their start and their graph encoder.
+struct UnitPolicyOptions {
+  // Starting bonus on each unit's logit for its start device, the fastest
+  // of the start probes (learned from there; learned/policies/unit_decisions.h).
+  // 0: no start probes, the paper's start from random weights. Unless given,
+  // kDefaultStartBias; given beside a policy file, it replaces the learned
+  // one the file holds, so a fine-tune can be told to stay nearer its start.
+  std::optional<double> start_bias;
+  static constexpr double kDefaultStartBias = 3.0;
+  double start_bias_or_default() const { return start_bias.value_or(kDefaultStartBias); }
+  // The start probes also measure the placements of the cheap baselines
+  // (expert, METIS, MinCut, Scotch: milliseconds each), so the start is
+  // never slower than the fastest of them (learned/policies/gdp_policy.cc says why).
+  bool baseline_probes = true;
+  // A pre-trained Mars encoder (`devplace pretrain`); empty: Mars starts a
+  // fresh one (the paper's ablation without pre-training) and GDP uses
+  // GraphSAGE. With one, GDP reads the graph through it instead.
+  std::string encoder_file;
+  // The graph encoder's own learning rate while the placer trains (0
+  // freezes it).
+  double encoder_learning_rate = 0.0003;
+};
 
 struct LearnedOptions {
   // Which learned placer: "rl" (2017: hand-made co-location groups read by
@@ -79,92 +181,8 @@ struct LearnedOptions {
   int64_t logit_noise_steps = 750; // ...for this many steps
   double tanh_constant = 5.0;
   double temperature = 1.0;
-  // Starting bonus on the logit of the device the previous group got
-  // (learned from there): with groups read chain by chain, a good placement
-  // is a few long runs of one device (docs/rl.md).
-  double stay_bias = 2.0;
-  // Whether the user chose stay_bias. HDP, when not, measures its start
-  // instead: probes of several run lengths pick the bonus per graph, runs of
-  // N / D groups when a probe runs out of memory (learned/policies/hdp_policy.h).
-  bool stay_bias_given = false;
-  // HDP: the starting penalty on the logits of slow devices (those its start
-  // probes leave out; learned from there). Unless given, 0, and once a probe
-  // shows the fast devices hold the graph, HdpSlowDevicePenalty.
-  double slow_device_penalty = 0;
-  bool slow_device_penalty_given = false;
-  // Network sizes. The public implementation uses 256 per encoder direction
-  // and 512 in the decoder; on a 2-core machine half of each trains about
-  // three times faster (a recurrent weight's gradient is rewritten at every
-  // one of the hundreds of decoder steps), so these are the defaults.
-  int64_t encoder_hidden = 128;
-  int64_t decoder_hidden = 256;
-  // The order the policy reads the groups in: "chain" follows each chain of
-  // the graph to its end (an LSTM layer through time) before the next,
-  // "topological" is the graph's own order (docs/rl.md says why chain).
-  std::string group_order = "chain";
 
-  // HDP (method "hdp"). Groups the Grouper may use: 0 picks min(256, 20 x
-  // devices), the paper's rule.
-  int32_t hdp_groups = 0;
-  int64_t grouper_hidden = 64;      // the Grouper's hidden layer
-  double grouper_noise_std = 0;     // Gaussian noise on the Grouper's logits while sampling...
-  int64_t grouper_noise_steps = 0;  // ...for this many steps
-  // Starting weight of the Grouper's locality prior (learned from there):
-  // an op's logit for group g is lowered by weight x (N x position - g - 1/2)^2,
-  // its position in OpFeatures::unit_position's locality order, so the
-  // first groupings are stretches of the network (layers, with their
-  // backward ops) rather than random mixes, and group g precedes group g+1
-  // in the network as the Placer reads them. 0: no prior, the paper's
-  // Grouper (docs/rl.md has the measured difference).
-  double grouper_locality = 1.0;
-
-  // GDP (method "gdp"). The network's sizes (learned/networks/gdp_net.h); a policy file
-  // brings its own.
-  int64_t gdp_hidden = 64;
-  int64_t gdp_sage_layers = 3;
-  int64_t gdp_placer_layers = 2;
-  int64_t gdp_heads = 4;
-  int64_t gdp_segment = 128;
-  bool gdp_attention = true;      // false: segment recurrence only (the paper's ablation)
-  bool gdp_superposition = true;  // false: no graph context (the paper's ablation)
-  // Starting bonus on each unit's logit for its start device, the fastest
-  // of the start probes (learned from there; learned/policies/gdp_policy.h). 0: no start
-  // probes, the paper's start from random weights.
-  double gdp_start_bias = 3.0;
-  // Whether the user chose gdp_start_bias: with a policy file (GDP's or
-  // Mars's), the given value replaces the learned one the file holds, so a
-  // fine-tune can be told to stay nearer its start.
-  bool gdp_start_bias_given = false;
-  // The start probes also measure the placements of the cheap baselines
-  // (expert, METIS, MinCut, Scotch: milliseconds each), so the start is
-  // never slower than the fastest of them (learned/policies/gdp_policy.cc says why).
-  bool gdp_baseline_probes = true;
-  // Exploration by stretches: while sampling for the first
-  // gdp_stretch_noise_steps updates, one Gaussian draw of this std per
-  // (stretch of the locality order, device) is added to the logits of the
-  // stretch's units, so samples move whole stretches of the network rather
-  // than scattered units (learned/policies/gdp_policy.cc).
-  double gdp_stretch_noise_std = 0;
-  int64_t gdp_stretch_noise_steps = 100000;
-  // Exploration by window moves (learned/policies/window_moves.h): this share of each
-  // update's samples is a draw with one window of the locality order moved
-  // to one fast device. Half: GNMT-2 p100x2 0.320 s against 0.373 s
-  // without, RNNLM 0.188 against 0.202 (docs/rl.md).
-  double gdp_window_moves = 0.5;
-  // Mars (method "mars", learned/networks/mars_net.h). The placer's LSTM width and the
-  // units per attention segment; a fresh encoder's GCN width and layers
-  // (a pre-trained encoder brings its own); the encoder's own learning rate
-  // while the placer trains (0 freezes it).
-  int64_t mars_hidden = 64;
-  int64_t mars_segment = 64;
-  int64_t mars_encoder_hidden = 64;
-  int64_t mars_encoder_layers = 2;
-  double mars_encoder_learning_rate = 0.0003;
-  // A pre-trained encoder (`devplace pretrain`); empty: a fresh one, the
-  // paper's ablation without pre-training.
-  std::string encoder_file;
-
-  // A trained GDP policy (`devplace train`) to start from instead of random
+  // A trained GDP or Mars policy (`devplace train`) to start from instead of random
   // weights; with `zero_shot`, place with it without updating it: measure
   // its most likely placement and samples_per_step - 1 samples, keep the
   // fastest.
@@ -196,6 +214,13 @@ struct LearnedOptions {
   bool resume = false;              // continue from out_dir's checkpoint
   std::string warm_start;         // a baseline method, placement file or "best" to imitate first ("" = none)
   int64_t warm_start_steps = 300;
+
+  // What one method reads (each struct says which).
+  Seq2SeqPlacerOptions seq2seq;
+  HdpPlacerOptions hdp;
+  GdpPlacerOptions gdp;
+  MarsPlacerOptions mars;
+  UnitPolicyOptions unit;
 };
 
 struct LearnedProgress {

@@ -23,20 +23,15 @@ constexpr std::string_view kPolicyHeader = "DEVPLACE-GDP-POLICY 1\n";
 GdpNetImpl::GdpNetImpl(const GdpArchitecture& architecture, double start_bias) : architecture_(architecture) {
   if (architecture.encoder) {
     encoder_ = register_module("encoder", MarsEncoder(*architecture.encoder));
-    encoder_projection_ = register_module("encoder_projection", torch::nn::Linear(architecture.encoder->hidden, architecture.hidden));
+    encoder_projection_ = register_module("encoder_projection", torch::nn::Linear(architecture.encoder->hidden, architecture.sizes.hidden));
   } else {
     const int64_t types = std::max<int64_t>(1, static_cast<int64_t>(architecture.vocabulary.size()));
     type_embedding_ = register_module("type_embedding", torch::nn::Embedding(types, kUnitTypeEmbedding));
-    sage_ = register_module("sage", GraphSage(kUnitTypeEmbedding + kUnitNumericFeatures, architecture.hidden, architecture.sage_layers));
+    sage_ = register_module("sage", GraphSage(kUnitTypeEmbedding + kUnitNumericFeatures, architecture.sizes.hidden, architecture.sizes.sage_layers));
   }
   SegmentAttentionOptions placer;
-  placer.hidden = architecture.hidden;
-  placer.heads = architecture.heads;
-  placer.layers = architecture.placer_layers;
-  placer.segment = architecture.segment;
+  placer.sizes = architecture.sizes;
   placer.devices = architecture.devices;
-  placer.attention = architecture.attention;
-  placer.superposition = architecture.superposition;
   placer_ = register_module("placer", SegmentAttention(placer));
   start_bias_ = register_parameter("start_bias", torch::full({1}, start_bias));
 }
@@ -62,13 +57,13 @@ void SaveGdpPolicyFile(const std::string& path, GdpNet& net, const GdpPolicyFile
   const GdpArchitecture& a = net->architecture();
   CheckpointParts parts;
   parts.facts = {{"architecture",
-                  {{"hidden", a.hidden},
-                   {"sage_layers", a.sage_layers},
-                   {"placer_layers", a.placer_layers},
-                   {"heads", a.heads},
-                   {"segment", a.segment},
-                   {"attention", a.attention},
-                   {"superposition", a.superposition},
+                  {{"hidden", a.sizes.hidden},
+                   {"sage_layers", a.sizes.sage_layers},
+                   {"placer_layers", a.sizes.placer_layers},
+                   {"heads", a.sizes.heads},
+                   {"segment", a.sizes.segment},
+                   {"attention", a.sizes.attention},
+                   {"superposition", a.sizes.superposition},
                    {"devices", a.devices},
                    {"vocabulary", a.vocabulary},
                    {"encoder", a.encoder ? MarsEncoderArchitectureJson(*a.encoder) : nlohmann::json()}}}};
@@ -83,15 +78,15 @@ GdpNet LoadGdpPolicyFile(const std::string& path, const Cluster& cluster, GdpPol
   const GdpPolicyFileFacts file_facts = ReadPolicyFileFacts(facts);
   const CheckpointFacts arch(path, facts.Object("architecture"), "GDP policy file");
   GdpArchitecture a;
-  a.hidden = arch.Integer("hidden", 1, 4096);
-  a.sage_layers = arch.Integer("sage_layers", 0, 64);
-  a.placer_layers = arch.Integer("placer_layers", 0, 64);
-  a.heads = arch.Integer("heads", 1, 256);
-  a.segment = arch.Integer("segment", 1, 1 << 20);
-  a.attention = arch.Boolean("attention");
-  a.superposition = arch.Boolean("superposition");
+  a.sizes.hidden = arch.Integer("hidden", 1, 4096);
+  a.sizes.sage_layers = arch.Integer("sage_layers", 0, 64);
+  a.sizes.placer_layers = arch.Integer("placer_layers", 0, 64);
+  a.sizes.heads = arch.Integer("heads", 1, 256);
+  a.sizes.segment = arch.Integer("segment", 1, 1 << 20);
+  a.sizes.attention = arch.Boolean("attention");
+  a.sizes.superposition = arch.Boolean("superposition");
   a.devices = arch.Integer("devices", 1, 1 << 20);
-  if (a.hidden % a.heads != 0) facts.Fail("architecture's hidden width is not a multiple of its heads");
+  if (a.sizes.hidden % a.sizes.heads != 0) facts.Fail("architecture's hidden width is not a multiple of its heads");
   for (const nlohmann::json& type : arch.Array("vocabulary")) {
     if (!type.is_string()) facts.Fail("'vocabulary' holds something other than op type names");
     a.vocabulary.push_back(type.get<std::string>());

@@ -16,6 +16,7 @@
 
 #include "cluster/cluster.h"
 #include "graph/graph.h"
+#include "learned/networks/gdp_network_sizes.h"
 #include "learned/networks/graph_sage.h"
 #include "learned/networks/mars_encoder.h"
 #include "learned/networks/unit_inputs.h"
@@ -25,13 +26,7 @@
 namespace devplace {
 
 struct GdpArchitecture {
-  int64_t hidden = 64;       // GraphSAGE's and the placer's width
-  int64_t sage_layers = 3;   // a node sees neighbours this many edges away
-  int64_t placer_layers = 2;
-  int64_t heads = 4;
-  int64_t segment = 128;     // units per Transformer-XL segment
-  bool attention = true;     // false: the paper's ablation "segment recurrence only"
-  bool superposition = true; // false: the paper's ablation without the graph context
+  GdpNetworkSizes sizes;
   int64_t devices = 0;
   // The op types embedded, "other" last: every other type shares its id.
   std::vector<std::string> vocabulary;

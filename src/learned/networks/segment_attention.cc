@@ -67,21 +67,21 @@ class CheckpointedChunk : public torch::autograd::Function<CheckpointedChunk> {
 }  // namespace
 
 SegmentAttentionImpl::SegmentAttentionImpl(const SegmentAttentionOptions& options) : options_(options) {
-  const int64_t H = options.hidden;
-  if (options.superposition) {
-    context_attention_ = register_module("context_attention", torch::nn::MultiheadAttention(H, options.heads));
+  const int64_t H = options.sizes.hidden;
+  if (options.sizes.superposition) {
+    context_attention_ = register_module("context_attention", torch::nn::MultiheadAttention(H, options.sizes.heads));
     context_query_ = register_module("context_query", torch::nn::Linear(H, H));
   }
-  for (int64_t l = 0; l < options.layers; ++l) {
-    if (options.attention) {
-      attention_->push_back(torch::nn::MultiheadAttention(H, options.heads));
+  for (int64_t l = 0; l < options.sizes.placer_layers; ++l) {
+    if (options.sizes.attention) {
+      attention_->push_back(torch::nn::MultiheadAttention(H, options.sizes.heads));
       norm_attention_->push_back(torch::nn::LayerNorm(torch::nn::LayerNormOptions({H})));
     }
     feed_in_->push_back(torch::nn::Linear(H, 2 * H));
     feed_out_->push_back(torch::nn::Linear(2 * H, H));
     norm_feed_->push_back(torch::nn::LayerNorm(torch::nn::LayerNormOptions({H})));
     // Two gated dense layers per layer: the feed-forward's two halves.
-    if (options.superposition) {
+    if (options.sizes.superposition) {
       gate_->push_back(torch::nn::Linear(H, H));
       gate_->push_back(torch::nn::Linear(H, 2 * H));
     }
@@ -93,7 +93,7 @@ SegmentAttentionImpl::SegmentAttentionImpl(const SegmentAttentionOptions& option
   register_module("norm_feed", norm_feed_);
   register_module("gate", gate_);
   output_ = register_module("output", torch::nn::Linear(H, options.devices));
-  if (options.superposition) output_gate_ = register_module("output_gate", torch::nn::Linear(H, H));
+  if (options.sizes.superposition) output_gate_ = register_module("output_gate", torch::nn::Linear(H, H));
 }
 
 torch::Tensor SegmentAttentionImpl::Attend(int64_t l, const torch::Tensor& x, const torch::Tensor& memory) {
@@ -101,7 +101,7 @@ torch::Tensor SegmentAttentionImpl::Attend(int64_t l, const torch::Tensor& x, co
   // segment i-1's rows (the chunk's first segment: `memory`) and its own.
   // Missing rows (no memory yet, the graph's short last segment) are
   // padded and masked out, which weighs them exactly zero.
-  const int64_t n = x.size(0), H = x.size(1), S = std::max<int64_t>(1, options_.segment);
+  const int64_t n = x.size(0), H = x.size(1), S = std::max<int64_t>(1, options_.sizes.segment);
   const int64_t segments = (n + S - 1) / S, padded = segments * S, m = memory.size(0);
   auto& attention = *attention_[l]->as<torch::nn::MultiheadAttentionImpl>();
   if (segments == 1) {  // the direct formula: [len, 1, H], nothing padded
@@ -126,16 +126,16 @@ torch::Tensor SegmentAttentionImpl::Attend(int64_t l, const torch::Tensor& x, co
 torch::Tensor SegmentAttentionImpl::Layer(int64_t l, const torch::Tensor& x, const torch::Tensor& memory,
                                        const torch::Tensor& context) {
   torch::Tensor h = x;
-  if (options_.attention) h = norm_attention_[l]->as<torch::nn::LayerNormImpl>()->forward(h + Attend(l, x, memory));
+  if (options_.sizes.attention) h = norm_attention_[l]->as<torch::nn::LayerNormImpl>()->forward(h + Attend(l, x, memory));
   torch::Tensor in = h;
-  if (options_.superposition) in = in * torch::sigmoid(gate_[2 * l]->as<torch::nn::LinearImpl>()->forward(context));
+  if (options_.sizes.superposition) in = in * torch::sigmoid(gate_[2 * l]->as<torch::nn::LinearImpl>()->forward(context));
   torch::Tensor mid = torch::relu(feed_in_[l]->as<torch::nn::LinearImpl>()->forward(in));
-  if (options_.superposition) mid = mid * torch::sigmoid(gate_[2 * l + 1]->as<torch::nn::LinearImpl>()->forward(context));
+  if (options_.sizes.superposition) mid = mid * torch::sigmoid(gate_[2 * l + 1]->as<torch::nn::LinearImpl>()->forward(context));
   return norm_feed_[l]->as<torch::nn::LayerNormImpl>()->forward(h + feed_out_[l]->as<torch::nn::LinearImpl>()->forward(mid));
 }
 
 torch::Tensor SegmentAttentionImpl::LastSegment(const torch::Tensor& x) const {
-  const int64_t S = std::max<int64_t>(1, options_.segment);
+  const int64_t S = std::max<int64_t>(1, options_.sizes.segment);
   const int64_t last_start = (x.size(0) - 1) / S * S;
   return x.narrow(0, last_start, x.size(0) - last_start).detach();
 }
@@ -143,7 +143,7 @@ torch::Tensor SegmentAttentionImpl::LastSegment(const torch::Tensor& x) const {
 torch::Tensor SegmentAttentionImpl::Layers(const torch::Tensor& x_in, const std::vector<torch::Tensor>& memories,
                                         const torch::Tensor& context, std::vector<torch::Tensor>* next_memories) {
   torch::Tensor x = x_in;
-  for (int64_t l = 0; l < options_.layers; ++l) {
+  for (int64_t l = 0; l < options_.sizes.placer_layers; ++l) {
     if (next_memories != nullptr) next_memories->push_back(LastSegment(x));
     x = Layer(l, x, memories[l], context);
   }
@@ -151,21 +151,21 @@ torch::Tensor SegmentAttentionImpl::Layers(const torch::Tensor& x_in, const std:
 }
 
 torch::Tensor SegmentAttentionImpl::forward(const torch::Tensor& embeddings) {
-  const int64_t nodes = embeddings.size(0), S = std::max<int64_t>(1, options_.segment);
+  const int64_t nodes = embeddings.size(0), S = std::max<int64_t>(1, options_.sizes.segment);
   // Segments are batched a chunk at a time: one call per layer for
   // thousands of nodes, instead of a dozen small ones per segment, which
   // spent an update's time dispatching ops.
   const int64_t chunk = std::max<int64_t>(1, options_.chunk_nodes / S) * S;
   torch::Tensor context;
-  if (options_.superposition) {
+  if (options_.sizes.superposition) {
     // One learned query over every node: what kind of graph this is.
     torch::Tensor query = context_query_(embeddings.mean(0, true)).unsqueeze(1);  // [1, 1, H]
     context = std::get<0>(context_attention_->forward(query, embeddings.unsqueeze(1), embeddings.unsqueeze(1), {}, false))
                   .view({1, -1});  // [1, H]
   }
   // Per layer: the previous segment's input to it; empty before the first.
-  std::vector<torch::Tensor> memory(options_.layers, torch::empty({0, embeddings.size(1)}, embeddings.options()));
-  const bool checkpoint = torch::GradMode::is_enabled() && embeddings.requires_grad() && options_.layers > 0 &&
+  std::vector<torch::Tensor> memory(options_.sizes.placer_layers, torch::empty({0, embeddings.size(1)}, embeddings.options()));
+  const bool checkpoint = torch::GradMode::is_enabled() && embeddings.requires_grad() && options_.sizes.placer_layers > 0 &&
                           nodes > options_.checkpoint_above_nodes;
   std::vector<torch::Tensor> outputs;
   for (int64_t start = 0; start < nodes; start += chunk) {
@@ -175,7 +175,7 @@ torch::Tensor SegmentAttentionImpl::forward(const torch::Tensor& embeddings) {
       variable_list out =
           CheckpointedChunk::apply(this, x, context.defined() ? context : torch::empty({0}, embeddings.options()), memory);
       memory[0] = LastSegment(x);
-      for (int64_t l = 1; l < options_.layers; ++l) memory[l] = out[l];
+      for (int64_t l = 1; l < options_.sizes.placer_layers; ++l) memory[l] = out[l];
       outputs.push_back(out[0]);
     } else {
       std::vector<torch::Tensor> next_memory;
@@ -184,7 +184,7 @@ torch::Tensor SegmentAttentionImpl::forward(const torch::Tensor& embeddings) {
     }
   }
   torch::Tensor h = torch::cat(outputs, 0);
-  if (options_.superposition) h = h * torch::sigmoid(output_gate_(context));
+  if (options_.sizes.superposition) h = h * torch::sigmoid(output_gate_(context));
   return output_(h);
 }
 

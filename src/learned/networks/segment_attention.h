@@ -19,16 +19,15 @@
 
 #include <cstdint>
 
+#include "learned/networks/gdp_network_sizes.h"
+
 namespace devplace {
 
 struct SegmentAttentionOptions {
-  int64_t hidden = 64;
-  int64_t heads = 4;
-  int64_t layers = 2;
-  int64_t segment = 128;  // nodes per segment
+  // GDP's sizes: hidden, heads, placer_layers, segment (nodes per segment),
+  // attention and superposition (sage_layers is GraphSAGE's, not read here).
+  GdpNetworkSizes sizes;
   int64_t devices = 2;
-  bool attention = true;
-  bool superposition = true;
   // Above this many nodes a training pass keeps only each chunk's input
   // and memories and recomputes the chunk's layers in the backward pass
   // (checkpointing): the layers' activations, about 24 KB a node at width

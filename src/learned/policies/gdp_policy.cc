@@ -114,11 +114,11 @@ class GdpPolicy : public UnitPolicy {
         moves_(std::move(moves)),
         module_(std::move(net), units_->num_units(), units_->num_devices()) {
     // A Mars encoder in GraphSAGE's place learns at its own rate; 0 freezes it.
-    if (module_->net->encoder() && options_.mars_encoder_learning_rate == 0) {
+    if (module_->net->encoder() && options_.unit.encoder_learning_rate == 0) {
       for (torch::Tensor& p : module_->net->encoder()->parameters()) p.set_requires_grad(false);
     }
-    noise_.std = options_.gdp_stretch_noise_std;
-    noise_.steps = options_.gdp_stretch_noise_steps;
+    noise_.std = options_.gdp.stretch_noise_std;
+    noise_.steps = options_.gdp.stretch_noise_steps;
     noise_.stretches = UnitDecisions::kSlotsPerDevice * std::max<int64_t>(1, units_->num_fast_devices());
     std::vector<int64_t> stretch(units_->num_units());
     for (int32_t u = 0; u < units_->num_units(); ++u) stretch[u] = units_->StretchOf(u, noise_.stretches);
@@ -133,12 +133,12 @@ class GdpPolicy : public UnitPolicy {
   torch::nn::Module& module() override { return *module_; }
   std::vector<torch::Tensor> prior_parameters() override { return {module_->net->start_bias()}; }
   std::vector<torch::Tensor> encoder_parameters() override {
-    if (!module_->net->encoder() || options_.mars_encoder_learning_rate == 0) return {};
+    if (!module_->net->encoder() || options_.unit.encoder_learning_rate == 0) return {};
     return module_->net->encoder()->parameters();
   }
 
   std::unique_ptr<Policy> MakeSibling() const override {
-    GdpNet net(module_->net->architecture(), options_.gdp_start_bias);
+    GdpNet net(module_->net->architecture(), options_.unit.start_bias_or_default());
     return std::make_unique<GdpPolicy>(units_, inputs_, moves_, net, options_);
   }
 
@@ -155,13 +155,7 @@ class GdpPolicy : public UnitPolicy {
 
 GdpArchitecture GdpArchitectureOf(const LearnedOptions& options, int64_t devices, std::vector<std::string> vocabulary) {
   GdpArchitecture a;
-  a.hidden = options.gdp_hidden;
-  a.sage_layers = options.gdp_sage_layers;
-  a.placer_layers = options.gdp_placer_layers;
-  a.heads = options.gdp_heads;
-  a.segment = options.gdp_segment;
-  a.attention = options.gdp_attention;
-  a.superposition = options.gdp_superposition;
+  a.sizes = options.gdp.network;
   a.devices = devices;
   a.vocabulary = std::move(vocabulary);
   return a;
@@ -172,19 +166,19 @@ std::unique_ptr<Policy> MakeGdpPolicyWithNet(const PlacementProblem& problem, Gd
     throw Error("a GDP network for " + std::to_string(net->architecture().devices) + " devices cannot place on cluster '" +
                 ForMessage(problem.cluster.name) + "' of " + std::to_string(problem.cluster.num_devices()));
   }
-  auto units = std::make_shared<const UnitDecisions>(problem, options.gdp_start_bias != 0 && options.gdp_baseline_probes);
+  auto units = std::make_shared<const UnitDecisions>(problem, options.unit.start_bias_or_default() != 0 && options.unit.baseline_probes);
   auto inputs = std::make_shared<const UnitInputs>(
       BuildUnitInputs(units->features(), problem.graph, problem.cluster, net->architecture().vocabulary));
-  auto moves = std::make_shared<const WindowMoves>(*units, options.gdp_window_moves);
+  auto moves = std::make_shared<const WindowMoves>(*units, options.gdp.window_moves);
   return std::make_unique<GdpPolicy>(std::move(units), std::move(inputs), std::move(moves), std::move(net), options);
 }
 
 GdpNet MakeGdpNet(const LearnedOptions& options, int64_t devices, const std::vector<const Graph*>& graphs) {
-  if (options.encoder_file.empty()) return GdpNet(GdpArchitectureOf(options, devices, UnitVocabulary(graphs)), options.gdp_start_bias);
-  MarsEncoder pretrained = LoadMarsEncoderFile(options.encoder_file);
+  if (options.unit.encoder_file.empty()) return GdpNet(GdpArchitectureOf(options, devices, UnitVocabulary(graphs)), options.unit.start_bias_or_default());
+  MarsEncoder pretrained = LoadMarsEncoderFile(options.unit.encoder_file);
   GdpArchitecture architecture = GdpArchitectureOf(options, devices, pretrained->architecture().vocabulary);
   architecture.encoder = pretrained->architecture();
-  GdpNet net(architecture, options.gdp_start_bias);
+  GdpNet net(architecture, options.unit.start_bias_or_default());
   CopyParameters(*pretrained, *net->encoder());
   return net;
 }
@@ -192,9 +186,9 @@ GdpNet MakeGdpNet(const LearnedOptions& options, int64_t devices, const std::vec
 std::unique_ptr<Policy> MakeGdpPolicy(const PlacementProblem& problem, const LearnedOptions& options) {
   ValidateLearnedOptions(options);
   if (!options.policy_file.empty()) {
-    if (!options.encoder_file.empty()) throw Error("--encoder and --policy: a trained policy holds its graph embedding already; give one");
+    if (!options.unit.encoder_file.empty()) throw Error("--encoder and --policy: a trained policy holds its graph embedding already; give one");
     GdpNet net = LoadGdpPolicyFile(options.policy_file, problem.cluster);
-    if (options.gdp_start_bias_given) net->set_start_bias(options.gdp_start_bias);
+    if (options.unit.start_bias) net->set_start_bias(*options.unit.start_bias);
     return MakeGdpPolicyWithNet(problem, std::move(net), options);
   }
   return MakeGdpPolicyWithNet(problem, MakeGdpNet(options, problem.cluster.num_devices(), {&problem.graph}), options);

@@ -29,7 +29,7 @@ std::unique_ptr<Policy> MakeGdpPolicy(const PlacementProblem& problem, const Lea
 std::unique_ptr<Policy> MakeGdpPolicyWithNet(const PlacementProblem& problem, GdpNet net, const LearnedOptions& options);
 
 // A fresh network for `devices` devices: GraphSAGE over the vocabulary of
-// `graphs`, or, with options.encoder_file, the pre-trained Mars encoder in
+// `graphs`, or, with options.unit.encoder_file, the pre-trained Mars encoder in
 // its place (the encoder's vocabulary).
 GdpNet MakeGdpNet(const LearnedOptions& options, int64_t devices, const std::vector<const Graph*>& graphs);
 

@@ -65,10 +65,10 @@ class HdpNetImpl : public torch::nn::Module {
 
     const int64_t unit_width = kTypeEmbedding + OpFeatures::kShapeFeatures + OpFeatures::kAdjacencyFeatures;
     type_embedding_ = register_module("type_embedding", torch::nn::Embedding(types_, kTypeEmbedding));
-    grouper_hidden_ = register_module("grouper_hidden", torch::nn::Linear(unit_width, options.grouper_hidden));
-    grouper_output_ = register_module("grouper_output", torch::nn::Linear(options.grouper_hidden, groups_));
+    grouper_hidden_ = register_module("grouper_hidden", torch::nn::Linear(unit_width, options.hdp.grouper_hidden));
+    grouper_output_ = register_module("grouper_output", torch::nn::Linear(options.hdp.grouper_hidden, groups_));
 
-    const int64_t E = options.encoder_hidden, H = options.decoder_hidden;
+    const int64_t E = options.seq2seq.encoder_hidden, H = options.seq2seq.decoder_hidden;
     encoder_ = register_module("encoder", torch::nn::LSTM(torch::nn::LSTMOptions(group_width(), E).batch_first(true).bidirectional(true)));
     device_embedding_ = register_module("device_embedding", torch::nn::Embedding(devices_ + 1, kDeviceEmbedding));
     decoder_init_ = register_module("decoder_init", torch::nn::Linear(2 * E, H));
@@ -85,12 +85,12 @@ class HdpNetImpl : public torch::nn::Module {
     torch::NoGradGuard no_grad;
     output_->weight.zero_();
     output_->bias.zero_();
-    const double stay_bias = options.stay_bias_given ? options.stay_bias : HdpStayBias(groups, devices);
+    const double stay_bias = options.seq2seq.stay_bias.value_or(HdpStayBias(groups, devices));
     stay_bias_ = register_parameter("stay_bias", torch::tensor(static_cast<float>(stay_bias)));
     // With the locality prior, the Grouper's network starts silent so the
     // prior alone shapes the first groupings; it learns what to change.
-    locality_ = register_parameter("grouper_locality", torch::tensor(static_cast<float>(options.grouper_locality)));
-    if (options.grouper_locality > 0) {
+    locality_ = register_parameter("grouper_locality", torch::tensor(static_cast<float>(options.hdp.grouper_locality)));
+    if (options.hdp.grouper_locality > 0) {
       grouper_output_->weight.zero_();
       grouper_output_->bias.zero_();
     }
@@ -130,7 +130,7 @@ class HdpNetImpl : public torch::nn::Module {
     // hundreds of groups), which once collapsed a million-op run's
     // groupings in one update (BENCHMARKS.md). At 0 the prior is off, as
     // the paper's Grouper, and stays off.
-    if (options_.grouper_locality > 0) logits = logits - locality_.clamp_min(0) * (unit_slot_ - group_middle_).square();
+    if (options_.hdp.grouper_locality > 0) logits = logits - locality_.clamp_min(0) * (unit_slot_ - group_middle_).square();
     return logits;
   }
 
@@ -255,7 +255,7 @@ class HdpPass : public PolicyPass, public HdpPassParts {
 
   PolicySamples Sample(int64_t count, torch::Generator& generator, const SampleOptions& options) override {
     torch::NoGradGuard no_grad;
-    const bool noisy = options_.grouper_noise_std > 0 && options.step < options_.grouper_noise_steps;
+    const bool noisy = options_.hdp.grouper_noise_std > 0 && options.step < options_.hdp.grouper_noise_steps;
     torch::Tensor grouping;  // [K, U]
     torch::Tensor entropy;
     if (!noisy) {
@@ -271,7 +271,7 @@ class HdpPass : public PolicyPass, public HdpPassParts {
       std::vector<torch::Tensor> chosen, log_prob, entropies;
       for (int64_t k = 0; k < count; ++k) {
         torch::Tensor logits = grouper_logits_.detach();
-        logits = logits + torch::randn(logits.sizes(), generator) * options_.grouper_noise_std;
+        logits = logits + torch::randn(logits.sizes(), generator) * options_.hdp.grouper_noise_std;
         torch::Tensor log_probs = torch::log_softmax(logits, 1);
         torch::Tensor c = options.greedy ? log_probs.argmax(1, true) : torch::multinomial(log_probs.exp(), 1, true, generator);
         log_prob.push_back(log_probs.gather(1, c).sum());
@@ -358,7 +358,7 @@ class HdpPolicy : public Policy {
       for (int32_t d = 0; d < cluster.num_devices(); ++d) probe_devices_[d] = d;
     }
     net_->set_fast_devices(probe_devices_);
-    if (options.slow_device_penalty_given) net_->set_slow_device_penalty(options.slow_device_penalty);
+    if (options.hdp.slow_device_penalty) net_->set_slow_device_penalty(*options.hdp.slow_device_penalty);
     // Soft placement: a unit its group's device cannot run goes to the
     // first device that can (features_ made sure there is one).
     fallback_.resize(features_->num_units);
@@ -424,7 +424,7 @@ class HdpPolicy : public Policy {
   // fastest as a few long stretches (its layers overlap in time); a network
   // of parallel branches, alternating between neighbouring stretches.
   std::vector<Decision> StartProbes() const override {
-    if (options_.stay_bias_given || probe_devices_.size() < 2) return {};
+    if (options_.seq2seq.stay_bias.has_value() || probe_devices_.size() < 2) return {};
     const int32_t U = features_->num_units;
     Decision grouped(U + groups_);
     for (int32_t u = 0; u < U; ++u) {
@@ -457,7 +457,7 @@ class HdpPolicy : public Policy {
     // device rather than how to spread memory over the fast ones.
     const int32_t fast = static_cast<int32_t>(probe_devices_.size());
     const int32_t slow = static_cast<int32_t>(device_kind_.size()) - fast;
-    if (slow > 0 && !options_.slow_device_penalty_given && std::any_of(step_times_s.begin(), step_times_s.end(), [](double t) { return std::isfinite(t); })) {
+    if (slow > 0 && !options_.hdp.slow_device_penalty.has_value() && std::any_of(step_times_s.begin(), step_times_s.end(), [](double t) { return std::isfinite(t); })) {
       net_->set_slow_device_penalty(HdpSlowDevicePenalty(groups_, fast, slow));
     }
     // A probe out of memory: memory, not run length, tells placements of
@@ -506,7 +506,7 @@ class HdpPolicy : public Policy {
 }  // namespace
 
 int64_t HdpGroupCount(const LearnedOptions& options, int32_t num_devices, int64_t num_units) {
-  if (options.hdp_groups > 0) return options.hdp_groups;
+  if (options.hdp.groups > 0) return options.hdp.groups;
   // The paper's rule, but never more groups than units (empty groups only
   // lengthen the Placer's decoding), nor fewer than devices (every device
   // stays reachable, and Imitate stays exact).

@@ -39,7 +39,7 @@
 
 namespace devplace {
 
-// The number of groups HDP uses: options.hdp_groups, or the paper's
+// The number of groups HDP uses: options.hdp.groups, or the paper's
 // min(256, 20 x devices), capped at the number of units but never below the
 // number of devices.
 int64_t HdpGroupCount(const LearnedOptions& options, int32_t num_devices, int64_t num_units);

@@ -30,7 +30,7 @@ class MarsPass : public PolicyPass {
  public:
   MarsPass(MarsGraphModule module, const torch::Tensor& allowed, const UnitInputs& inputs, const LearnedOptions& options)
       : module_(std::move(module)), allowed_(allowed), options_(options) {
-    encoded_ = module_->net->Encode(inputs, options.mars_encoder_learning_rate == 0);
+    encoded_ = module_->net->Encode(inputs, options.unit.encoder_learning_rate == 0);
   }
 
   PolicySamples Sample(int64_t count, torch::Generator& generator, const SampleOptions& options) override {
@@ -70,7 +70,7 @@ class MarsPolicy : public UnitPolicy {
       : UnitPolicy(std::move(units), options, "Mars"),
         inputs_(std::move(inputs)),
         module_(std::move(net), units_->num_units(), units_->num_devices()) {
-    if (options_.mars_encoder_learning_rate == 0) {
+    if (options_.unit.encoder_learning_rate == 0) {
       for (torch::Tensor& p : module_->net->encoder()->parameters()) p.set_requires_grad(false);
     }
   }
@@ -80,12 +80,12 @@ class MarsPolicy : public UnitPolicy {
   torch::nn::Module& module() override { return *module_; }
   std::vector<torch::Tensor> prior_parameters() override { return {module_->net->start_bias()}; }
   std::vector<torch::Tensor> encoder_parameters() override {
-    if (options_.mars_encoder_learning_rate == 0) return {};
+    if (options_.unit.encoder_learning_rate == 0) return {};
     return module_->net->encoder()->parameters();
   }
 
   std::unique_ptr<Policy> MakeSibling() const override {
-    MarsNet net(MarsEncoder(module_->net->encoder()->architecture()), module_->net->architecture(), options_.gdp_start_bias);
+    MarsNet net(MarsEncoder(module_->net->encoder()->architecture()), module_->net->architecture(), options_.unit.start_bias_or_default());
     return std::make_unique<MarsPolicy>(units_, inputs_, net, options_);
   }
 
@@ -99,18 +99,18 @@ class MarsPolicy : public UnitPolicy {
 }  // namespace
 
 MarsEncoder MarsStartEncoder(const LearnedOptions& options, const std::vector<const Graph*>& graphs) {
-  if (!options.encoder_file.empty()) return LoadMarsEncoderFile(options.encoder_file);
+  if (!options.unit.encoder_file.empty()) return LoadMarsEncoderFile(options.unit.encoder_file);
   MarsEncoderArchitecture a;
-  a.hidden = options.mars_encoder_hidden;
-  a.layers = options.mars_encoder_layers;
+  a.hidden = options.mars.encoder_hidden;
+  a.layers = options.mars.encoder_layers;
   a.vocabulary = UnitVocabulary(graphs);
   return MarsEncoder(a);
 }
 
 MarsPlacerArchitecture MarsPlacerArchitectureOf(const LearnedOptions& options, int64_t devices) {
   MarsPlacerArchitecture a;
-  a.hidden = options.mars_hidden;
-  a.segment = options.mars_segment;
+  a.hidden = options.mars.hidden;
+  a.segment = options.mars.segment;
   a.devices = devices;
   return a;
 }
@@ -120,7 +120,7 @@ std::unique_ptr<Policy> MakeMarsPolicyWithNet(const PlacementProblem& problem, M
     throw Error("a Mars network for " + std::to_string(net->architecture().devices) + " devices cannot place on cluster '" +
                 ForMessage(problem.cluster.name) + "' of " + std::to_string(problem.cluster.num_devices()));
   }
-  auto units = std::make_shared<const UnitDecisions>(problem, options.gdp_start_bias != 0 && options.gdp_baseline_probes);
+  auto units = std::make_shared<const UnitDecisions>(problem, options.unit.start_bias_or_default() != 0 && options.unit.baseline_probes);
   auto inputs = std::make_shared<const UnitInputs>(
       BuildUnitInputs(units->features(), problem.graph, problem.cluster, net->encoder()->architecture().vocabulary));
   return std::make_unique<MarsPolicy>(std::move(units), std::move(inputs), std::move(net), options);
@@ -129,13 +129,13 @@ std::unique_ptr<Policy> MakeMarsPolicyWithNet(const PlacementProblem& problem, M
 std::unique_ptr<Policy> MakeMarsPolicy(const PlacementProblem& problem, const LearnedOptions& options) {
   ValidateLearnedOptions(options);
   if (!options.policy_file.empty()) {
-    if (!options.encoder_file.empty()) throw Error("--encoder and --policy: a Mars policy file holds its encoder already; give one");
+    if (!options.unit.encoder_file.empty()) throw Error("--encoder and --policy: a Mars policy file holds its encoder already; give one");
     MarsNet net = LoadMarsPolicyFile(options.policy_file, problem.cluster);
-    if (options.gdp_start_bias_given) net->set_start_bias(options.gdp_start_bias);
+    if (options.unit.start_bias) net->set_start_bias(*options.unit.start_bias);
     return MakeMarsPolicyWithNet(problem, std::move(net), options);
   }
   MarsNet net(MarsStartEncoder(options, {&problem.graph}), MarsPlacerArchitectureOf(options, problem.cluster.num_devices()),
-              options.gdp_start_bias);
+              options.unit.start_bias_or_default());
   return MakeMarsPolicyWithNet(problem, std::move(net), options);
 }
 

@@ -70,7 +70,7 @@ class Policy {
   virtual std::vector<torch::Tensor> prior_parameters() { return {}; }
 
   // The parameters of a graph encoder that learns at its own rate
-  // (LearnedOptions::mars_encoder_learning_rate: Mars's pre-trained encoder,
+  // (LearnedOptions::unit.encoder_learning_rate: Mars's pre-trained encoder,
   // fine-tuned slower than the placer or frozen). None by default. A policy
   // with some also has prior parameters (the optimiser's groups are network,
   // priors, encoder, in that order).

@@ -21,9 +21,9 @@ Seq2SeqOptions NetworkOptions(const LearnedOptions& options) {
   Seq2SeqOptions network;
   network.tanh_constant = options.tanh_constant;
   network.temperature = options.temperature;
-  network.stay_bias = options.stay_bias;
-  network.encoder_hidden = options.encoder_hidden;
-  network.decoder_hidden = options.decoder_hidden;
+  network.stay_bias = options.seq2seq.stay_bias_or_default();
+  network.encoder_hidden = options.seq2seq.encoder_hidden;
+  network.decoder_hidden = options.seq2seq.decoder_hidden;
   return network;
 }
 
@@ -83,7 +83,7 @@ class Seq2SeqPlacer : public Policy {
 }  // namespace
 
 std::unique_ptr<Policy> MakeSeq2SeqPolicy(const PlacementProblem& problem, const LearnedOptions& options) {
-  auto grouping = std::make_shared<const Grouping>(PolicyGrouping(problem.graph, problem.cluster, options.group_order));
+  auto grouping = std::make_shared<const Grouping>(PolicyGrouping(problem.graph, problem.cluster, options.seq2seq.group_order));
   if (grouping->num_groups() == 0) throw Error("graph '" + ForMessage(problem.graph.name) + "' has no ops to place");
   CheckGroupsCanRun(problem.graph, problem.cluster, *grouping);
   auto features = std::make_shared<const GroupFeatures>(BuildGroupFeatures(problem.graph, *grouping, problem.cluster));

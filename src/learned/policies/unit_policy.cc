@@ -8,7 +8,7 @@ UnitPolicy::UnitPolicy(std::shared_ptr<const UnitDecisions> units, const Learned
     : units_(std::move(units)), options_(options), method_(std::move(method)) {}
 
 std::vector<Decision> UnitPolicy::StartProbes() const {
-  if (options_.gdp_start_bias == 0) return {};
+  if (options_.unit.start_bias_or_default() == 0) return {};
   return units_->StartProbes();
 }
 

@@ -78,7 +78,7 @@ class MarsSharedNetwork : public SharedNetwork {
 std::unique_ptr<SharedNetwork> MakeSharedNetwork(const LearnedOptions& options, const std::vector<const Graph*>& graphs, int64_t devices) {
   if (options.method == "mars") {
     return std::make_unique<MarsSharedNetwork>(
-        MarsNet(MarsStartEncoder(options, graphs), MarsPlacerArchitectureOf(options, devices), options.gdp_start_bias));
+        MarsNet(MarsStartEncoder(options, graphs), MarsPlacerArchitectureOf(options, devices), options.unit.start_bias_or_default()));
   }
   return std::make_unique<GdpSharedNetwork>(MakeGdpNet(options, devices, graphs));
 }

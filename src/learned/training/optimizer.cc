@@ -24,7 +24,7 @@ std::unique_ptr<torch::optim::Adam> MakePolicyOptimizer(Policy& policy, const Le
   std::vector<torch::optim::OptimizerParamGroup> groups;
   groups.emplace_back(network, std::make_unique<torch::optim::AdamOptions>(options.learning_rate));
   if (!priors.empty()) groups.emplace_back(priors, std::make_unique<torch::optim::AdamOptions>(options.prior_learning_rate));
-  if (!encoder.empty()) groups.emplace_back(encoder, std::make_unique<torch::optim::AdamOptions>(options.mars_encoder_learning_rate));
+  if (!encoder.empty()) groups.emplace_back(encoder, std::make_unique<torch::optim::AdamOptions>(options.unit.encoder_learning_rate));
   return std::make_unique<torch::optim::Adam>(std::move(groups), torch::optim::AdamOptions(options.learning_rate));
 }
 
@@ -33,7 +33,7 @@ LearningRates ScheduledLearningRates(const LearnedOptions& options, int64_t step
   if (step > options.lr_decay_start && options.lr_decay_every > 0) {
     factor = std::pow(options.lr_decay, static_cast<double>((step - options.lr_decay_start) / options.lr_decay_every));
   }
-  return {options.learning_rate * factor, options.prior_learning_rate * factor, options.mars_encoder_learning_rate * factor};
+  return {options.learning_rate * factor, options.prior_learning_rate * factor, options.unit.encoder_learning_rate * factor};
 }
 
 void SetLearningRates(torch::optim::Adam& optimizer, const LearningRates& rates) {

@@ -17,7 +17,7 @@ namespace devplace {
 // policy has priors (Policy::prior_parameters), a second group holding just
 // them at options.prior_learning_rate, and when it has an encoder of its own
 // rate (Policy::encoder_parameters), a third at
-// options.mars_encoder_learning_rate. Parameters that require no gradient
+// options.unit.encoder_learning_rate. Parameters that require no gradient
 // (a frozen encoder) are in none.
 std::unique_ptr<torch::optim::Adam> MakePolicyOptimizer(Policy& policy, const LearnedOptions& options);
 
