@@ -29,6 +29,7 @@
 #include "learned/networks/segment_attention.h"
 #include "learned/policies/unit_decisions.h"
 #include "learned/policies/window_moves.h"
+#include "learned/networks/policy_file.h"
 
 namespace devplace {
 namespace {

@@ -28,6 +28,7 @@
 #include "models/registry.h"
 #include "util/error.h"
 #include "util/files.h"
+#include "learned/networks/policy_file.h"
 
 namespace devplace {
 namespace {

@@ -65,15 +65,4 @@ class GdpNetImpl : public torch::nn::Module {
 };
 TORCH_MODULE(GdpNet);
 
-// A trained network as a file: its architecture, vocabulary, the cluster it
-// was trained for (device count and kinds), what it was trained on, and its
-// parameters, sealed with a checksum (learned/files/checkpoint_file.h).
-using GdpPolicyFileFacts = PolicyFileFacts;
-void SaveGdpPolicyFile(const std::string& path, GdpNet& net, const GdpPolicyFileFacts& facts);
-
-// Loads the network of the file at `path` for `cluster`; throws Error in
-// one line naming the file when it is not a GDP policy file, is damaged, or
-// was trained for another device count or other device kinds.
-GdpNet LoadGdpPolicyFile(const std::string& path, const Cluster& cluster, GdpPolicyFileFacts* facts = nullptr);
-
 }  // namespace devplace

@@ -3,11 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "learned/files/checkpoint_file.h"
-#include "learned/files/loaded_parameters.h"
-#include "learned/files/run_files.h"
 #include "util/error.h"
-#include "util/files.h"
 #include "util/stop_request.h"
 
 namespace devplace {
@@ -15,7 +11,6 @@ namespace {
 
 constexpr int64_t kDeviceEmbedding = 16;
 constexpr double kBlocked = -1e9;  // the logit of a device a unit may not use
-constexpr std::string_view kPolicyHeader = "DEVPLACE-MARS-POLICY 1\n";
 
 }  // namespace
 
@@ -157,34 +152,6 @@ MarsNetImpl::Sampled MarsNetImpl::Sample(const Encoded& e, int64_t K, torch::Gen
   out.log_prob = log_prob;
   out.entropy = entropy;
   return out;
-}
-
-void SaveMarsPolicyFile(const std::string& path, MarsNet& net, const PolicyFileFacts& facts) {
-  const MarsPlacerArchitecture& a = net->architecture();
-  CheckpointParts parts;
-  parts.facts = {{"encoder", MarsEncoderArchitectureJson(net->encoder()->architecture())},
-                 {"placer", {{"hidden", a.hidden}, {"segment", a.segment}, {"devices", a.devices}}}};
-  WritePolicyFileFacts(facts, parts.facts);
-  parts.tensors = ModuleBytes(*net);
-  WriteCheckpointFile(path, SealCheckpoint(parts, kPolicyHeader));
-}
-
-MarsNet LoadMarsPolicyFile(const std::string& path, const Cluster& cluster, PolicyFileFacts* facts_out) {
-  const std::string noun = "Mars policy file";
-  CheckpointParts parts = UnsealCheckpoint(path, ReadTextFile(path), kPolicyHeader, noun);
-  const CheckpointFacts facts(path, parts.facts, noun);
-  const PolicyFileFacts file_facts = ReadPolicyFileFacts(facts);
-  const MarsEncoderArchitecture encoder = ReadMarsEncoderArchitecture(CheckpointFacts(path, facts.Object("encoder"), noun));
-  const CheckpointFacts placer(path, facts.Object("placer"), noun);
-  MarsPlacerArchitecture a;
-  a.hidden = placer.Integer("hidden", 1, 4096);
-  a.segment = placer.Integer("segment", 1, 1 << 20);
-  a.devices = placer.Integer("devices", 1, 1 << 20);
-  RequireTrainedFor(path, "Mars", file_facts, a.devices, cluster);
-  MarsNet net(MarsEncoder(encoder), a, 0.0);
-  if (const std::string problem = LoadModuleBytes(*net, parts.tensors); !problem.empty()) facts.Fail("the policy " + problem);
-  if (facts_out != nullptr) *facts_out = file_facts;
-  return net;
 }
 
 }  // namespace devplace

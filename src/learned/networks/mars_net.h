@@ -96,13 +96,4 @@ class MarsNetImpl : public torch::nn::Module {
 };
 TORCH_MODULE(MarsNet);
 
-// A Mars network trained across graphs (`devplace train --method mars`) as a
-// file: the encoder's and the placer's architecture, the cluster it was
-// trained for and what on (learned/files/policy_file_facts.h), and its parameters,
-// sealed with a checksum.
-void SaveMarsPolicyFile(const std::string& path, MarsNet& net, const PolicyFileFacts& facts);
-// Throws Error in one line naming the file when it is not a Mars policy
-// file, is damaged, or was trained for another device count or kinds.
-MarsNet LoadMarsPolicyFile(const std::string& path, const Cluster& cluster, PolicyFileFacts* facts = nullptr);
-
 }  // namespace devplace

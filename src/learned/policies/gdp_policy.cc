@@ -11,6 +11,7 @@
 #include "learned/policies/unit_policy.h"
 #include "learned/policies/window_moves.h"
 #include "util/error.h"
+#include "learned/networks/policy_file.h"
 
 namespace devplace {
 namespace {

@@ -7,6 +7,7 @@
 #include "learned/networks/mars_net.h"
 #include "learned/policies/unit_policy.h"
 #include "util/error.h"
+#include "learned/networks/policy_file.h"
 
 namespace devplace {
 namespace {

@@ -30,6 +30,7 @@
 #include "util/error.h"
 #include "util/files.h"
 #include "util/stop_request.h"
+#include "learned/networks/policy_file.h"
 
 namespace devplace {
 namespace {
