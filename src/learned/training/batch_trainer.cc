@@ -26,6 +26,7 @@
 #include "learned/training/optimizer.h"
 #include "learned/training/ppo.h"
 #include "learned/files/run_files.h"
+#include "learned/training/one_line_errors.h"
 #include "sim/environment.h"
 #include "util/error.h"
 #include "util/files.h"
@@ -440,15 +441,12 @@ BatchTrainResult TrainAcrossGraphs(const std::vector<PlacementProblem>& problems
   torch::set_num_threads(1);
   mallopt(M_MMAP_THRESHOLD, 1 << 30);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
-  try {
+  BatchTrainResult result;
+  RunWithOneLineTorchErrors("train", [&] {
     BatchTrainer trainer(problems, options);
-    return trainer.Run(on_update);
-  } catch (const Error&) {
-    throw;
-  } catch (const c10::Error& e) {
-    std::string what = e.what();
-    throw Error("train: " + ForMessage(what.substr(0, what.find('\n')), 300));
-  }
+    result = trainer.Run(on_update);
+  });
+  return result;
 }
 
 }  // namespace devplace

@@ -32,6 +32,7 @@
 #include "learned/learned_placer.h"
 #include "learned/files/run_files.h"
 #include "learned/files/run_folder.h"
+#include "learned/training/one_line_errors.h"
 #include "sim/environment.h"
 #include "sim/lower_bound.h"
 #include "util/error.h"
@@ -722,16 +723,12 @@ LearnedResult TrainLearnedPlacer(const PlacementProblem& problem, const LearnedO
   // the heap makes training about twice as fast.
   mallopt(M_MMAP_THRESHOLD, 1 << 30);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
-  try {
+  LearnedResult result;
+  RunWithOneLineTorchErrors("the learned placer failed in torch", [&] {
     Trainer trainer(problem, options);
-    return trainer.Run(on_step);
-  } catch (const c10::Error& e) {
-    // torch's message comes with its C++ stack trace: its first line says
-    // what was wrong.
-    std::string what = e.what_without_backtrace();
-    what = what.substr(0, what.find('\n'));
-    throw Error("the learned placer failed in torch: " + ForMessage(what, 300));
-  }
+    result = trainer.Run(on_step);
+  });
+  return result;
 }
 
 }  // namespace devplace
