@@ -28,6 +28,8 @@
 #include "learned/files/loaded_parameters.h"
 #include "learned/methods.h"
 #include "learned/training/optimizer.h"
+#include "learned/training/start_probes.h"
+#include "learned/training/training_budget.h"
 #include "learned/policies/policy.h"
 #include "learned/learned_placer.h"
 #include "learned/files/run_files.h"
@@ -43,7 +45,6 @@ namespace devplace {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
 
 struct Controller {
   int32_t id = 0;
@@ -59,7 +60,7 @@ void CopyParameters(Policy& from, Policy& to) { devplace::CopyParameters(from.mo
 class Trainer {
  public:
   Trainer(const PlacementProblem& problem, const LearnedOptions& options)
-      : problem_(problem), options_(options), algorithm_(MakeAlgorithm(options)) {
+      : problem_(problem), options_(options), budget_(options), algorithm_(MakeAlgorithm(options)) {
     // The policy's parameters start random: from the run's seed.
     torch::manual_seed(static_cast<uint64_t>(options.seed));
     shared_ = MakePolicy(problem, options);
@@ -120,7 +121,7 @@ class Trainer {
   }
 
   LearnedResult Run(const LearnedProgressCallback& on_step) {
-    start_ = Clock::now();
+    budget_.Start();
     // Everything that can fail on the inputs happens before the first write
     // to the out folder, so a refused run leaves nothing behind.
     CheckOutFolder();
@@ -138,7 +139,7 @@ class Trainer {
       }
     }
     OpenOutput();
-    last_checkpoint_ = Clock::now();
+    budget_.CheckpointWritten();
     on_step_ = on_step;
     if (options_.zero_shot && !stopped_in_start_) {
       try {
@@ -190,19 +191,12 @@ class Trainer {
   static std::string CurveHeader() {
     return "step,seconds,samples,mean_step_time_s,best_step_time_s,failed_fraction,baseline,learning_rate\n";
   }
-  double Seconds() const { return seconds_before_ + std::chrono::duration<double>(Clock::now() - start_).count(); }
+  double Seconds() const { return budget_.Seconds(); }
   bool CheckpointsOn() const {
     return !options_.out_dir.empty() && (options_.checkpoint_every > 0 || options_.checkpoint_seconds > 0);
   }
 
-  bool Done() const {
-    if (options_.zero_shot) return true;
-    if (StopRequested()) return true;
-    if (options_.max_steps > 0 && step_ >= options_.max_steps) return true;
-    if (options_.max_samples > 0 && samples_ >= options_.max_samples) return true;
-    if (options_.max_seconds > 0 && Seconds() >= options_.max_seconds) return true;
-    return options_.max_steps <= 0 && options_.max_samples <= 0 && options_.max_seconds <= 0;
-  }
+  bool Done() const { return budget_.Done(step_, samples_); }
 
   void CheckOutFolder() const {
     if (options_.out_dir.empty()) {
@@ -381,9 +375,7 @@ class Trainer {
   bool CheckpointDue() const {
     if (!CheckpointsOn()) return false;
     if (first_best_unsaved_) return true;
-    if (options_.checkpoint_every > 0 && step_ % options_.checkpoint_every == 0) return true;
-    return options_.checkpoint_seconds > 0 &&
-           std::chrono::duration<double>(Clock::now() - last_checkpoint_).count() >= options_.checkpoint_seconds;
+    return budget_.CheckpointDue(step_);
   }
 
   // With the lock held: clip, step the shared optimiser, and refresh the
@@ -406,18 +398,12 @@ class Trainer {
   // the search (they count in its budget, and one may be its first best),
   // then lets the policy choose its start from their times.
   void ProbeStart() {
-    const std::vector<Decision> probes = shared_->StartProbes();
-    if (probes.empty()) return;
-    std::vector<Placement> placements;
-    placements.reserve(probes.size());
-    for (const Decision& d : probes) placements.push_back(shared_->ToPlacement(d));
-    // Batch -1: noise seeds of their own, apart from every update's.
-    const std::vector<Outcome> outcomes = controllers_[0]->environment->Measure(placements, -1, 0);
-    for (size_t i = 0; i < outcomes.size(); ++i) {
-      if (outcomes[i].ok) RecordBest(placements[i], outcomes[i].step_time_s);
+    const MeasuredProbes probes = MeasureStartProbes(*shared_, *controllers_[0]->environment);
+    if (probes.outcomes.empty()) return;
+    for (size_t i = 0; i < probes.outcomes.size(); ++i) {
+      if (probes.outcomes[i].ok) RecordBest(probes.placements[i], probes.outcomes[i].step_time_s);
     }
-    samples_ += static_cast<int64_t>(probes.size());
-    shared_->ChooseStart(ProbeStepTimes(outcomes));
+    samples_ += static_cast<int64_t>(probes.outcomes.size());
     for (auto& controller : controllers_) {
       if (controller->policy != shared_.get()) CopyParameters(*shared_, *controller->policy);
     }
@@ -544,7 +530,7 @@ class Trainer {
                    {"curve", curve_rows_}};
     parts.tensors = tensors.str();
     WriteCheckpointFile(CheckpointPath(), SealCheckpoint(parts));
-    last_checkpoint_ = Clock::now();
+    budget_.CheckpointWritten();
     first_best_unsaved_ = false;
   }
 
@@ -558,7 +544,7 @@ class Trainer {
     LoadPolicy(facts, parts.tensors);
     step_ = facts.Integer("step", 0, INT64_MAX);
     samples_ = facts.Integer("samples", 0, INT64_MAX);
-    seconds_before_ = facts.Number("seconds", 0);
+    budget_.SetSecondsBefore(facts.Number("seconds", 0));
     const nlohmann::json& baselines = facts.Array("baselines");
     if (baselines.size() != controllers_.size()) facts.Fail("checkpoint's 'baselines' do not match its controllers");
     for (auto& c : controllers_) c->baseline = facts.NumberOf(baselines[c->id], "baselines", 0);
@@ -686,6 +672,7 @@ class Trainer {
 
   const PlacementProblem& problem_;
   const LearnedOptions& options_;
+  TrainingBudget budget_;  // seconds, budgets and checkpoint timing
   std::unique_ptr<Algorithm> algorithm_;
   std::unique_ptr<Policy> shared_;  // the parameters every controller updates
   std::unique_ptr<torch::optim::Adam> optimizer_;
@@ -701,9 +688,6 @@ class Trainer {
   std::mutex mutex_;  // guards everything below and the shared parameters
   int64_t step_ = 0;
   int64_t samples_ = 0;
-  double seconds_before_ = 0;  // from before a resume
-  Clock::time_point start_;
-  Clock::time_point last_checkpoint_;
   Placement best_placement_;  // op by op: a warm start's target may be finer than the groups
   double best_time_s_ = 0;
   bool best_file_stale_ = false;     // best_placement_ is not yet in the file
