@@ -25,6 +25,7 @@
 #include "learned/methods.h"
 #include "learned/training/optimizer.h"
 #include "learned/training/ppo.h"
+#include "learned/training/sampled_batch.h"
 #include "learned/training/start_probes.h"
 #include "learned/training/training_budget.h"
 #include "learned/files/run_files.h"
@@ -120,18 +121,8 @@ class BatchTrainer {
       TrainingGraph g;
       g.problem = &p;
       g.policy = net_->PolicyFor(p, rl_);
-      SimulatedEnvironmentOptions environment;
-      environment.workers = rl_.worker_threads > 0 ? rl_.worker_threads : cores;
-      environment.noise.jitter = rl_.jitter;
-      environment.noise.failure_probability = rl_.failure_probability;
-      environment.measure_steps = rl_.measure_steps;
-      environment.seed = rl_.seed;
-      environment.measure_overflow = grade;
-      g.environment = std::make_unique<SimulatedEnvironment>(p.graph, p.cluster, p.cost, environment);
-      g.failing_reward = std::sqrt(rl_.failing_runtime_s > 0 ? rl_.failing_runtime_s : AutomaticFailingRuntimeS(p));
-      if (!std::isfinite(g.failing_reward)) {
-        throw Error("cannot pick a failing step time for graph " + ForMessage(p.graph.name) + ": give --failing-runtime");
-      }
+      g.environment = MakeTrainingEnvironment(p, rl_, rl_.worker_threads > 0 ? rl_.worker_threads : cores, grade);
+      g.failing_reward = FailingRewardOf(p, rl_);
       g.baseline = g.failing_reward;
       graphs_.push_back(std::move(g));
     }
@@ -213,38 +204,24 @@ class BatchTrainer {
   BatchTrainProgress Update() {
     std::vector<GraphBatch> batches(graphs_.size());
     BatchTrainProgress progress;
-    const bool after_cutover = update_ >= rl_.cutover_step;
     for (size_t i = 0; i < graphs_.size(); ++i) {
       TrainingGraph& g = graphs_[i];
       GraphBatch& b = batches[i];
       b.policy = g.policy.get();
       b.baseline = &g.baseline;
       b.pass = g.policy->Begin();
-      SampleOptions sampling;
-      sampling.logit_noise_std = update_ < rl_.logit_noise_steps ? rl_.logit_noise_std : 0.0;
-      sampling.step = update_;
-      PolicySamples samples = b.pass->Sample(rl_.samples_per_step, generator_, sampling);
-      std::vector<Placement> placements;
-      for (const Decision& d : samples.decisions) placements.push_back(g.policy->ToPlacement(d));
-      const std::vector<Outcome> outcomes = g.environment->Measure(placements, update_, static_cast<int32_t>(i));
-      double sum_time = 0;
-      int32_t ran = 0;
-      for (size_t k = 0; k < outcomes.size(); ++k) {
-        if (outcomes[k].ok) {
-          sum_time += outcomes[k].step_time_s;
-          ++ran;
-          if (g.best_time_s == 0 || outcomes[k].step_time_s < g.best_time_s) g.best_time_s = outcomes[k].step_time_s;
-        }
-        if (after_cutover && !outcomes[k].ok) continue;
-        b.batch.decisions.push_back(samples.decisions[k]);
-        b.batch.rewards.push_back(RewardOf(outcomes[k], g.failing_reward, grade_failures_));
+      SampledBatch sampled = SampleAndMeasure(*g.policy, *b.pass, *g.environment, generator_, update_,
+                                              static_cast<int32_t>(i), rl_, g.failing_reward, grade_failures_);
+      for (const Outcome& outcome : sampled.outcomes) {
+        if (outcome.ok && (g.best_time_s == 0 || outcome.step_time_s < g.best_time_s)) g.best_time_s = outcome.step_time_s;
       }
-      samples_ += static_cast<int64_t>(outcomes.size());
+      b.batch = std::move(sampled.used);
+      samples_ += static_cast<int64_t>(sampled.outcomes.size());
       BatchGraphProgress p;
       p.graph = g.problem->graph.name;
       p.best_step_time_s = g.best_time_s;
-      p.mean_step_time_s = ran > 0 ? sum_time / ran : 0;
-      p.failed_fraction = 1.0 - static_cast<double>(ran) / static_cast<double>(outcomes.size());
+      p.mean_step_time_s = sampled.ran > 0 ? sampled.sum_time_s / sampled.ran : 0;
+      p.failed_fraction = 1.0 - static_cast<double>(sampled.ran) / static_cast<double>(sampled.outcomes.size());
       progress.graphs.push_back(p);
     }
     algorithm_->UpdateAcrossGraphs(batches, [&] {

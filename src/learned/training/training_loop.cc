@@ -28,6 +28,7 @@
 #include "learned/files/loaded_parameters.h"
 #include "learned/methods.h"
 #include "learned/training/optimizer.h"
+#include "learned/training/sampled_batch.h"
 #include "learned/training/start_probes.h"
 #include "learned/training/training_budget.h"
 #include "learned/policies/policy.h"
@@ -66,11 +67,7 @@ class Trainer {
     shared_ = MakePolicy(problem, options);
     optimizer_ = MakePolicyOptimizer(*shared_, options);
     grade_failures_ = GradesFailures(options);
-    failing_reward_ = std::sqrt(options.failing_runtime_s > 0 ? options.failing_runtime_s : AutomaticFailingRuntimeS(problem));
-    if (!std::isfinite(failing_reward_)) {
-      throw Error("cannot pick a failing step time for graph " + ForMessage(problem.graph.name) + " on cluster " +
-                  ForMessage(problem.cluster.name) + ": give --failing-runtime");
-    }
+    failing_reward_ = FailingRewardOf(problem, options);
 
     const int32_t num_controllers = std::max(1, options.controllers);
     int32_t cores = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
@@ -87,17 +84,7 @@ class Trainer {
         controller->policy = controller->own_policy.get();
         CopyParameters(*shared_, *controller->policy);
       }
-      SimulatedEnvironmentOptions environment;
-      environment.workers = workers;
-      environment.noise.jitter = options.jitter;
-      environment.noise.failure_probability = options.failure_probability;
-      environment.measure_steps = options.measure_steps;
-      environment.seed = options.seed;
-      environment.measure_overflow = grade_failures_;
-      controller->environment =
-          options.make_environment
-              ? options.make_environment(problem.graph, problem.cluster, problem.cost, environment)
-              : std::make_unique<SimulatedEnvironment>(problem.graph, problem.cluster, problem.cost, environment);
+      controller->environment = MakeTrainingEnvironment(problem, options, workers, grade_failures_);
       controllers_.push_back(std::move(controller));
     }
     if (options.make_environment && options.failing_runtime_s <= 0) {
@@ -284,29 +271,11 @@ class Trainer {
     }
     // One encoder pass serves both sampling and scoring.
     std::unique_ptr<PolicyPass> pass = controller.policy->Begin();
-    SampleOptions sampling;
-    sampling.logit_noise_std = step < options_.logit_noise_steps ? options_.logit_noise_std : 0.0;
-    sampling.step = step;
-    PolicySamples samples = pass->Sample(options_.samples_per_step, controller.generator, sampling);
-    std::vector<Placement> placements;
-    for (const Decision& decision : samples.decisions) placements.push_back(controller.policy->ToPlacement(decision));
-    std::vector<Outcome> outcomes = controller.environment->Measure(placements, step, controller.id);
-
-    // Which placements update the policy: all before the cut-over, after it
-    // only those that ran (§3.1).
-    const bool after_cutover = step >= options_.cutover_step;
-    UpdateBatch used;
-    double sum_time = 0;
-    int32_t ran = 0;
-    for (size_t k = 0; k < outcomes.size(); ++k) {
-      if (outcomes[k].ok) {
-        sum_time += outcomes[k].step_time_s;
-        ++ran;
-      }
-      if (after_cutover && !outcomes[k].ok) continue;
-      used.decisions.push_back(samples.decisions[k]);
-      used.rewards.push_back(RewardOf(outcomes[k], failing_reward_, grade_failures_));
-    }
+    SampledBatch sampled = SampleAndMeasure(*controller.policy, *pass, *controller.environment, controller.generator, step,
+                                            controller.id, options_, failing_reward_, grade_failures_);
+    std::vector<Placement>& placements = sampled.placements;
+    const std::vector<Outcome>& outcomes = sampled.outcomes;
+    const UpdateBatch& used = sampled.used;
 
     // A stop here keeps the batch's best (it was measured whole) but makes
     // no update.
@@ -326,7 +295,7 @@ class Trainer {
     ++step_;
     samples_ += static_cast<int64_t>(outcomes.size());
 
-    LearnedProgress progress = Progress(sum_time, ran, outcomes.size());
+    LearnedProgress progress = Progress(sampled.sum_time_s, sampled.ran, outcomes.size());
     progress.samples_used = static_cast<int32_t>(used.decisions.size());
     AppendCurveRow(progress, controller.baseline, ScheduledLearningRates(options_, step).network);
     if (on_step_) on_step_(progress);
