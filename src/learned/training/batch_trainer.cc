@@ -28,6 +28,7 @@
 #include "learned/training/sampled_batch.h"
 #include "learned/training/start_probes.h"
 #include "learned/training/training_budget.h"
+#include "learned/training/training_loop.h"
 #include "learned/files/run_files.h"
 #include "learned/training/one_line_errors.h"
 #include "sim/environment.h"
@@ -97,7 +98,12 @@ struct TrainingGraph {
   double best_time_s = 0;  // 0: none ran yet
 };
 
-class BatchTrainer {
+// The training loop's mode that trains one network across graphs
+// (learned/training/training_loop.h): one controller, whose every update
+// samples and measures each graph's K placements and hands them all to
+// Algorithm::UpdateAcrossGraphs; the output is a policy file with a
+// checkpoint beside it.
+class BatchTrainer : public TrainingMode {
  public:
   BatchTrainer(const std::vector<PlacementProblem>& problems, const BatchTrainOptions& options)
       : options_(options), rl_(options.rl), budget_(options.rl) {
@@ -136,27 +142,8 @@ class BatchTrainer {
 
   BatchTrainResult Run(const std::function<void(const BatchTrainProgress&)>& on_update) {
     budget_.Start();
-    if (options_.resume) {
-      LoadCheckpoint();
-    } else {
-      try {
-        for (TrainingGraph& g : graphs_) ProbeStart(g);
-      } catch (const Stopped&) {
-        // A stop during the probes: the policy as it starts is written.
-      }
-    }
-    // A killed training leaves its temporary files; the next one in the
-    // folder removes them (and each run its own at the end).
-    RemoveTemporariesBeside(options_.policy_out, /*only_this_process=*/false);
-    budget_.CheckpointWritten();
-    while (!budget_.Done(update_, samples_)) {
-      std::optional<BatchTrainProgress> progress = UpdateUnlessStopped();
-      if (!progress) break;
-      if (on_update) on_update(*progress);
-      if (budget_.CheckpointDue(update_)) Save();
-    }
-    SearchEnded();  // writing the policy may take a while: the stop's watchdog waits for it
-    Save();
+    on_update_ = on_update;
+    RunTrainingLoop(*this);
     RemoveTemporariesBeside(options_.policy_out, /*only_this_process=*/true);
     BatchTrainResult result;
     result.updates = update_;
@@ -170,6 +157,34 @@ class BatchTrainer {
     }
     return result;
   }
+
+  void Start() override {
+    if (options_.resume) {
+      LoadCheckpoint();
+    } else {
+      try {
+        for (TrainingGraph& g : graphs_) ProbeStart(g);
+      } catch (const Stopped&) {
+        // A stop during the probes: the policy as it starts is written.
+      }
+    }
+    // A killed training leaves its temporary files; the next one in the
+    // folder removes them (and each run its own at the end).
+    RemoveTemporariesBeside(options_.policy_out, /*only_this_process=*/false);
+    budget_.CheckpointWritten();
+  }
+
+  int32_t num_controllers() const override { return 1; }
+  bool Done() const override { return budget_.Done(update_, samples_); }
+
+  void Step(int32_t /*controller*/) override {
+    std::optional<BatchTrainProgress> progress = UpdateUnlessStopped();
+    if (!progress) return;
+    if (on_update_) on_update_(*progress);
+    if (budget_.CheckpointDue(update_)) Save();
+  }
+
+  void Finish() override { Save(); }
 
  private:
   double Seconds() const { return budget_.Seconds(); }
@@ -342,6 +357,7 @@ class BatchTrainer {
   std::unique_ptr<torch::optim::Adam> optimizer_;
   torch::Generator generator_;
   bool grade_failures_ = false;
+  std::function<void(const BatchTrainProgress&)> on_update_;
   int64_t update_ = 0;
   int64_t samples_ = 0;
 };
