@@ -21,7 +21,6 @@
 #include <sstream>
 #include <thread>
 
-#include "placers/search_cost.h"
 #include "learned/training/algorithm.h"
 #include "learned/files/checkpoint_facts.h"
 #include "learned/files/checkpoint_file.h"
@@ -32,6 +31,7 @@
 #include "learned/training/start_probes.h"
 #include "learned/training/training_budget.h"
 #include "learned/training/training_loop.h"
+#include "learned/training/warm_start.h"
 #include "learned/policies/policy.h"
 #include "learned/learned_placer.h"
 #include "learned/files/run_files.h"
@@ -365,66 +365,15 @@ class PlaceTrainer : public TrainingMode {
     }
   }
 
-  // The placement a warm start imitates: a placement file, a baseline
-  // method, or "best": the fastest baseline that runs, else the one the
-  // simulator says overflows memory least (a real run does not say how far
-  // it overflowed), as mcmc chooses its start (placers/search_cost.h).
-  Placement WarmStartTarget() {
-    if (fs::exists(options_.warm_start)) return LoadPlacementFile(options_.warm_start, problem_.graph, problem_.cluster);
-    if (options_.warm_start != "best") {
-      const PlacerInfo* placer = nullptr;
-      try {
-        placer = &FindPlacer(options_.warm_start);
-      } catch (const Error& e) {
-        throw Error("--warm-start " + ForMessage(options_.warm_start) + ": no such file, and " + e.what());
-      }
-      return placer->place(problem_).placement;
-    }
-    Placement best;
-    Outcome best_outcome;
-    SearchCost best_cost;  // simulated, for a best that did not run
-    for (const PlacerInfo& placer : ListPlacers()) {
-      if (placer.name == "random") continue;  // not a method anyone would start from
-      Placement candidate = placer.place(problem_).placement;
-      Outcome outcome = controllers_[0]->environment->MeasureOne(candidate);
-      SearchCost cost;
-      if (!outcome.ok) cost = SearchCostOf(problem_.simulator.Run(candidate), problem_.cluster);
-      const bool better = best.empty() || (outcome.ok != best_outcome.ok ? outcome.ok
-                                           : outcome.ok                 ? outcome.step_time_s < best_outcome.step_time_s
-                                                                        : Better(cost, best_cost));
-      if (better) {
-        best = std::move(candidate);
-        best_outcome = outcome;
-        best_cost = cost;
-      }
-    }
-    return best;
-  }
-
   // Imitates a baseline placement before RL starts (an option, not the
-  // default): supervised steps toward it, until the policy gives each group
-  // its target device with probability about 0.99 or the steps run out.
-  // The target is measured like any sample, as it is (the groups may not
-  // express it exactly), so the search's best starts there, and so do the
-  // controllers' baselines: started at the failing signal they would reward
-  // every early sample and undo the imitation.
+  // default; learned/training/warm_start.h). The target is measured like any
+  // sample, as it is (the groups may not express it exactly), so the
+  // search's best starts there, and so do the controllers' baselines:
+  // started at the failing signal they would reward every early sample and
+  // undo the imitation.
   void WarmStart() {
-    const Placement target_placement = WarmStartTarget();
-    if (auto why = CheckPlacement(problem_.graph, problem_.cluster, target_placement)) {
-      throw Error("--warm-start " + ForMessage(options_.warm_start) + ": its placement cannot run: " + *why);
-    }
-    const Decision target = shared_->Imitate(target_placement);
-    const double num_choices = static_cast<double>(target.size());
-    for (int64_t i = 0; i < options_.warm_start_steps; ++i) {
-      ThrowIfStopRequested();
-      torch::Tensor loss = -shared_->Begin()->Score({target}).log_prob.mean();
-      if (loss.item<double>() / num_choices < 0.01) break;
-      shared_->module().zero_grad();
-      loss.backward();
-      torch::nn::utils::clip_grad_norm_(shared_->module().parameters(), options_.grad_clip_norm);
-      SetLearningRates(*optimizer_, {0.01, 0.01});  // supervised: a larger step is safe; 300 steps imitate a pipeline over 170 groups
-      optimizer_->step();
-    }
+    const Placement target_placement = WarmStartTarget(problem_, options_, *controllers_[0]->environment);
+    ImitatePlacement(*shared_, *optimizer_, target_placement, options_);
     Outcome measured = controllers_[0]->environment->MeasureOne(target_placement);
     for (auto& controller : controllers_) {
       if (controller->policy != shared_.get()) CopyParameters(*shared_, *controller->policy);
