@@ -3,7 +3,7 @@
 // and the curve ends with one whole row per step, none torn, missing or
 // repeated.
 //
-// The moments are named points in the trainer (src/learned/training/training_loop.cc):
+// The moments are named points in the trainer (src/learned/training/place_trainer.cc):
 // with DEVPLACE_TEST_HOLD_AT=POINT:N the run stops at the N-th arrival at
 // POINT, creates DEVPLACE_TEST_HOLD_MARKER and waits; the test polls for the
 // marker (a bounded loop, no sleeps as synchronisation) and kills it there.

@@ -17,6 +17,7 @@
 #include "placers/placer.h"
 #include "learned/learned_placer.h"
 #include "learned/files/run_folder.h"
+#include "learned/training/one_line_errors.h"
 #include "methods/method_registry.h"
 #include "methods/run_method.h"
 #include "util/error.h"
@@ -543,21 +544,16 @@ void AddPlaceCommand(CLI::App& app) {
   cmd->add_option("--warm-start-steps", rl.warm_start_steps, "Supervised steps of the warm start")
       ->group(g)->check(NotNegative());
   cmd->callback([flags, cmd, fixed_by_policy] {
-    try {
+    // torch's (and the file system's) exceptions: one line saying what
+    // was wrong, not an "internal error" with a stack trace.
+    RunWithOneLineErrors("place", [&] {
       flags->max_steps_given = cmd->count("--max-steps") > 0;
       flags->algorithm_given = cmd->count("--algorithm") > 0;
       flags->learning_rate_given = cmd->count("--learning-rate") > 0;
       flags->measure_steps_given = cmd->count("--measure-steps") > 0 && cmd->count("--run-steps") == 0;
       RefuseFlagsFixedByPolicy(fixed_by_policy, flags->rl);
       RunPlace(*flags);
-    } catch (const Error&) {
-      throw;
-    } catch (const std::exception& e) {
-      // torch's (and the file system's) exceptions: one line saying what
-      // was wrong, not an "internal error" with a stack trace.
-      std::string what = e.what();
-      throw Error("place: " + ForMessage(what.substr(0, what.find('\n')), 300));
-    }
+    });
   });
 }
 

@@ -16,6 +16,7 @@
 #include "cli/inputs.h"
 #include "cli/learned_commands.h"
 #include "learned/training/mars_pretrainer.h"
+#include "learned/training/one_line_errors.h"
 #include "util/error.h"
 #include "util/stop_request.h"
 
@@ -85,14 +86,7 @@ void AddPretrainCommand(CLI::App& app) {
   cmd->add_flag("--overwrite", flags->overwrite, "Replace an existing encoder file (without it, one is refused unless --resume)");
   cmd->add_flag("--quiet", flags->quiet, "No progress lines");
   cmd->callback([flags] {
-    try {
-      RunPretrain(*flags);
-    } catch (const Error&) {
-      throw;
-    } catch (const std::exception& e) {
-      std::string what = e.what();
-      throw Error("pretrain: " + ForMessage(what.substr(0, what.find('\n')), 300));
-    }
+    RunWithOneLineErrors("pretrain", [&] { RunPretrain(*flags); });
   });
 }
 

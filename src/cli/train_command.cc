@@ -17,6 +17,7 @@
 #include "cli/learned_flags.h"
 #include "cluster/cluster_json.h"
 #include "learned/training/batch_trainer.h"
+#include "learned/training/one_line_errors.h"
 #include "sim/simulator.h"
 #include "util/error.h"
 #include "util/stop_request.h"
@@ -141,15 +142,10 @@ void AddTrainCommand(CLI::App& app) {
   AddGdpNetworkFlags(cmd, rl, "GDP");
   AddMarsFlags(cmd, rl, "Mars");
   cmd->callback([flags, cmd] {
-    try {
+    RunWithOneLineErrors("train", [&] {
       flags->learning_rate_given = cmd->count("--learning-rate") > 0;
       RunTrain(*flags);
-    } catch (const Error&) {
-      throw;
-    } catch (const std::exception& e) {
-      std::string what = e.what();
-      throw Error("train: " + ForMessage(what.substr(0, what.find('\n')), 300));
-    }
+    });
   });
 }
 

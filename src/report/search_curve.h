@@ -1,6 +1,6 @@
 // Reading the output folder of a `devplace place` run for the report: its
 // search curve (curve.csv, one row per policy update, written by
-// src/learned/training/training_loop.cc) and its best placement (best_placement.json).
+// src/learned/training/place_trainer.cc) and its best placement (best_placement.json).
 #pragma once
 
 #include <cstdint>

@@ -26,6 +26,16 @@ struct UpdateBatch {
   std::vector<double> rewards;  // sqrt(step time s), or the failing signal: lower is better
 };
 
+// One graph's part of an update across graphs (`devplace train`): its
+// policy (every graph's shares one network), the encoder pass its batch was
+// sampled from, the placements that count and the graph's baseline.
+struct GraphBatch {
+  Policy* policy = nullptr;
+  std::unique_ptr<PolicyPass> pass;
+  UpdateBatch batch;
+  double* baseline = nullptr;
+};
+
 class Algorithm {
  public:
   virtual ~Algorithm() = default;
@@ -37,6 +47,15 @@ class Algorithm {
   // (thread-safe; the loop owns the optimiser and its learning rate).
   virtual void Update(Policy& policy, PolicyPass& pass, const UpdateBatch& batch, double& baseline,
                       const std::function<void()>& apply) = 0;
+
+  // Updates the network every graph's policy shares from all their batches
+  // at once (GDP's batch training, Zhou et al. §3.4): one loss, the mean of
+  // each graph's clipped surrogate, where a placement's advantage is its
+  // graph's baseline minus its reward over the spread of the graph's rewards,
+  // (b_g - r) / std_g, so that a slow graph (or one whose placements differ
+  // more) does not drown the others. `apply` as in Update; the first graph's
+  // policy holds the parameters it steps.
+  virtual void UpdateAcrossGraphs(std::vector<GraphBatch>& graphs, const std::function<void()>& apply) = 0;
 };
 
 // A measured placement's reward, lower is better: sqrt(step time s) if it

@@ -25,7 +25,12 @@
 #include "learned/methods.h"
 #include "learned/training/optimizer.h"
 #include "learned/training/ppo.h"
+#include "learned/training/sampled_batch.h"
+#include "learned/training/start_probes.h"
+#include "learned/training/training_budget.h"
+#include "learned/training/training_loop.h"
 #include "learned/files/run_files.h"
+#include "learned/training/one_line_errors.h"
 #include "sim/environment.h"
 #include "util/error.h"
 #include "util/files.h"
@@ -36,7 +41,6 @@ namespace devplace {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
 
 // The one network a batch training shares between its graphs' policies:
 // GDP's or Mars's, with the policy file it is written as.
@@ -95,10 +99,15 @@ struct TrainingGraph {
   double best_time_s = 0;  // 0: none ran yet
 };
 
-class BatchTrainer {
+// The training loop's mode that trains one network across graphs
+// (learned/training/training_loop.h): one controller, whose every update
+// samples and measures each graph's K placements and hands them all to
+// Algorithm::UpdateAcrossGraphs; the output is a policy file with a
+// checkpoint beside it.
+class BatchTrainer : public TrainingMode {
  public:
   BatchTrainer(const std::vector<PlacementProblem>& problems, const BatchTrainOptions& options)
-      : options_(options), rl_(options.rl) {
+      : options_(options), rl_(options.rl), budget_(options.rl) {
     if (problems.empty()) throw Error("train: no graphs to train on (--graphs)");
     if (options.policy_out.empty()) throw Error("train: no policy file to write (-o)");
     if (rl_.method != "gdp" && rl_.method != "mars") throw Error("train: only --method gdp or mars trains a policy across graphs");
@@ -119,18 +128,8 @@ class BatchTrainer {
       TrainingGraph g;
       g.problem = &p;
       g.policy = net_->PolicyFor(p, rl_);
-      SimulatedEnvironmentOptions environment;
-      environment.workers = rl_.worker_threads > 0 ? rl_.worker_threads : cores;
-      environment.noise.jitter = rl_.jitter;
-      environment.noise.failure_probability = rl_.failure_probability;
-      environment.measure_steps = rl_.measure_steps;
-      environment.seed = rl_.seed;
-      environment.measure_overflow = grade;
-      g.environment = std::make_unique<SimulatedEnvironment>(p.graph, p.cluster, p.cost, environment);
-      g.failing_reward = std::sqrt(rl_.failing_runtime_s > 0 ? rl_.failing_runtime_s : AutomaticFailingRuntimeS(p));
-      if (!std::isfinite(g.failing_reward)) {
-        throw Error("cannot pick a failing step time for graph " + ForMessage(p.graph.name) + ": give --failing-runtime");
-      }
+      g.environment = MakeTrainingEnvironment(p, rl_, rl_.worker_threads > 0 ? rl_.worker_threads : cores, grade);
+      g.failing_reward = FailingRewardOf(p, rl_);
       g.baseline = g.failing_reward;
       graphs_.push_back(std::move(g));
     }
@@ -139,31 +138,13 @@ class BatchTrainer {
     // the network's (and its start placement, which has no gradient).
     optimizer_ = MakePolicyOptimizer(*graphs_.front().policy, rl_);
     generator_ = at::make_generator<at::CPUGeneratorImpl>(rl_.seed * 1000003ull);
+    algorithm_ = MakeAlgorithm(rl_);
   }
 
   BatchTrainResult Run(const std::function<void(const BatchTrainProgress&)>& on_update) {
-    start_ = Clock::now();
-    if (options_.resume) {
-      LoadCheckpoint();
-    } else {
-      try {
-        for (TrainingGraph& g : graphs_) ProbeStart(g);
-      } catch (const Stopped&) {
-        // A stop during the probes: the policy as it starts is written.
-      }
-    }
-    // A killed training leaves its temporary files; the next one in the
-    // folder removes them (and each run its own at the end).
-    RemoveTemporariesBeside(options_.policy_out, /*only_this_process=*/false);
-    last_save_ = Clock::now();
-    while (!Done()) {
-      std::optional<BatchTrainProgress> progress = UpdateUnlessStopped();
-      if (!progress) break;
-      if (on_update) on_update(*progress);
-      if (SaveDue()) Save();
-    }
-    SearchEnded();  // writing the policy may take a while: the stop's watchdog waits for it
-    Save();
+    budget_.Start();
+    on_update_ = on_update;
+    RunTrainingLoop(*this);
     RemoveTemporariesBeside(options_.policy_out, /*only_this_process=*/true);
     BatchTrainResult result;
     result.updates = update_;
@@ -178,33 +159,43 @@ class BatchTrainer {
     return result;
   }
 
+  void Start() override {
+    if (options_.resume) {
+      LoadCheckpoint();
+    } else {
+      try {
+        for (TrainingGraph& g : graphs_) ProbeStart(g);
+      } catch (const Stopped&) {
+        // A stop during the probes: the policy as it starts is written.
+      }
+    }
+    // A killed training leaves its temporary files; the next one in the
+    // folder removes them (and each run its own at the end).
+    RemoveTemporariesBeside(options_.policy_out, /*only_this_process=*/false);
+    budget_.CheckpointWritten();
+  }
+
+  int32_t num_controllers() const override { return 1; }
+  bool Done() const override { return budget_.Done(update_, samples_); }
+
+  void Step(int32_t /*controller*/) override {
+    std::optional<BatchTrainProgress> progress = UpdateUnlessStopped();
+    if (!progress) return;
+    if (on_update_) on_update_(*progress);
+    if (budget_.CheckpointDue(update_)) Save();
+  }
+
+  void Finish() override { Save(); }
+
  private:
-  double Seconds() const { return seconds_before_ + std::chrono::duration<double>(Clock::now() - start_).count(); }
-
-  bool Done() const {
-    if (StopRequested()) return true;
-    if (rl_.max_steps > 0 && update_ >= rl_.max_steps) return true;
-    if (rl_.max_samples > 0 && samples_ >= rl_.max_samples) return true;
-    if (rl_.max_seconds > 0 && Seconds() >= rl_.max_seconds) return true;
-    return rl_.max_steps <= 0 && rl_.max_samples <= 0 && rl_.max_seconds <= 0;
-  }
-
-  bool SaveDue() const {
-    if (rl_.checkpoint_every > 0 && update_ % rl_.checkpoint_every == 0) return true;
-    return rl_.checkpoint_seconds > 0 && std::chrono::duration<double>(Clock::now() - last_save_).count() >= rl_.checkpoint_seconds;
-  }
+  double Seconds() const { return budget_.Seconds(); }
 
   void ProbeStart(TrainingGraph& g) {
-    const std::vector<Decision> probes = g.policy->StartProbes();
-    if (probes.empty()) return;
-    std::vector<Placement> placements;
-    for (const Decision& d : probes) placements.push_back(g.policy->ToPlacement(d));
-    const std::vector<Outcome> outcomes = g.environment->Measure(placements, -1, 0);
-    for (const Outcome& outcome : outcomes) {
+    const MeasuredProbes probes = MeasureStartProbes(*g.policy, *g.environment);
+    for (const Outcome& outcome : probes.outcomes) {
       if (outcome.ok && (g.best_time_s == 0 || outcome.step_time_s < g.best_time_s)) g.best_time_s = outcome.step_time_s;
     }
-    samples_ += static_cast<int64_t>(probes.size());
-    g.policy->ChooseStart(ProbeStepTimes(outcomes));
+    samples_ += static_cast<int64_t>(probes.outcomes.size());
   }
 
   // One update, or none: a stop in the middle of one (each long loop polls
@@ -225,96 +216,35 @@ class BatchTrainer {
     }
   }
 
-  // One PPO update over every graph's K placements.
+  // One update over every graph's K placements.
   BatchTrainProgress Update() {
-    struct Batch {
-      std::unique_ptr<PolicyPass> pass;
-      std::vector<Decision> decisions;
-      torch::Tensor old_log_prob;
-      torch::Tensor advantage;
-    };
-    std::vector<Batch> batches(graphs_.size());
+    std::vector<GraphBatch> batches(graphs_.size());
     BatchTrainProgress progress;
-    const bool after_cutover = update_ >= rl_.cutover_step;
     for (size_t i = 0; i < graphs_.size(); ++i) {
       TrainingGraph& g = graphs_[i];
-      Batch& b = batches[i];
+      GraphBatch& b = batches[i];
+      b.policy = g.policy.get();
+      b.baseline = &g.baseline;
       b.pass = g.policy->Begin();
-      SampleOptions sampling;
-      sampling.logit_noise_std = update_ < rl_.logit_noise_steps ? rl_.logit_noise_std : 0.0;
-      sampling.step = update_;
-      PolicySamples samples = b.pass->Sample(rl_.samples_per_step, generator_, sampling);
-      std::vector<Placement> placements;
-      for (const Decision& d : samples.decisions) placements.push_back(g.policy->ToPlacement(d));
-      const std::vector<Outcome> outcomes = g.environment->Measure(placements, update_, static_cast<int32_t>(i));
-      std::vector<double> rewards;
-      double sum_time = 0;
-      int32_t ran = 0;
-      for (size_t k = 0; k < outcomes.size(); ++k) {
-        if (outcomes[k].ok) {
-          sum_time += outcomes[k].step_time_s;
-          ++ran;
-          if (g.best_time_s == 0 || outcomes[k].step_time_s < g.best_time_s) g.best_time_s = outcomes[k].step_time_s;
-        }
-        if (after_cutover && !outcomes[k].ok) continue;
-        b.decisions.push_back(samples.decisions[k]);
-        rewards.push_back(RewardOf(outcomes[k], g.failing_reward, grade_failures_));
+      SampledBatch sampled = SampleAndMeasure(*g.policy, *b.pass, *g.environment, generator_, update_,
+                                              static_cast<int32_t>(i), rl_, g.failing_reward, grade_failures_);
+      for (const Outcome& outcome : sampled.outcomes) {
+        if (outcome.ok && (g.best_time_s == 0 || outcome.step_time_s < g.best_time_s)) g.best_time_s = outcome.step_time_s;
       }
-      samples_ += static_cast<int64_t>(outcomes.size());
+      b.batch = std::move(sampled.used);
+      samples_ += static_cast<int64_t>(sampled.outcomes.size());
       BatchGraphProgress p;
       p.graph = g.problem->graph.name;
       p.best_step_time_s = g.best_time_s;
-      p.mean_step_time_s = ran > 0 ? sum_time / ran : 0;
-      p.failed_fraction = 1.0 - static_cast<double>(ran) / static_cast<double>(outcomes.size());
+      p.mean_step_time_s = sampled.ran > 0 ? sampled.sum_time_s / sampled.ran : 0;
+      p.failed_fraction = 1.0 - static_cast<double>(sampled.ran) / static_cast<double>(sampled.outcomes.size());
       progress.graphs.push_back(p);
-      if (b.decisions.empty()) continue;
-      // Normalised per graph: the advantage is in units of the graph's own
-      // spread of rewards this update, so graphs of 0.1 s and of 10 s, and
-      // graphs whose placements differ by 1 % or by 10x, weigh the same. A
-      // graph whose samples all scored alike has nothing to teach.
-      std::vector<double> advantages =
-          BaselineAdvantages(rewards, rl_.baseline == "batch-mean", rl_.baseline_decay, g.baseline);
-      double mean = 0, square = 0;
-      for (double r : rewards) mean += r / rewards.size();
-      for (double r : rewards) square += (r - mean) * (r - mean) / rewards.size();
-      const double spread = std::sqrt(square);
-      if (!(spread > 1e-9 * std::abs(mean))) {
-        b.decisions.clear();
-        continue;
-      }
-      for (double& a : advantages) a /= spread;
-      b.advantage = torch::tensor(advantages, torch::kFloat32);
-      b.old_log_prob = b.pass->Score(b.decisions).log_prob.detach();
     }
-
-    const int32_t epochs = rl_.algorithm == "ppo" ? rl_.ppo_epochs : 1;
-    for (int32_t epoch = 0; epoch < epochs; ++epoch) {
-      // A stop after the first epoch's optimiser step ends the update with
-      // the epochs it made; one in the first drops the update (Stopped).
-      if (epoch > 0 && StopRequested()) break;
-      optimizer_->zero_grad();
-      torch::Tensor loss = torch::zeros({});
-      int32_t parts = 0;
-      try {
-        for (size_t i = 0; i < graphs_.size(); ++i) {
-          Batch& b = batches[i];
-          if (b.decisions.empty()) continue;
-          if (epoch > 0) b.pass = graphs_[i].policy->Begin();
-          PolicySamples scored = b.pass->Score(b.decisions);
-          loss = loss + PpoClippedLoss(scored.log_prob, b.old_log_prob, b.advantage, rl_.ppo_clip);
-          if (rl_.entropy_weight > 0) loss = loss - rl_.entropy_weight * scored.entropy.mean();
-          ++parts;
-        }
-        if (parts == 0) break;
-        (loss / parts).backward();
-      } catch (const Stopped&) {
-        if (epoch == 0) throw;
-        break;
-      }
+    algorithm_->UpdateAcrossGraphs(batches, [&] {
       torch::nn::utils::clip_grad_norm_(graphs_.front().policy->module().parameters(), rl_.grad_clip_norm);
       SetLearningRates(*optimizer_, ScheduledLearningRates(rl_, update_));
       optimizer_->step();
-    }
+    });
     ++update_;
     progress.update = update_;
     progress.samples = samples_;
@@ -357,7 +287,7 @@ class BatchTrainer {
                    {"graphs", graphs}};
     parts.tensors = tensors.str();
     WriteCheckpointFile(CheckpointPath(), SealCheckpoint(parts));
-    last_save_ = Clock::now();
+    budget_.CheckpointWritten();
   }
 
   static torch::Tensor StartOf(const TrainingGraph& g) {
@@ -392,7 +322,7 @@ class BatchTrainer {
     }
     update_ = facts.Integer("update", 0, INT64_MAX);
     samples_ = facts.Integer("samples", 0, INT64_MAX);
-    seconds_before_ = facts.Number("seconds", 0);
+    budget_.SetSecondsBefore(facts.Number("seconds", 0));
     const ParameterShapes shapes = ShapesOf(net_->module());
     try {
       torch::serialize::InputArchive archive;
@@ -421,15 +351,16 @@ class BatchTrainer {
 
   const BatchTrainOptions& options_;
   const LearnedOptions& rl_;
+  TrainingBudget budget_;
+  std::unique_ptr<Algorithm> algorithm_;
   std::unique_ptr<SharedNetwork> net_;
   std::vector<TrainingGraph> graphs_;
   std::unique_ptr<torch::optim::Adam> optimizer_;
   torch::Generator generator_;
   bool grade_failures_ = false;
+  std::function<void(const BatchTrainProgress&)> on_update_;
   int64_t update_ = 0;
   int64_t samples_ = 0;
-  double seconds_before_ = 0;
-  Clock::time_point start_, last_save_;
 };
 
 }  // namespace
@@ -441,15 +372,12 @@ BatchTrainResult TrainAcrossGraphs(const std::vector<PlacementProblem>& problems
   torch::set_num_threads(1);
   mallopt(M_MMAP_THRESHOLD, 1 << 30);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
-  try {
+  BatchTrainResult result;
+  RunWithOneLineTorchErrors("train", [&] {
     BatchTrainer trainer(problems, options);
-    return trainer.Run(on_update);
-  } catch (const Error&) {
-    throw;
-  } catch (const c10::Error& e) {
-    std::string what = e.what();
-    throw Error("train: " + ForMessage(what.substr(0, what.find('\n')), 300));
-  }
+    result = trainer.Run(on_update);
+  });
+  return result;
 }
 
 }  // namespace devplace

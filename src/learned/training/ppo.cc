@@ -83,6 +83,59 @@ void PpoAlgorithm::Update(Policy& policy, PolicyPass& pass, const UpdateBatch& b
   }
 }
 
+void PpoUpdateAcrossGraphs(std::vector<GraphBatch>& graphs, const PpoSettings& settings, const std::function<void()>& apply) {
+  if (graphs.empty()) return;
+  std::vector<torch::Tensor> old_log_probs(graphs.size()), advantages(graphs.size());
+  for (size_t i = 0; i < graphs.size(); ++i) {
+    GraphBatch& g = graphs[i];
+    if (g.batch.decisions.empty()) continue;
+    // Normalised per graph: the advantage is in units of the graph's own
+    // spread of rewards this update, so graphs of 0.1 s and of 10 s, and
+    // graphs whose placements differ by 1 % or by 10x, weigh the same.
+    const std::vector<double>& rewards = g.batch.rewards;
+    std::vector<double> advantage =
+        BaselineAdvantages(rewards, settings.batch_mean_baseline, settings.baseline_decay, *g.baseline);
+    double mean = 0, square = 0;
+    for (double r : rewards) mean += r / rewards.size();
+    for (double r : rewards) square += (r - mean) * (r - mean) / rewards.size();
+    const double spread = std::sqrt(square);
+    if (!(spread > 1e-9 * std::abs(mean))) {
+      g.batch.decisions.clear();
+      continue;
+    }
+    for (double& a : advantage) a /= spread;
+    advantages[i] = torch::tensor(advantage, torch::kFloat32);
+    old_log_probs[i] = g.pass->Score(g.batch.decisions).log_prob.detach();
+  }
+
+  Policy& first = *graphs.front().policy;
+  for (int32_t epoch = 0; epoch < settings.epochs; ++epoch) {
+    // A stop after the first epoch's optimiser step ends the update with
+    // the epochs it made; one in the first drops the update (Stopped).
+    if (epoch > 0 && StopRequested()) break;
+    first.module().zero_grad();
+    torch::Tensor loss = torch::zeros({});
+    int32_t parts = 0;
+    try {
+      for (size_t i = 0; i < graphs.size(); ++i) {
+        GraphBatch& g = graphs[i];
+        if (g.batch.decisions.empty()) continue;
+        if (epoch > 0) g.pass = g.policy->Begin();
+        PolicySamples scored = g.pass->Score(g.batch.decisions);
+        loss = loss + PpoClippedLoss(scored.log_prob, old_log_probs[i], advantages[i], settings.clip);
+        if (settings.entropy_weight > 0) loss = loss - settings.entropy_weight * scored.entropy.mean();
+        ++parts;
+      }
+      if (parts == 0) break;
+      (loss / parts).backward();
+    } catch (const Stopped&) {
+      if (epoch == 0) throw;
+      break;
+    }
+    apply();
+  }
+}
+
 std::unique_ptr<Algorithm> MakePpoAlgorithm(const LearnedOptions& options) {
   ValidateLearnedOptions(options);
   PpoSettings settings;

@@ -40,6 +40,12 @@ struct PpoSettings {
   double entropy_weight = 0;
 };
 
+// The update across graphs of Algorithm::UpdateAcrossGraphs with
+// `settings`: `settings.epochs` passes of one loss over every graph's batch
+// (REINFORCE across graphs takes one pass of the same loss). A graph whose
+// samples all scored alike has nothing to teach and takes no part.
+void PpoUpdateAcrossGraphs(std::vector<GraphBatch>& graphs, const PpoSettings& settings, const std::function<void()>& apply);
+
 class PpoAlgorithm : public Algorithm {
  public:
   // Throws Error naming the flag when a setting is out of range.
@@ -52,6 +58,9 @@ class PpoAlgorithm : public Algorithm {
   // controllers may call it concurrently on their own policies.
   void Update(Policy& policy, PolicyPass& pass, const UpdateBatch& batch, double& baseline,
               const std::function<void()>& apply) override;
+  void UpdateAcrossGraphs(std::vector<GraphBatch>& graphs, const std::function<void()>& apply) override {
+    PpoUpdateAcrossGraphs(graphs, settings_, apply);
+  }
 
   const PpoSettings& settings() const { return settings_; }
 

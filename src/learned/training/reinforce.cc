@@ -1,5 +1,7 @@
 #include "learned/training/reinforce.h"
 
+#include "learned/training/ppo.h"
+
 namespace devplace {
 namespace {
 
@@ -8,7 +10,8 @@ class Reinforce : public Algorithm {
   explicit Reinforce(const LearnedOptions& options)
       : baseline_decay_(options.baseline_decay),
         entropy_weight_(options.entropy_weight),
-        batch_mean_(options.baseline == "batch-mean") {}
+        batch_mean_(options.baseline == "batch-mean"),
+        clip_(options.ppo_clip) {}
 
   void Update(Policy& policy, PolicyPass& pass, const UpdateBatch& batch, double& baseline,
               const std::function<void()>& apply) override {
@@ -26,10 +29,23 @@ class Reinforce : public Algorithm {
     apply();
   }
 
+  // Across graphs: one pass of the same clipped loss as PPO's (at the
+  // sampled parameters the ratio is 1, so its gradient is REINFORCE's).
+  void UpdateAcrossGraphs(std::vector<GraphBatch>& graphs, const std::function<void()>& apply) override {
+    PpoSettings one_pass;
+    one_pass.epochs = 1;
+    one_pass.clip = clip_;
+    one_pass.batch_mean_baseline = batch_mean_;
+    one_pass.baseline_decay = baseline_decay_;
+    one_pass.entropy_weight = entropy_weight_;
+    PpoUpdateAcrossGraphs(graphs, one_pass, apply);
+  }
+
  private:
   double baseline_decay_;
   double entropy_weight_;
   bool batch_mean_;
+  double clip_;
 };
 
 }  // namespace
