@@ -9,11 +9,8 @@ namespace devplace {
 
 std::vector<const CLI::Option*> AddGdpNetworkFlags(CLI::App* command, LearnedOptions& rl, const std::string& group) {
   std::vector<const CLI::Option*> fixed_by_policy;
-  command->add_option_function<double>(
-         "--start-bias",
-         [&rl](double bias) {
-           rl.unit.start_bias = bias;
-         },
+  command->add_option(
+         "--start-bias", rl.unit.start_bias,
          "GDP: starting bonus on each unit's logit for the device of the fastest start probe (learned; 0 = no probes; "
          "with --policy it replaces the policy's learned bonus)")
       ->group(group)->check(InRange(0.0, 100.0));

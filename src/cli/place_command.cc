@@ -495,18 +495,12 @@ void AddPlaceCommand(CLI::App& app) {
       ->group(g)->check(NotNegative());
   cmd->add_option("--tanh-constant", rl.tanh_constant, "Logits become C * tanh(logits / T): C")->group(g)->check(Positive());
   cmd->add_option("--temperature", rl.temperature, "Logits become C * tanh(logits / T): T")->group(g)->check(Positive());
-  cmd->add_option_function<double>(
-         "--stay-bias",
-         [&rl](double bias) {
-           rl.seq2seq.stay_bias = bias;
-         },
+  cmd->add_option(
+         "--stay-bias", rl.seq2seq.stay_bias,
          "Starting bonus on the logit of the device the previous group got (learned; rl: 2, hdp: measured per graph by start probes)")
       ->group(g)->check(InRange(-100.0, 100.0));
-  cmd->add_option_function<double>(
-         "--slow-device-penalty",
-         [&rl](double penalty) {
-           rl.hdp.slow_device_penalty = penalty;
-         },
+  cmd->add_option(
+         "--slow-device-penalty", rl.hdp.slow_device_penalty,
          "HDP: starting penalty on the logits of devices under half the fastest's peak (learned; default: 0, "
          "or about one group in N on them once a start probe shows the fast devices hold the graph)")
       ->group(g)->check(InRange(-100.0, 100.0));

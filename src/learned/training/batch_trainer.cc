@@ -3,7 +3,6 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
-#include <malloc.h>
 
 #include <algorithm>
 #include <chrono>
@@ -367,11 +366,7 @@ class BatchTrainer : public TrainingMode {
 
 BatchTrainResult TrainAcrossGraphs(const std::vector<PlacementProblem>& problems, const BatchTrainOptions& options,
                               const std::function<void(const BatchTrainProgress&)>& on_update) {
-  // As TrainLearnedPlacer: the environment's workers are the parallelism, and
-  // autograd's large buffers stay on the heap.
-  torch::set_num_threads(1);
-  mallopt(M_MMAP_THRESHOLD, 1 << 30);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  ConfigureProcessForTraining();
   BatchTrainResult result;
   RunWithOneLineTorchErrors("train", [&] {
     BatchTrainer trainer(problems, options);

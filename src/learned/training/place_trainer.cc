@@ -8,7 +8,6 @@
 #include <torch/torch.h>
 
 #include <fcntl.h>
-#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -603,14 +602,7 @@ class PlaceTrainer : public TrainingMode {
 
 LearnedResult TrainLearnedPlacer(const PlacementProblem& problem, const LearnedOptions& options, const LearnedProgressCallback& on_step) {
   ValidateLearnedOptions(options);
-  // Parallelism comes from workers and controllers; torch's own intra-op
-  // threads would only fight them for the cores.
-  torch::set_num_threads(1);
-  // Autograd allocates and frees megabyte-sized gradient buffers at every
-  // decoder step; served by mmap, each costs page faults. Keeping them on
-  // the heap makes training about twice as fast.
-  mallopt(M_MMAP_THRESHOLD, 1 << 30);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  ConfigureProcessForTraining();
   LearnedResult result;
   RunWithOneLineTorchErrors("the learned placer failed in torch", [&] {
     PlaceTrainer trainer(problem, options);

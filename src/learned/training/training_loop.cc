@@ -1,5 +1,8 @@
 #include "learned/training/training_loop.h"
 
+#include <malloc.h>
+#include <torch/torch.h>
+
 #include <atomic>
 #include <exception>
 #include <mutex>
@@ -9,6 +12,12 @@
 #include "util/stop_request.h"
 
 namespace devplace {
+
+void ConfigureProcessForTraining() {
+  torch::set_num_threads(1);
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+}
 
 void RunTrainingLoop(TrainingMode& mode) {
   mode.Start();
