@@ -16,12 +16,12 @@ namespace {
 
 struct Flags {
   CLI::App app;
-  LearnedOptions rl;
+  LearnedOptions learned;
   std::vector<const CLI::Option*> fixed_by_policy;
 
   Flags() {
-    fixed_by_policy = AddGdpNetworkFlags(&app, rl, "GDP");
-    for (const CLI::Option* option : AddMarsFlags(&app, rl, "Mars")) fixed_by_policy.push_back(option);
+    fixed_by_policy = AddGdpNetworkFlags(&app, learned, "GDP");
+    for (const CLI::Option* option : AddMarsFlags(&app, learned, "Mars")) fixed_by_policy.push_back(option);
   }
 
   // Parses `option` alone, with a value where it takes one (8: valid for
@@ -31,8 +31,8 @@ struct Flags {
     if (option.get_expected_min() > 0) args.push_back("8");
     args.push_back(option.get_name());
     app.parse(args);
-    rl.policy_file = policy_file;
-    RefuseFlagsFixedByPolicy(fixed_by_policy, rl);
+    learned.policy_file = policy_file;
+    RefuseFlagsFixedByPolicy(fixed_by_policy, learned);
   }
 };
 
@@ -91,10 +91,10 @@ TEST(LearnedFlags, WithoutAPolicyFileTheSizeFlagsAreTaken) {
 TEST(LearnedFlags, ASettingOfTheRunGoesWithAPolicyFile) {
   Flags flags;
   flags.app.parse(std::vector<std::string>{"0.5", "--stretch-noise", "6", "--start-bias"});
-  flags.rl.policy_file = "policy.pt";
-  EXPECT_NO_THROW(RefuseFlagsFixedByPolicy(flags.fixed_by_policy, flags.rl));
-  EXPECT_TRUE(flags.rl.unit.start_bias.has_value());
-  EXPECT_EQ(flags.rl.unit.start_bias_or_default(), 6);
+  flags.learned.policy_file = "policy.pt";
+  EXPECT_NO_THROW(RefuseFlagsFixedByPolicy(flags.fixed_by_policy, flags.learned));
+  EXPECT_TRUE(flags.learned.unit.start_bias.has_value());
+  EXPECT_EQ(flags.learned.unit.start_bias_or_default(), 6);
 }
 
 }  // namespace

@@ -390,11 +390,11 @@ TEST(MarsPlacerTest, AGivenStartBiasReplacesTheLoadedPolicysLearnedOne) {
   testing::OwnedProblem problem(MakeModel("tiny"), *MakeClusterPreset("k80x2"));
   testing::TempDir folder;
   BatchTrainOptions train;
-  train.rl = MarsOptions(8);
-  train.rl.max_steps = 1;
-  train.rl.samples_per_step = 2;
-  train.rl.worker_threads = 1;
-  train.rl.checkpoint_seconds = 0;
+  train.learned = MarsOptions(8);
+  train.learned.max_steps = 1;
+  train.learned.samples_per_step = 2;
+  train.learned.worker_threads = 1;
+  train.learned.checkpoint_seconds = 0;
   train.policy_out = folder.File("mars.pt");
   TrainAcrossGraphs({problem.get()}, train);
 

@@ -7,63 +7,63 @@
 
 namespace devplace {
 
-std::vector<const CLI::Option*> AddGdpNetworkFlags(CLI::App* command, LearnedOptions& rl, const std::string& group) {
+std::vector<const CLI::Option*> AddGdpNetworkFlags(CLI::App* command, LearnedOptions& learned, const std::string& group) {
   std::vector<const CLI::Option*> fixed_by_policy;
   command->add_option(
-         "--start-bias", rl.unit.start_bias,
+         "--start-bias", learned.unit.start_bias,
          "GDP: starting bonus on each unit's logit for the device of the fastest start probe (learned; 0 = no probes; "
          "with --policy it replaces the policy's learned bonus)")
       ->group(group)->check(InRange(0.0, 100.0));
-  command->add_flag("--gdp-no-baseline-probes{false}", rl.unit.baseline_probes,
+  command->add_flag("--gdp-no-baseline-probes{false}", learned.unit.baseline_probes,
                     "GDP: start probes of the network's stretches only, not the expert's, METIS's, MinCut's and Scotch's placements")
       ->group(group);
-  command->add_option("--stretch-noise", rl.gdp.stretch_noise_std,
+  command->add_option("--stretch-noise", learned.gdp.stretch_noise_std,
                       "GDP: std of Gaussian noise drawn per stretch of the network and device, added to its units' logits "
                       "while sampling (moves whole stretches)")
       ->group(group)->check(InRange(0.0, 100.0));
-  command->add_option("--stretch-noise-steps", rl.gdp.stretch_noise_steps, "GDP: updates during which the stretch noise applies")
+  command->add_option("--stretch-noise-steps", learned.gdp.stretch_noise_steps, "GDP: updates during which the stretch noise applies")
       ->group(group)->check(NotNegative());
-  command->add_option("--window-moves", rl.gdp.window_moves,
+  command->add_option("--window-moves", learned.gdp.window_moves,
                       "GDP: share of each update's samples that move one window of the network's locality order to one fast "
                       "device (coherent exploration)")
       ->group(group)->check(InRange(0.0, 1.0));
-  fixed_by_policy.push_back(command->add_option("--gdp-hidden", rl.gdp.network.hidden, "GDP: width of GraphSAGE and the placer")
+  fixed_by_policy.push_back(command->add_option("--gdp-hidden", learned.gdp.network.hidden, "GDP: width of GraphSAGE and the placer")
       ->group(group)->check(InRange(1, 4096)));
-  fixed_by_policy.push_back(command->add_option("--gdp-sage-layers", rl.gdp.network.sage_layers, "GDP: GraphSAGE layers")
+  fixed_by_policy.push_back(command->add_option("--gdp-sage-layers", learned.gdp.network.sage_layers, "GDP: GraphSAGE layers")
       ->group(group)->check(InRange(0, 16)));
-  fixed_by_policy.push_back(command->add_option("--gdp-placer-layers", rl.gdp.network.placer_layers, "GDP: the placer's attention layers")
+  fixed_by_policy.push_back(command->add_option("--gdp-placer-layers", learned.gdp.network.placer_layers, "GDP: the placer's attention layers")
       ->group(group)->check(InRange(0, 16)));
-  fixed_by_policy.push_back(command->add_option("--gdp-heads", rl.gdp.network.heads, "GDP: attention heads (divides --gdp-hidden)")
+  fixed_by_policy.push_back(command->add_option("--gdp-heads", learned.gdp.network.heads, "GDP: attention heads (divides --gdp-hidden)")
       ->group(group)->check(InRange(1, 64)));
-  fixed_by_policy.push_back(command->add_option("--gdp-segment", rl.gdp.network.segment, "GDP: units per Transformer-XL segment")
+  fixed_by_policy.push_back(command->add_option("--gdp-segment", learned.gdp.network.segment, "GDP: units per Transformer-XL segment")
       ->group(group)->check(InRange(1, 1 << 20)));
-  fixed_by_policy.push_back(command->add_flag("--gdp-no-attention{false}", rl.gdp.network.attention, "GDP ablation: segment recurrence only, no attention")
+  fixed_by_policy.push_back(command->add_flag("--gdp-no-attention{false}", learned.gdp.network.attention, "GDP ablation: segment recurrence only, no attention")
       ->group(group));
-  fixed_by_policy.push_back(command->add_flag("--gdp-no-superposition{false}", rl.gdp.network.superposition, "GDP ablation: no graph context gating the layers")
+  fixed_by_policy.push_back(command->add_flag("--gdp-no-superposition{false}", learned.gdp.network.superposition, "GDP ablation: no graph context gating the layers")
       ->group(group));
   return fixed_by_policy;
 }
 
-std::vector<const CLI::Option*> AddMarsFlags(CLI::App* command, LearnedOptions& rl, const std::string& group) {
+std::vector<const CLI::Option*> AddMarsFlags(CLI::App* command, LearnedOptions& learned, const std::string& group) {
   std::vector<const CLI::Option*> fixed_by_policy;
-  command->add_option("--encoder", rl.unit.encoder_file, "Mars: a graph encoder pre-trained by `devplace pretrain` (none: a fresh one); with --method gdp, it replaces GraphSAGE")
+  command->add_option("--encoder", learned.unit.encoder_file, "Mars: a graph encoder pre-trained by `devplace pretrain` (none: a fresh one); with --method gdp, it replaces GraphSAGE")
       ->group(group);
-  command->add_option("--mars-encoder-learning-rate", rl.unit.encoder_learning_rate,
+  command->add_option("--mars-encoder-learning-rate", learned.unit.encoder_learning_rate,
                       "Mars: Adam's learning rate for the graph encoder while the placer trains (0 freezes it)")
       ->group(group)->check(InRange(0.0, 1.0));
-  fixed_by_policy.push_back(command->add_option("--mars-hidden", rl.mars.hidden, "Mars: width of the placer's LSTMs")
+  fixed_by_policy.push_back(command->add_option("--mars-hidden", learned.mars.hidden, "Mars: width of the placer's LSTMs")
       ->group(group)->check(InRange(1, 4096)));
-  fixed_by_policy.push_back(command->add_option("--mars-segment", rl.mars.segment, "Mars: units per attention segment")
+  fixed_by_policy.push_back(command->add_option("--mars-segment", learned.mars.segment, "Mars: units per attention segment")
       ->group(group)->check(InRange(1, 1 << 20)));
-  fixed_by_policy.push_back(command->add_option("--mars-encoder-hidden", rl.mars.encoder_hidden, "Mars: width of a fresh encoder's GCN")
+  fixed_by_policy.push_back(command->add_option("--mars-encoder-hidden", learned.mars.encoder_hidden, "Mars: width of a fresh encoder's GCN")
       ->group(group)->check(InRange(1, 4096)));
-  fixed_by_policy.push_back(command->add_option("--mars-encoder-layers", rl.mars.encoder_layers, "Mars: a fresh encoder's GCN layers")
+  fixed_by_policy.push_back(command->add_option("--mars-encoder-layers", learned.mars.encoder_layers, "Mars: a fresh encoder's GCN layers")
       ->group(group)->check(InRange(1, 16)));
   return fixed_by_policy;
 }
 
-void RefuseFlagsFixedByPolicy(std::span<const CLI::Option* const> fixed_by_policy, const LearnedOptions& rl) {
-  if (rl.policy_file.empty()) return;
+void RefuseFlagsFixedByPolicy(std::span<const CLI::Option* const> fixed_by_policy, const LearnedOptions& learned) {
+  if (learned.policy_file.empty()) return;
   for (const CLI::Option* option : fixed_by_policy) {
     if (option->count() > 0) {
       throw Error(option->get_name() + " does not go with --policy: the policy file fixes the network's architecture");

@@ -44,7 +44,7 @@ struct PlaceFlags {
   bool algorithm_given = false;
   bool learning_rate_given = false;
   bool overwrite = false;  // replace a previous run's files in --out
-  LearnedOptions rl;
+  LearnedOptions learned;
 };
 
 // Prints a progress line at most once a second, and the last one always.
@@ -135,7 +135,7 @@ void CheckRewardFlags(const PlaceFlags& flags, bool learned) {
     throw Error(reward + " applies to the learned methods and mcmc; " + ForMessage(flags.method) +
                 " places in one shot (check its placement for real with devplace run)");
   }
-  if (flags.rl.controllers > 1) {
+  if (flags.learned.controllers > 1) {
     throw Error(reward + " runs one placement at a time on this machine's devices: --controllers must be 1");
   }
   if (flags.reward == "calibrated" && flags.op_times.path.empty()) {
@@ -161,7 +161,7 @@ std::string PreviousRunFile(const std::string& dir) {
 // made.
 std::string ChooseOutFolder(const PlaceFlags& flags, const std::string& default_name) {
   const std::string dir = flags.out_dir.empty() ? default_name : flags.out_dir;
-  const std::string previous = flags.rl.resume || flags.overwrite ? "" : PreviousRunFile(dir);
+  const std::string previous = flags.learned.resume || flags.overwrite ? "" : PreviousRunFile(dir);
   if (!previous.empty()) {
     throw Error(ForMessage(dir) + ": holds a previous run (" + previous +
                 "); --resume continues it, --overwrite replaces it, or choose another --out");
@@ -194,16 +194,16 @@ const MethodInfo& CheckPlaceFlags(PlaceFlags& flags) {
   const MethodInfo& method = learned ? FindMethod(flags.method, {MethodKind::kLearned})
                                      : FindMethod(flags.method, {MethodKind::kBaseline, MethodKind::kSearch});
   if (learned) {
-    flags.rl.method = flags.method;
-    if (!flags.algorithm_given) flags.rl.algorithm = method.learned->algorithm;
-    if (!flags.learning_rate_given) flags.rl.learning_rate = method.learned->learning_rate;
-    ValidateLearnedOptions(flags.rl);
+    flags.learned.method = flags.method;
+    if (!flags.algorithm_given) flags.learned.algorithm = method.learned->algorithm;
+    if (!flags.learning_rate_given) flags.learned.learning_rate = method.learned->learning_rate;
+    ValidateLearnedOptions(flags.learned);
   }
-  if (!learned && flags.rl.resume) {
+  if (!learned && flags.learned.resume) {
     throw Error("--resume: " + ForMessage(flags.method) + " keeps no checkpoint to continue (the learned methods do: " +
                 MethodNames({MethodKind::kLearned}) + ")");
   }
-  if (flags.rl.resume && flags.overwrite) throw Error("--resume and --overwrite: continue the run in --out, or replace it, not both");
+  if (flags.learned.resume && flags.overwrite) throw Error("--resume and --overwrite: continue the run in --out, or replace it, not both");
   CheckRewardFlags(flags, learned);
   return method;
 }
@@ -213,8 +213,8 @@ const MethodInfo& CheckPlaceFlags(PlaceFlags& flags) {
 void PrepareOutFolder(PlaceFlags& flags, const Graph& graph, const Cluster& cluster) {
   flags.out_dir = ChooseOutFolder(flags, "runs/" + graph.name + "-" + cluster.name + "-" + flags.method);
   RequireOutFolder(flags.out_dir);
-  if (flags.overwrite && !flags.rl.resume) RemovePreviousRun(flags.out_dir);
-  flags.rl.out_dir = flags.out_dir;  // a learned method's trainer creates it once its checks pass
+  if (flags.overwrite && !flags.learned.resume) RemovePreviousRun(flags.out_dir);
+  flags.learned.out_dir = flags.out_dir;  // a learned method's trainer creates it once its checks pass
 }
 
 // The environments of --reward that run placements for real; both empty
@@ -233,16 +233,16 @@ void SetUpEnvironment(PlaceFlags& flags, const Graph& graph, const Cluster& clus
   if (flags.reward == "simulated") return;
   CheckClusterIsThisMachine(cluster, "--cluster " + ForMessage(flags.cluster));
   MeasuredEnvironmentOptions run = flags.run;
-  run.seed = flags.rl.seed;
-  if (flags.measure_steps_given) run.steps = std::max(2, flags.rl.measure_steps);
+  run.seed = flags.learned.seed;
+  if (flags.measure_steps_given) run.steps = std::max(2, flags.learned.measure_steps);
   runs.real = std::make_unique<MeasuredEnvironment>(graph, cluster, run);
   if (flags.reward == "measured") {
     problem.environment = runs.real.get();
-    flags.rl.make_environment = [&runs](const Graph&, const Cluster&, const CostModel&, const SimulatedEnvironmentOptions&) {
+    flags.learned.make_environment = [&runs](const Graph&, const Cluster&, const CostModel&, const SimulatedEnvironmentOptions&) {
       return std::make_unique<BorrowedEnvironment>(*runs.real);
     };
   } else if (flags.reward == "calibrated" && IsLearnedMethod(flags.method)) {
-    flags.rl.make_environment = [&runs](const Graph& g, const Cluster& c, const CostModel& m,
+    flags.learned.make_environment = [&runs](const Graph& g, const Cluster& c, const CostModel& m,
                                         const SimulatedEnvironmentOptions& simulated) -> std::unique_ptr<Environment> {
       CalibratedEnvironmentOptions options;
       options.simulated = simulated;
@@ -256,12 +256,12 @@ void SetUpEnvironment(PlaceFlags& flags, const Graph& graph, const Cluster& clus
 // places zero-shot unless given a budget to fine-tune in (`--max-steps 0`
 // asks for zero-shot explicitly); anything else trains for 120 s.
 void ChooseLearnedBudget(PlaceFlags& flags) {
-  const bool no_budget = flags.rl.max_steps <= 0 && flags.rl.max_seconds <= 0 && flags.rl.max_samples <= 0;
-  if (!flags.rl.policy_file.empty() && (no_budget || (flags.max_steps_given && flags.rl.max_steps == 0))) {
-    flags.rl.zero_shot = true;
-    ValidateLearnedOptions(flags.rl);
+  const bool no_budget = flags.learned.max_steps <= 0 && flags.learned.max_seconds <= 0 && flags.learned.max_samples <= 0;
+  if (!flags.learned.policy_file.empty() && (no_budget || (flags.max_steps_given && flags.learned.max_steps == 0))) {
+    flags.learned.zero_shot = true;
+    ValidateLearnedOptions(flags.learned);
   } else if (no_budget) {
-    flags.rl.max_seconds = 120;
+    flags.learned.max_seconds = 120;
   }
 }
 
@@ -275,13 +275,13 @@ MethodOutput RunWithProgress(const PlaceFlags& flags, const PlacementProblem& pr
     if (!flags.json) printer(p);
   };
   if (!flags.json) progress.search = [&](const SearchProgress& p) { search_printer(p); };
-  MethodOutput output = RunMethod(problem, method, flags.rl, progress);
+  MethodOutput output = RunMethod(problem, method, flags.learned, progress);
   if (flags.json) return output;
   printer.Flush();
   search_printer.Flush();
-  if (flags.rl.zero_shot) {
+  if (flags.learned.zero_shot) {
     std::fprintf(stderr, "note: zero-shot with %s: no update; measured its start probes, its most likely placement and %d samples, kept the fastest\n",
-                 flags.rl.policy_file.c_str(), flags.rl.samples_per_step - 1);
+                 flags.learned.policy_file.c_str(), flags.learned.samples_per_step - 1);
   }
   if (!output.note.empty()) std::fprintf(stderr, "note: %s\n", output.note.c_str());
   return output;
@@ -340,7 +340,7 @@ void PrintPlaceJson(const PlaceFlags& flags, const PlacementProblem& problem, co
                         {"oom", none || (measured ? final_run.real->outcome.oom() : final_run.simulated.oom)},
                         {"search_seconds", output.seconds},
                         {"samples", output.samples},
-                        {"zero_shot", flags.rl.zero_shot},
+                        {"zero_shot", flags.learned.zero_shot},
                         {"stopped_early", StopRequested()},
                         {"placement_file", none ? nlohmann::json(nullptr) : nlohmann::json(PlacementFile(flags))}};
   if (runs.real) {
@@ -397,7 +397,7 @@ void RunPlace(PlaceFlags flags) {
   Cluster cluster = ResolveCluster(flags.cluster);
   CostModel cost = MakeCostModel(cluster, graph, flags.op_times);
   Simulator simulator(graph, cluster, cost);
-  PlacementProblem problem{graph, cluster, cost, simulator, flags.rl.seed};
+  PlacementProblem problem{graph, cluster, cost, simulator, flags.learned.seed};
   CheckClusterCanRun(graph, cluster);
   PrepareOutFolder(flags, graph, cluster);
   // From here on a Ctrl-C stops the search and keeps what it found.
@@ -421,7 +421,7 @@ void RunPlace(PlaceFlags flags) {
 
 void AddPlaceCommand(CLI::App& app) {
   auto flags = std::make_shared<PlaceFlags>();
-  LearnedOptions& rl = flags->rl;
+  LearnedOptions& learned = flags->learned;
   CLI::App* cmd = app.add_subcommand("place", LearnedCommandDescription("place"));
   cmd->add_option("--graph", flags->graph, "Graph file (JSON) or built-in model name")->required();
   cmd->add_option("--cluster", flags->cluster, "Cluster preset or cluster file")->required();
@@ -435,85 +435,85 @@ void AddPlaceCommand(CLI::App& app) {
   cmd->add_flag("--overwrite", flags->overwrite, "Replace a previous run's files in --out (without it, such a folder is refused)");
   AddOpTimesFlags(cmd, &flags->op_times, "Table of measured op times that override the cost model (JSON)");
   cmd->add_flag("--json", flags->json, "End by printing one JSON object (method, step_time_s, oom, search_seconds, samples, placement_file)");
-  cmd->add_option("--seed", rl.seed, "Seed of every random choice");
+  cmd->add_option("--seed", learned.seed, "Seed of every random choice");
 
   const std::string g = "RL search";
-  cmd->add_option("--max-steps", rl.max_steps, "Stop after this many policy updates")->group(g)->check(NotNegative());
-  cmd->add_option("--max-seconds", rl.max_seconds,
+  cmd->add_option("--max-steps", learned.max_steps, "Stop after this many policy updates")->group(g)->check(NotNegative());
+  cmd->add_option("--max-seconds", learned.max_seconds,
                   "Stop after this many seconds (default 120 when no budget is given; mcmc: 2,000 evaluations or 60 s)")
       ->group(g)->check(NotNegative());
-  cmd->add_option("--max-samples,--max-evaluations", rl.max_samples,
+  cmd->add_option("--max-samples,--max-evaluations", learned.max_samples,
                   "Stop after this many sampled placements (mcmc, exact: simulator evaluations; --max-evaluations, as compare names it, is the same)")->group(g)->check(NotNegative());
-  cmd->add_option("--samples-per-step", rl.samples_per_step, "K: placements each controller samples per update")
+  cmd->add_option("--samples-per-step", learned.samples_per_step, "K: placements each controller samples per update")
       ->group(g)->check(InRange(1, 1024));
-  cmd->add_option("--controllers", rl.controllers, "Controllers sharing the parameters, updating asynchronously")
+  cmd->add_option("--controllers", learned.controllers, "Controllers sharing the parameters, updating asynchronously")
       ->group(g)->check(InRange(1, 64));
-  cmd->add_option("--workers", rl.worker_threads, "Threads measuring each controller's placements (0 = cores / controllers)")
+  cmd->add_option("--workers", learned.worker_threads, "Threads measuring each controller's placements (0 = cores / controllers)")
       ->group(g)->check(InRange(0, 256));
-  cmd->add_option("--algorithm", rl.algorithm, "How the policy learns: reinforce (default for rl and hdp) or ppo (default for gdp)")->group(g);
-  cmd->add_option("--ppo-epochs", rl.ppo_epochs, "PPO: passes over each batch")->group(g);
-  cmd->add_option("--ppo-clip", rl.ppo_clip, "PPO: the ratio is clipped to [1 - c, 1 + c]")->group(g);
-  cmd->add_option("--baseline", rl.baseline, "What rewards are compared to: moving-average (default) or batch-mean")->group(g);
-  cmd->add_option("--hdp-groups", rl.hdp.groups, "HDP: groups the Grouper may use (0 = min(256, 20 x devices))")->group(g);
-  cmd->add_option("--grouper-hidden", rl.hdp.grouper_hidden, "HDP: units in the Grouper's hidden layer")->group(g);
-  cmd->add_option("--grouper-noise", rl.hdp.grouper_noise_std, "HDP: std of Gaussian noise on the Grouper's logits while sampling")
+  cmd->add_option("--algorithm", learned.algorithm, "How the policy learns: reinforce (default for rl and hdp) or ppo (default for gdp)")->group(g);
+  cmd->add_option("--ppo-epochs", learned.ppo_epochs, "PPO: passes over each batch")->group(g);
+  cmd->add_option("--ppo-clip", learned.ppo_clip, "PPO: the ratio is clipped to [1 - c, 1 + c]")->group(g);
+  cmd->add_option("--baseline", learned.baseline, "What rewards are compared to: moving-average (default) or batch-mean")->group(g);
+  cmd->add_option("--hdp-groups", learned.hdp.groups, "HDP: groups the Grouper may use (0 = min(256, 20 x devices))")->group(g);
+  cmd->add_option("--grouper-hidden", learned.hdp.grouper_hidden, "HDP: units in the Grouper's hidden layer")->group(g);
+  cmd->add_option("--grouper-noise", learned.hdp.grouper_noise_std, "HDP: std of Gaussian noise on the Grouper's logits while sampling")
       ->group(g);
-  cmd->add_option("--grouper-noise-steps", rl.hdp.grouper_noise_steps, "HDP: steps during which the Grouper's noise applies")
+  cmd->add_option("--grouper-noise-steps", learned.hdp.grouper_noise_steps, "HDP: steps during which the Grouper's noise applies")
       ->group(g);
-  cmd->add_option("--grouper-locality", rl.hdp.grouper_locality,
+  cmd->add_option("--grouper-locality", learned.hdp.grouper_locality,
                   "HDP: starting weight of the Grouper's prior for stretches of the network (learned; 0 = the paper's Grouper)")
       ->group(g);
   const std::string gdp = "GDP";
-  cmd->add_option("--policy", rl.policy_file,
+  cmd->add_option("--policy", learned.policy_file,
                   "GDP: a policy trained by `devplace train`; with no budget (or --max-steps 0) it places zero-shot "
                   "(its most likely placement and K - 1 samples, the fastest kept), with one it is fine-tuned")
       ->group(gdp);
-  std::vector<const CLI::Option*> fixed_by_policy = AddGdpNetworkFlags(cmd, rl, gdp);
-  for (const CLI::Option* option : AddMarsFlags(cmd, rl, "Mars")) fixed_by_policy.push_back(option);
-  cmd->add_option("--learning-rate", rl.learning_rate, "Adam's learning rate (default 0.0003; mars: 0.003)")->group(g)->check(Positive());
-  cmd->add_option("--prior-learning-rate", rl.prior_learning_rate,
+  std::vector<const CLI::Option*> fixed_by_policy = AddGdpNetworkFlags(cmd, learned, gdp);
+  for (const CLI::Option* option : AddMarsFlags(cmd, learned, "Mars")) fixed_by_policy.push_back(option);
+  cmd->add_option("--learning-rate", learned.learning_rate, "Adam's learning rate (default 0.0003; mars: 0.003)")->group(g)->check(Positive());
+  cmd->add_option("--prior-learning-rate", learned.prior_learning_rate,
                   "HDP: Adam's learning rate for the starting stay bonus and locality weight")
       ->group(g)->check(Positive());
-  cmd->add_option("--lr-decay", rl.lr_decay, "Learning-rate decay factor")->group(g)->check(InRange(0.0, 1.0));
-  cmd->add_option("--lr-decay-every", rl.lr_decay_every, "Steps between decays")->group(g)->check(NotNegative());
-  cmd->add_option("--lr-decay-start", rl.lr_decay_start, "Step at which decay begins")->group(g)->check(NotNegative());
-  cmd->add_option("--grad-clip", rl.grad_clip_norm, "Gradient norm clip")->group(g)->check(Positive());
-  cmd->add_option("--baseline-decay", rl.baseline_decay, "Decay of the moving-average baseline")->group(g)->check(InRange(0.0, 1.0));
-  cmd->add_option("--failing-runtime", rl.failing_runtime_s, "Seconds a failing placement counts as (reward sqrt of it); 0 = twice the all-on-CPU time")
+  cmd->add_option("--lr-decay", learned.lr_decay, "Learning-rate decay factor")->group(g)->check(InRange(0.0, 1.0));
+  cmd->add_option("--lr-decay-every", learned.lr_decay_every, "Steps between decays")->group(g)->check(NotNegative());
+  cmd->add_option("--lr-decay-start", learned.lr_decay_start, "Step at which decay begins")->group(g)->check(NotNegative());
+  cmd->add_option("--grad-clip", learned.grad_clip_norm, "Gradient norm clip")->group(g)->check(Positive());
+  cmd->add_option("--baseline-decay", learned.baseline_decay, "Decay of the moving-average baseline")->group(g)->check(InRange(0.0, 1.0));
+  cmd->add_option("--failing-runtime", learned.failing_runtime_s, "Seconds a failing placement counts as (reward sqrt of it); 0 = twice the all-on-CPU time")
       ->group(g)->check(NotNegative());
-  cmd->add_option("--failing-signal", rl.failing_signal,
+  cmd->add_option("--failing-signal", learned.failing_signal,
                   "What an out-of-memory placement counts as: flat (the failing runtime) or graded (times 1 + the share "
                   "of its memory that does not fit); default flat for rl, graded for hdp")
       ->group(g)
       ->check(CLI::IsMember({"flat", "graded"}));
-  cmd->add_option("--cutover-step", rl.cutover_step, "After this step only placements that run update the policy")
+  cmd->add_option("--cutover-step", learned.cutover_step, "After this step only placements that run update the policy")
       ->group(g)->check(NotNegative());
-  cmd->add_option("--entropy-weight", rl.entropy_weight, "Weight of the entropy bonus")->group(g)->check(NotNegative());
-  cmd->add_option("--logit-noise", rl.logit_noise_std, "Std of Gaussian noise on the logits while sampling")
+  cmd->add_option("--entropy-weight", learned.entropy_weight, "Weight of the entropy bonus")->group(g)->check(NotNegative());
+  cmd->add_option("--logit-noise", learned.logit_noise_std, "Std of Gaussian noise on the logits while sampling")
       ->group(g)->check(NotNegative());
-  cmd->add_option("--logit-noise-steps", rl.logit_noise_steps, "Steps during which logit noise applies")
+  cmd->add_option("--logit-noise-steps", learned.logit_noise_steps, "Steps during which logit noise applies")
       ->group(g)->check(NotNegative());
-  cmd->add_option("--tanh-constant", rl.tanh_constant, "Logits become C * tanh(logits / T): C")->group(g)->check(Positive());
-  cmd->add_option("--temperature", rl.temperature, "Logits become C * tanh(logits / T): T")->group(g)->check(Positive());
+  cmd->add_option("--tanh-constant", learned.tanh_constant, "Logits become C * tanh(logits / T): C")->group(g)->check(Positive());
+  cmd->add_option("--temperature", learned.temperature, "Logits become C * tanh(logits / T): T")->group(g)->check(Positive());
   cmd->add_option(
-         "--stay-bias", rl.seq2seq.stay_bias,
+         "--stay-bias", learned.seq2seq.stay_bias,
          "Starting bonus on the logit of the device the previous group got (learned; rl: 2, hdp: measured per graph by start probes)")
       ->group(g)->check(InRange(-100.0, 100.0));
   cmd->add_option(
-         "--slow-device-penalty", rl.hdp.slow_device_penalty,
+         "--slow-device-penalty", learned.hdp.slow_device_penalty,
          "HDP: starting penalty on the logits of devices under half the fastest's peak (learned; default: 0, "
          "or about one group in N on them once a start probe shows the fast devices hold the graph)")
       ->group(g)->check(InRange(-100.0, 100.0));
-  cmd->add_option("--group-order", rl.seq2seq.group_order, "Order the policy reads the groups in: chain (each chain to its end) or topological")
+  cmd->add_option("--group-order", learned.seq2seq.group_order, "Order the policy reads the groups in: chain (each chain to its end) or topological")
       ->group(g)
       ->check(CLI::IsMember({"chain", "topological"}));
-  cmd->add_option("--encoder-hidden", rl.seq2seq.encoder_hidden, "LSTM units per encoder direction")->group(g)->check(InRange(1, 4096));
-  cmd->add_option("--decoder-hidden", rl.seq2seq.decoder_hidden, "LSTM units in the decoder")->group(g)->check(InRange(1, 4096));
-  cmd->add_option("--jitter", rl.jitter, "Noisy environment: std of the log of op and transfer times")
+  cmd->add_option("--encoder-hidden", learned.seq2seq.encoder_hidden, "LSTM units per encoder direction")->group(g)->check(InRange(1, 4096));
+  cmd->add_option("--decoder-hidden", learned.seq2seq.decoder_hidden, "LSTM units in the decoder")->group(g)->check(InRange(1, 4096));
+  cmd->add_option("--jitter", learned.jitter, "Noisy environment: std of the log of op and transfer times")
       ->group(g)->check(InRange(0.0, 10.0));
-  cmd->add_option("--failure-probability", rl.failure_probability, "Noisy environment: chance a measurement fails")
+  cmd->add_option("--failure-probability", learned.failure_probability, "Noisy environment: chance a measurement fails")
       ->group(g)->check(InRange(0.0, 1.0));
-  cmd->add_option("--measure-steps", rl.measure_steps, "Steps per measurement; the first is dropped (the paper uses 10)")
+  cmd->add_option("--measure-steps", learned.measure_steps, "Steps per measurement; the first is dropped (the paper uses 10)")
       ->group(g)->check(InRange(1, 1000));
   const std::string r = "Reward";
   cmd->add_option("--reward", flags->reward,
@@ -528,14 +528,14 @@ void AddPlaceCommand(CLI::App& app) {
   cmd->add_option("--run-time-limit", flags->run.step_time_limit_s,
                   "Real runs: seconds a step may run before it counts as failed (default 30)")
       ->group(r)->check(InRange(0.001, 1e6));
-  cmd->add_option("--checkpoint-every", rl.checkpoint_every, "Steps between checkpoints (0 = none by steps)")
+  cmd->add_option("--checkpoint-every", learned.checkpoint_every, "Steps between checkpoints (0 = none by steps)")
       ->group(g)->check(NotNegative());
-  cmd->add_option("--checkpoint-seconds", rl.checkpoint_seconds,
+  cmd->add_option("--checkpoint-seconds", learned.checkpoint_seconds,
                   "Seconds of wall time between checkpoints (0 = none by time; default 30)")
       ->group(g)->check(InRange(0.0, 1e9));
-  cmd->add_flag("--resume", rl.resume, "Continue the run in --out from its checkpoint")->group(g);
-  cmd->add_option("--warm-start", rl.warm_start, "Imitate a baseline method, a placement file, or \"best\" (the fastest baseline) before RL")->group(g);
-  cmd->add_option("--warm-start-steps", rl.warm_start_steps, "Supervised steps of the warm start")
+  cmd->add_flag("--resume", learned.resume, "Continue the run in --out from its checkpoint")->group(g);
+  cmd->add_option("--warm-start", learned.warm_start, "Imitate a baseline method, a placement file, or \"best\" (the fastest baseline) before RL")->group(g);
+  cmd->add_option("--warm-start-steps", learned.warm_start_steps, "Supervised steps of the warm start")
       ->group(g)->check(NotNegative());
   cmd->callback([flags, cmd, fixed_by_policy] {
     // torch's (and the file system's) exceptions: one line saying what
@@ -545,7 +545,7 @@ void AddPlaceCommand(CLI::App& app) {
       flags->algorithm_given = cmd->count("--algorithm") > 0;
       flags->learning_rate_given = cmd->count("--learning-rate") > 0;
       flags->measure_steps_given = cmd->count("--measure-steps") > 0 && cmd->count("--run-steps") == 0;
-      RefuseFlagsFixedByPolicy(fixed_by_policy, flags->rl);
+      RefuseFlagsFixedByPolicy(fixed_by_policy, flags->learned);
       RunPlace(*flags);
     });
   });

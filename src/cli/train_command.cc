@@ -68,12 +68,12 @@ void RunTrain(TrainFlags flags) {
   if (flags.method != "gdp" && flags.method != "mars") {
     throw Error("train: --method must be gdp or mars (the learned methods trained across graphs), got '" + ForMessage(flags.method) + "'");
   }
-  flags.train.rl.method = flags.method;
-  if (!flags.learning_rate_given) flags.train.rl.learning_rate = DefaultLearningRate(flags.method);
+  flags.train.learned.method = flags.method;
+  if (!flags.learning_rate_given) flags.train.learned.learning_rate = DefaultLearningRate(flags.method);
   if (flags.graphs.empty()) throw Error("train: --graphs names no graph");
-  LearnedOptions& rl = flags.train.rl;
-  if (rl.max_steps <= 0 && rl.max_seconds <= 0 && rl.max_samples <= 0) rl.max_seconds = 600;
-  ValidateLearnedOptions(rl);
+  LearnedOptions& learned = flags.train.learned;
+  if (learned.max_steps <= 0 && learned.max_seconds <= 0 && learned.max_samples <= 0) learned.max_seconds = 600;
+  ValidateLearnedOptions(learned);
   RefuseToReplaceTrainedFile(flags.train.policy_out, flags.train.resume, flags.overwrite, "policy");
   const Cluster cluster = ResolveCluster(flags.cluster);
   // Graphs, cost models and simulators live as long as the training.
@@ -86,7 +86,7 @@ void RunTrain(TrainFlags flags) {
     CheckClusterCanRun(*graphs.back(), cluster);
     costs.push_back(std::make_unique<CostModel>(MakeCostModel(cluster, *graphs.back(), OpTimesFlags())));
     simulators.push_back(std::make_unique<Simulator>(*graphs.back(), cluster, *costs.back()));
-    problems.push_back(PlacementProblem{*graphs.back(), cluster, *costs.back(), *simulators.back(), rl.seed});
+    problems.push_back(PlacementProblem{*graphs.back(), cluster, *costs.back(), *simulators.back(), learned.seed});
   }
   StopOnSignals();  // a Ctrl-C ends the training early; the policy is still written
   TrainProgressPrinter printer;
@@ -107,40 +107,40 @@ void RunTrain(TrainFlags flags) {
 
 void AddTrainCommand(CLI::App& app) {
   auto flags = std::make_shared<TrainFlags>();
-  LearnedOptions& rl = flags->train.rl;
-  rl.method = "gdp";
-  rl.algorithm = "ppo";  // GDP's algorithm (§3.4)
+  LearnedOptions& learned = flags->train.learned;
+  learned.method = "gdp";
+  learned.algorithm = "ppo";  // GDP's algorithm (§3.4)
   CLI::App* cmd = app.add_subcommand("train", LearnedCommandDescription("train"));
   cmd->add_option("--method", flags->method, "gdp (default) or mars: the learned methods trained across graphs");
   cmd->add_option("--graphs", flags->graphs, "Graph files or built-in model names, comma-separated")->required()->delimiter(',');
   cmd->add_option("--cluster", flags->cluster, "Cluster preset or cluster file: the policy places on clusters of its devices")->required();
   cmd->add_option("-o,--out", flags->train.policy_out, "The policy file to write (also written at each checkpoint)")->required();
-  cmd->add_option("--seed", rl.seed, "Seed of every random choice");
-  cmd->add_option("--max-steps", rl.max_steps, "Stop after this many updates")->check(NotNegative());
-  cmd->add_option("--max-seconds", rl.max_seconds, "Stop after this many seconds (default 600 when no budget is given)")
+  cmd->add_option("--seed", learned.seed, "Seed of every random choice");
+  cmd->add_option("--max-steps", learned.max_steps, "Stop after this many updates")->check(NotNegative());
+  cmd->add_option("--max-seconds", learned.max_seconds, "Stop after this many seconds (default 600 when no budget is given)")
       ->check(NotNegative());
-  cmd->add_option("--max-samples", rl.max_samples, "Stop after this many sampled placements, all graphs together")
+  cmd->add_option("--max-samples", learned.max_samples, "Stop after this many sampled placements, all graphs together")
       ->check(NotNegative());
-  cmd->add_option("--samples-per-step", rl.samples_per_step, "K: placements sampled per graph per update")->check(InRange(1, 1024));
-  cmd->add_option("--workers", rl.worker_threads, "Threads measuring placements (0 = one per core)")->check(InRange(0, 256));
-  cmd->add_option("--algorithm", rl.algorithm, "ppo (default, GDP's) or reinforce (one pass of the same loss)");
-  cmd->add_option("--ppo-epochs", rl.ppo_epochs, "PPO: passes over each batch");
-  cmd->add_option("--ppo-clip", rl.ppo_clip, "PPO: the ratio is clipped to [1 - c, 1 + c]");
-  cmd->add_option("--learning-rate", rl.learning_rate, "Adam's learning rate (default 0.0003; mars: 0.003)")->check(Positive());
-  cmd->add_option("--prior-learning-rate", rl.prior_learning_rate, "Adam's learning rate for the start bonus")->check(Positive());
-  cmd->add_option("--baseline-decay", rl.baseline_decay, "Decay of each graph's moving-average baseline")->check(InRange(0.0, 1.0));
-  cmd->add_option("--entropy-weight", rl.entropy_weight, "Weight of the entropy bonus")->check(NotNegative());
-  cmd->add_option("--failing-signal", rl.failing_signal, "flat or graded (default) out-of-memory signal")
+  cmd->add_option("--samples-per-step", learned.samples_per_step, "K: placements sampled per graph per update")->check(InRange(1, 1024));
+  cmd->add_option("--workers", learned.worker_threads, "Threads measuring placements (0 = one per core)")->check(InRange(0, 256));
+  cmd->add_option("--algorithm", learned.algorithm, "ppo (default, GDP's) or reinforce (one pass of the same loss)");
+  cmd->add_option("--ppo-epochs", learned.ppo_epochs, "PPO: passes over each batch");
+  cmd->add_option("--ppo-clip", learned.ppo_clip, "PPO: the ratio is clipped to [1 - c, 1 + c]");
+  cmd->add_option("--learning-rate", learned.learning_rate, "Adam's learning rate (default 0.0003; mars: 0.003)")->check(Positive());
+  cmd->add_option("--prior-learning-rate", learned.prior_learning_rate, "Adam's learning rate for the start bonus")->check(Positive());
+  cmd->add_option("--baseline-decay", learned.baseline_decay, "Decay of each graph's moving-average baseline")->check(InRange(0.0, 1.0));
+  cmd->add_option("--entropy-weight", learned.entropy_weight, "Weight of the entropy bonus")->check(NotNegative());
+  cmd->add_option("--failing-signal", learned.failing_signal, "flat or graded (default) out-of-memory signal")
       ->check(CLI::IsMember({"flat", "graded"}));
-  cmd->add_option("--checkpoint-every", rl.checkpoint_every, "Updates between saves of the policy and checkpoint (0 = none by updates)")
+  cmd->add_option("--checkpoint-every", learned.checkpoint_every, "Updates between saves of the policy and checkpoint (0 = none by updates)")
       ->check(NotNegative());
-  cmd->add_option("--checkpoint-seconds", rl.checkpoint_seconds, "Seconds between saves (0 = none by time; default 30)")
+  cmd->add_option("--checkpoint-seconds", learned.checkpoint_seconds, "Seconds between saves (0 = none by time; default 30)")
       ->check(InRange(0.0, 1e9));
   cmd->add_flag("--resume", flags->train.resume, "Continue from the checkpoint next to the policy file (POLICY.checkpoint)");
   cmd->add_flag("--overwrite", flags->overwrite, "Replace an existing policy file (without it, one is refused unless --resume)");
   cmd->add_flag("--quiet", flags->quiet, "No progress lines");
-  AddGdpNetworkFlags(cmd, rl, "GDP");
-  AddMarsFlags(cmd, rl, "Mars");
+  AddGdpNetworkFlags(cmd, learned, "GDP");
+  AddMarsFlags(cmd, learned, "Mars");
   cmd->callback([flags, cmd] {
     RunWithOneLineErrors("train", [&] {
       flags->learning_rate_given = cmd->count("--learning-rate") > 0;

@@ -106,38 +106,38 @@ struct TrainingGraph {
 class BatchTrainer : public TrainingMode {
  public:
   BatchTrainer(const std::vector<PlacementProblem>& problems, const BatchTrainOptions& options)
-      : options_(options), rl_(options.rl), budget_(options.rl) {
+      : options_(options), learned_(options.learned), budget_(options.learned) {
     if (problems.empty()) throw Error("train: no graphs to train on (--graphs)");
     if (options.policy_out.empty()) throw Error("train: no policy file to write (-o)");
-    if (rl_.method != "gdp" && rl_.method != "mars") throw Error("train: only --method gdp or mars trains a policy across graphs");
-    if (!rl_.policy_file.empty()) throw Error("train: starts from a fresh network (--policy is for `place`)");
-    ValidateLearnedOptions(rl_);
+    if (learned_.method != "gdp" && learned_.method != "mars") throw Error("train: only --method gdp or mars trains a policy across graphs");
+    if (!learned_.policy_file.empty()) throw Error("train: starts from a fresh network (--policy is for `place`)");
+    ValidateLearnedOptions(learned_);
     const Cluster& cluster = problems.front().cluster;
     for (const PlacementProblem& p : problems) {
       if (&p.cluster != &cluster) throw Error("train: every graph is placed on the same cluster");
     }
     if (fs::is_directory(options.policy_out)) throw Error(ForMessage(options.policy_out) + ": is a folder, not a policy file (-o)");
-    torch::manual_seed(rl_.seed);
+    torch::manual_seed(learned_.seed);
     std::vector<const Graph*> graphs;
     for (const PlacementProblem& p : problems) graphs.push_back(&p.graph);
-    net_ = MakeSharedNetwork(rl_, graphs, cluster.num_devices());
-    const bool grade = GradesFailures(rl_);
+    net_ = MakeSharedNetwork(learned_, graphs, cluster.num_devices());
+    const bool grade = GradesFailures(learned_);
     const int32_t cores = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
     for (const PlacementProblem& p : problems) {
       TrainingGraph g;
       g.problem = &p;
-      g.policy = net_->PolicyFor(p, rl_);
-      g.environment = MakeTrainingEnvironment(p, rl_, rl_.worker_threads > 0 ? rl_.worker_threads : cores, grade);
-      g.failing_reward = FailingRewardOf(p, rl_);
+      g.policy = net_->PolicyFor(p, learned_);
+      g.environment = MakeTrainingEnvironment(p, learned_, learned_.worker_threads > 0 ? learned_.worker_threads : cores, grade);
+      g.failing_reward = FailingRewardOf(p, learned_);
       g.baseline = g.failing_reward;
       graphs_.push_back(std::move(g));
     }
     grade_failures_ = grade;
     // Every policy holds the same network: the first one's parameters are
     // the network's (and its start placement, which has no gradient).
-    optimizer_ = MakePolicyOptimizer(*graphs_.front().policy, rl_);
-    generator_ = at::make_generator<at::CPUGeneratorImpl>(rl_.seed * 1000003ull);
-    algorithm_ = MakeAlgorithm(rl_);
+    optimizer_ = MakePolicyOptimizer(*graphs_.front().policy, learned_);
+    generator_ = at::make_generator<at::CPUGeneratorImpl>(learned_.seed * 1000003ull);
+    algorithm_ = MakeAlgorithm(learned_);
   }
 
   BatchTrainResult Run(const std::function<void(const BatchTrainProgress&)>& on_update) {
@@ -226,7 +226,7 @@ class BatchTrainer : public TrainingMode {
       b.baseline = &g.baseline;
       b.pass = g.policy->Begin();
       SampledBatch sampled = SampleAndMeasure(*g.policy, *b.pass, *g.environment, generator_, update_,
-                                              static_cast<int32_t>(i), rl_, g.failing_reward, grade_failures_);
+                                              static_cast<int32_t>(i), learned_, g.failing_reward, grade_failures_);
       for (const Outcome& outcome : sampled.outcomes) {
         if (outcome.ok && (g.best_time_s == 0 || outcome.step_time_s < g.best_time_s)) g.best_time_s = outcome.step_time_s;
       }
@@ -240,8 +240,8 @@ class BatchTrainer : public TrainingMode {
       progress.graphs.push_back(p);
     }
     algorithm_->UpdateAcrossGraphs(batches, [&] {
-      torch::nn::utils::clip_grad_norm_(graphs_.front().policy->module().parameters(), rl_.grad_clip_norm);
-      SetLearningRates(*optimizer_, ScheduledLearningRates(rl_, update_));
+      torch::nn::utils::clip_grad_norm_(graphs_.front().policy->module().parameters(), learned_.grad_clip_norm);
+      SetLearningRates(*optimizer_, ScheduledLearningRates(learned_, update_));
       optimizer_->step();
     });
     ++update_;
@@ -278,7 +278,7 @@ class BatchTrainer : public TrainingMode {
     std::ostringstream tensors;
     archive.save_to(tensors);
     CheckpointParts parts;
-    parts.facts = {{"method", rl_.method + "-batch"},
+    parts.facts = {{"method", learned_.method + "-batch"},
                    {"num_devices", cluster.num_devices()},
                    {"update", update_},
                    {"samples", samples_},
@@ -301,8 +301,8 @@ class BatchTrainer : public TrainingMode {
     if (!fs::exists(path)) throw Error(ForMessage(path) + ": no training checkpoint to resume from");
     CheckpointParts parts = UnsealCheckpoint(path, ReadTextFile(path));
     const CheckpointFacts facts(path, parts.facts);
-    if (!facts.facts().contains("method") || facts.facts()["method"] != rl_.method + "-batch") {
-      facts.Fail("not a checkpoint of `devplace train --method " + rl_.method + "`");
+    if (!facts.facts().contains("method") || facts.facts()["method"] != learned_.method + "-batch") {
+      facts.Fail("not a checkpoint of `devplace train --method " + learned_.method + "`");
     }
     if (facts.Integer("num_devices", 1, INT32_MAX) != graphs_.front().problem->cluster.num_devices()) {
       facts.Fail("checkpoint is for a cluster of another device count");
@@ -349,7 +349,7 @@ class BatchTrainer : public TrainingMode {
   }
 
   const BatchTrainOptions& options_;
-  const LearnedOptions& rl_;
+  const LearnedOptions& learned_;
   TrainingBudget budget_;
   std::unique_ptr<Algorithm> algorithm_;
   std::unique_ptr<SharedNetwork> net_;

@@ -24,7 +24,7 @@ struct BatchTrainOptions {
   // Network sizes, learning rates, K, PPO's epochs and clip, the failing
   // signal, the environment's noise, the seed and the budgets
   // (max_steps = updates, max_seconds, max_samples). method is "gdp" or "mars".
-  LearnedOptions rl;
+  LearnedOptions learned;
   std::string policy_out;  // the policy file written (atomically) at checkpoints and at the end
   // Continue from the training checkpoint next to policy_out
   // (policy_out + ".checkpoint"): same graphs, cluster and architecture.
