@@ -19,6 +19,7 @@
 #include "learned/files/checkpoint_file.h"
 #include "learned/features/group_features.h"
 #include "learned/files/loaded_parameters.h"
+#include "learned/learned_methods.h"
 #include "learned/methods.h"
 #include "learned/training/optimizer.h"
 #include "learned/learned_placer.h"
@@ -137,6 +138,23 @@ double MeanOfLast(const std::vector<double>& values, size_t count) {
 
 // The 2017 placer converges: the last step's whole batch is the best
 // placement, not just one lucky sample (seeds 1-4 all get there by step
+// The learned methods are listed twice, their facts torch-free
+// (learned/learned_methods.cc, what `devplace` knows) and their policies with
+// torch (learned/methods.cc): every listed method must have a policy.
+TEST(LearnedMethodsTest, EveryListedMethodMakesItsPolicy) {
+  Problem p(Chains(3), testing::MakeSlowCpuCluster());
+  ASSERT_FALSE(LearnedMethodList().empty());
+  for (const LearnedMethodFacts& facts : LearnedMethodList()) {
+    torch::manual_seed(1);
+    LearnedOptions options;
+    options.method = facts.name;
+    EXPECT_NE(MakePolicy(p.get(), options), nullptr) << facts.name;
+  }
+  LearnedOptions unknown;
+  unknown.method = "no_such_method";
+  EXPECT_THROW(MakePolicy(p.get(), unknown), Error);
+}
+
 // 150, between steps 63 and 110).
 TEST(ReinforceTest, FindsTheClearlyBestPlacementOfATinyGraph) {
   const testing::SeedOutcomes outcomes = testing::SeedsReaching(2, 3, [](uint64_t seed) {

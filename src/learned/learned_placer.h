@@ -1,7 +1,10 @@
-// The learned placers: the 2017 paper's seq2seq placer ("rl") and HDP's
-// Grouper+Placer ("hdp"), trained by one loop (learned/training/training_loop.cc) with
-// REINFORCE or PPO on step time. This header has no torch in it, so the
-// command line and the tests that only drive it build fast.
+// The learned placers' face to the rest of devplace: their options, progress
+// and result, and TrainLearnedPlacer. The methods are the 2017 paper's
+// seq2seq placer ("rl"), HDP's Grouper+Placer ("hdp"), GDP ("gdp") and Mars
+// ("mars") (learned/learned_methods.h), all trained by the one training loop
+// (learned/training/training_loop.h) with REINFORCE or PPO on step time.
+// This header has no torch in it, so the command line and the tests that
+// only drive it build fast.
 #pragma once
 
 #include <cstdint>
@@ -253,7 +256,7 @@ std::string DefaultAlgorithm(const std::string& method);
 // mars, LearnedOptions' default (0.0003) for the others.
 double DefaultLearningRate(const std::string& method);
 
-// The learned methods `place --method` takes ("rl", "hdp", "gdp").
+// The learned methods `place --method` takes, in LearnedMethodList order.
 const std::vector<std::string>& LearnedMethodNames();
 bool IsLearnedMethod(const std::string& name);
 
