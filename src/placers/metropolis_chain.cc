@@ -1,0 +1,174 @@
+#include "placers/metropolis_chain.h"
+
+#include <algorithm>
+
+#include "util/error.h"
+#include "util/stop_request.h"
+
+namespace devplace {
+
+namespace {
+
+// Relative slowdown to acceptance (AcceptanceProbability): a move 1 %
+// slower is taken with probability exp(-1) = 0.37, one 5 % slower with
+// 0.7 %.
+constexpr double kAlpha = 100;
+// Out of memory, the overflow a move may add to be taken with probability
+// 1/e (AcceptanceProbability), in mean bytes of a unit: a move that adds a
+// whole unit's worth is taken with probability exp(-4) = 0.018. Hot enough
+// to leave a packing one swap from fitting, cold enough to drift toward
+// fitting (a whole unit is nearly a random walk; docs/placers.md).
+constexpr double kOverflowScaleUnits = 0.25;
+// Evaluations without a new best before the chain restarts from the best;
+// at least this many, or twice the units (a sweep's worth of moves).
+constexpr int64_t kMinRestartEvaluations = 200;
+// Without a budget: this many evaluations, or this many seconds where
+// evaluations are slow (a graph of a million ops), whichever comes first,
+// so that `compare` on a huge graph still ends.
+constexpr int64_t kDefaultEvaluations = 2000;
+constexpr double kDefaultSeconds = 60;
+
+}  // namespace
+
+MovableUnits FindMovableUnits(const PlacementProblem& problem) {
+  const Cluster& cluster = problem.cluster;
+  MovableUnits movable;
+  movable.grouping = ConstraintGroups(problem.graph);
+  double unit_bytes = 0;
+  for (int32_t g = 0; g < movable.grouping.num_groups(); ++g) {
+    const Group& group = movable.grouping.groups[g];
+    std::vector<int32_t> devices;
+    for (int32_t d = 0; d < cluster.num_devices(); ++d) {
+      if (group.device_kinds & MaskOf(cluster.devices[d].kind)) devices.push_back(d);
+    }
+    if (devices.size() < 2) continue;
+    movable.units.push_back(g);
+    movable.devices_of_unit.push_back(std::move(devices));
+    unit_bytes += static_cast<double>(group.persistent_bytes + group.output_bytes);
+  }
+  const size_t units = movable.units.size();
+  movable.overflow_scale_bytes =
+      kOverflowScaleUnits * (units == 0 ? 1 : std::max(1.0, unit_bytes / static_cast<double>(units)));
+  return movable;
+}
+
+MetropolisChain::MetropolisChain(const PlacementProblem& problem, const MovableUnits& movable,
+                                 const std::string& method)
+    : problem_(problem),
+      overflow_scale_bytes_(movable.overflow_scale_bytes),
+      budget_(problem.budget),
+      started_(std::chrono::steady_clock::now()) {
+  if (budget_.max_evaluations <= 0 && budget_.max_seconds <= 0) {
+    budget_.max_evaluations = kDefaultEvaluations;
+    budget_.max_seconds = kDefaultSeconds;
+  }
+  // The best of the one-shot baselines (not the searches; random included)
+  // by SearchCost: the fastest that fits, else the one that overflows
+  // least. A start out of memory where another fits is where chains once
+  // spent 3,000 moves without ever fitting.
+  std::vector<PlacerRun> runs = RunPlacers(problem, OneShotBaselineNames());
+  evaluations_ += static_cast<int64_t>(runs.size());
+  const PlacerRun* start = BestStart(runs, problem.cluster);
+  if (!start && StopRequested()) throw Stopped();
+  if (!start) throw Error(method + ": no baseline gave a placement to start from");
+  start_method_ = start->method;
+  start_fits_ = SearchCostOf(start->result, problem.cluster).fits();
+  current_ = start->placement;
+  // Stopped already (during the baselines), the chain makes no move: the
+  // start's own run stands, without the second it takes to simulate a
+  // million ops again. The simulator still picks the start under an
+  // environment, as measuring every baseline would cost more than it tells.
+  const bool stopped = StopRequested() && !problem.environment;
+  current_result_ = stopped ? start->result : RunInFull(current_);
+  evaluations_ += !stopped;
+  current_cost_ = SearchCostOf(current_result_, problem.cluster);
+  best_ = current_;
+  best_result_ = current_result_;
+  best_cost_ = current_cost_;
+  restart_after_ = std::max<int64_t>(kMinRestartEvaluations, 2 * static_cast<int64_t>(movable.units.size()));
+}
+
+double MetropolisChain::seconds() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+}
+
+bool MetropolisChain::OutOfBudget() const {
+  if (StopRequested()) return true;
+  if (budget_.max_evaluations > 0 && evaluations_ >= budget_.max_evaluations) return true;
+  // The clock only now and then: reading it costs more than a small move.
+  return budget_.max_seconds > 0 && evaluations_ % 16 == 0 && seconds() >= budget_.max_seconds;
+}
+
+SimResult MetropolisChain::RunInFull(const Placement& placement) {
+  if (!problem_.environment) return problem_.simulator.Remember(placement);
+  const Outcome outcome = problem_.environment->MeasureOne(placement);
+  SimResult result;
+  result.step_time_us = outcome.ok ? outcome.step_time_s * 1e6 : 0;
+  // How far a real run overflowed is not known (the executor stops at the
+  // first device out of memory), so every failure ranks last.
+  result.failed = !outcome.ok;
+  return result;
+}
+
+SimResult MetropolisChain::Evaluate(const Placement& placement, std::span<const int32_t> changed_ops) {
+  if (problem_.environment) return RunInFull(placement);
+  SimResult result = problem_.simulator.RunChanged(placement, changed_ops);
+  resumed_ += problem_.simulator.last_skipped_fraction() > 0;
+  return result;
+}
+
+SearchCost MetropolisChain::Offer(Placement next, std::span<const int32_t> changed_ops, Random& random) {
+  SimResult result = Evaluate(next, changed_ops);
+  ++evaluations_;
+  ++moves_;
+  const SearchCost cost = SearchCostOf(result, problem_.cluster);
+  // Once a placement fits, only placements that fit can be the best.
+  const bool new_best = Better(cost, best_cost_);
+  if (new_best) {
+    best_ = next;
+    best_cost_ = cost;
+    best_result_ = result;
+  }
+  const double p_accept = AcceptanceProbability(current_cost_, cost, kAlpha, overflow_scale_bytes_);
+  if (p_accept >= 1 || random.Uniform() < p_accept) {
+    if (!problem_.environment) problem_.simulator.KeepChanged();
+    current_.swap(next);
+    current_cost_ = cost;
+    current_result_ = std::move(result);
+  }
+  if (new_best) {
+    since_best_ = 0;
+  } else if (++since_best_ >= restart_after_) {
+    current_ = best_;
+    current_result_ = RunInFull(current_);
+    ++evaluations_;
+    current_cost_ = best_cost_;
+    since_best_ = 0;
+    ++restarts_;
+  }
+  return cost;
+}
+
+void MetropolisChain::Report() const {
+  if (!problem_.progress) return;
+  SearchProgress p;
+  p.evaluations = evaluations_;
+  p.best_step_time_us = best_cost_.fits() ? best_cost_.step_time_us : 0;
+  p.current_step_time_us = current_result_.ok() ? current_result_.step_time_us : 0;
+  p.seconds = seconds();
+  problem_.progress(p);
+}
+
+PlacerOutput MetropolisChain::Finish(const std::string& what_it_did) {
+  PlacerOutput output;
+  output.placement = std::move(best_);
+  // Simulated runs only: a measured outcome is no simulation of it.
+  if (!problem_.environment) output.result = std::move(best_result_);
+  output.evaluations = evaluations_;
+  output.note = "started from " + start_method_ +
+                (start_fits_ ? "" : " (out of memory: no one-shot baseline fits)") + "; " + what_it_did;
+  if (!best_cost_.fits()) output.note += "; no placement it met fits in memory";
+  return output;
+}
+
+}  // namespace devplace

@@ -1,0 +1,96 @@
+// The Metropolis chain of the local searches (mcmc, and guided in the
+// learned layer): where it starts, how a proposed move is evaluated, kept
+// as the best, accepted or refused, and when the chain restarts from its
+// best. A search only proposes moves; the chain is the same for all, so
+// that searches differ only in where their moves come from.
+//
+// Placements that run out of memory are not solutions, but the chain may
+// pass through them: it starts from the fastest one-shot baseline that fits
+// (else the one that overflows least) and ranks placements
+// lexicographically (placers/search_cost.h): any that fits beats any out of
+// memory, and among those out of memory less overflow is better.
+//
+// Given an environment (PlacementProblem::environment; `place --reward
+// measured`: real runs), every candidate is measured in full by it instead
+// of simulated incrementally, and any failure ranks below every placement
+// that ran.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "graph/grouping.h"
+#include "placers/placer.h"
+#include "placers/search_cost.h"
+#include "util/random.h"
+
+namespace devplace {
+
+// What a chain moves: units (co-location groups) that more than one device
+// can run, each with those devices.
+struct MovableUnits {
+  Grouping grouping;
+  std::vector<int32_t> units;                      // group indices
+  std::vector<std::vector<int32_t>> devices_of_unit;  // per entry of `units`
+  double overflow_scale_bytes = 1;                 // AcceptanceProbability's, from the units' mean size
+};
+MovableUnits FindMovableUnits(const PlacementProblem& problem);
+
+class MetropolisChain {
+ public:
+  // Runs the one-shot baselines and starts at the best (BestStart). Throws
+  // Error when none gave a placement, Stopped when a stop came first.
+  // `method` names the search in errors.
+  MetropolisChain(const PlacementProblem& problem, const MovableUnits& movable, const std::string& method);
+
+  // The budget the search was given, or the chain's default (2,000
+  // evaluations or 60 s, whichever first) when it was given none.
+  bool OutOfBudget() const;
+  double seconds() const;
+
+  const Placement& current() const { return current_; }
+  const SimResult& current_result() const { return current_result_; }
+  const SearchCost& current_cost() const { return current_cost_; }
+  const SearchCost& best_cost() const { return best_cost_; }
+
+  // Evaluates `next`, the current placement with `changed_ops` moved (by
+  // the simulator from its remembered run, or the environment), keeps it
+  // if it is the best so far, accepts it by the Metropolis test (drawing
+  // from `random` only when the test is not certain), and restarts from the
+  // best after long enough without a new best. Returns its cost.
+  SearchCost Offer(Placement next, std::span<const int32_t> changed_ops, Random& random);
+
+  // Sends the search's progress (evaluations, best, current, seconds).
+  void Report() const;
+
+  // The best placement, with its simulated run when it was simulated, and
+  // a note: where the chain started, then `what_it_did`.
+  PlacerOutput Finish(const std::string& what_it_did);
+
+  int64_t evaluations() const { return evaluations_; }
+  int64_t moves() const { return moves_; }
+  int64_t restarts() const { return restarts_; }
+  int64_t resumed() const { return resumed_; }
+
+ private:
+  SimResult Evaluate(const Placement& placement, std::span<const int32_t> changed_ops);
+  SimResult RunInFull(const Placement& placement);
+
+  const PlacementProblem& problem_;
+  double overflow_scale_bytes_;
+  SearchBudget budget_;
+  std::chrono::steady_clock::time_point started_;
+  std::string start_method_;
+  bool start_fits_ = false;
+  Placement current_, best_;
+  SimResult current_result_, best_result_;
+  SearchCost current_cost_, best_cost_;
+  int64_t restart_after_ = 0;
+  int64_t since_best_ = 0;
+  int64_t evaluations_ = 0, moves_ = 0, restarts_ = 0, resumed_ = 0;
+};
+
+}  // namespace devplace
