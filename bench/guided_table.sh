@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# guided against mcmc, the same budget on the same row in the same run
+# (BENCHMARKS.md, "Learned against search"): for each row and seed,
+# bench/guided_vs_mcmc runs mcmc and then guided with EVALUATIONS
+# evaluations (and SECONDS, when set, as a wall-time cap for both; with
+# EVALUATIONS=0 the wall time alone is the budget). Prints a markdown table
+# of medians over the seeds, mcmc over guided (above 1: guided is faster),
+# the geometric mean, and each method's median wall time and evaluations a
+# second.
+#
+#   ROWS="rnnlm:p100x2 gnmt2:p100x2" bash bench/guided_table.sh
+#   EVALUATIONS=0 SECONDS=120 ROWS="..." bash bench/guided_table.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=${GUIDED_VS_MCMC:-build/bench/guided_vs_mcmc}
+[ -x "$bin" ] || bash scripts/build.sh
+evaluations=${EVALUATIONS:-2000}
+seeds=${SEEDS:-1 2 3}
+[ -n "${ROWS:-}" ] || { echo "guided_table.sh: set ROWS=\"model:cluster ...\"" >&2; exit 2; }
+
+lines=$(mktemp)
+trap 'rm -f "$lines"' EXIT
+for row in $ROWS; do
+  IFS=: read -r model cluster <<< "$row"
+  for seed in $seeds; do
+    echo "== $model $cluster seed $seed" >&2
+    "$bin" "$model" "$cluster" "$evaluations" "$seed" ${SECONDS:+"$SECONDS"} >> "$lines"
+  done
+done
+
+python3 - "$lines" <<'EOF'
+import math, re, statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    m = re.match(r'(\S+) (\S+) (\S+) seed=(\d+) (\S+) step_s=([\d.]+) evals=(\d+) wall_s=([\d.]+) evals_per_s=(\d+)', line)
+    if not m:
+        continue
+    model, cluster, method, seed, ok, step, evals, wall, rate = m.groups()
+    r = runs.setdefault((model, cluster), {}).setdefault(method, [])
+    r.append((float(step) if ok == 'ok' else math.inf, int(evals), float(wall), int(rate)))
+print('| model | cluster | mcmc (s) | guided (s) | mcmc over guided | mcmc wall (s) | guided wall (s) | mcmc evals/s | guided evals/s |')
+print('|---|---|---|---|---|---|---|---|---|')
+ratios = []
+for (model, cluster), m in runs.items():
+    med = {k: statistics.median(x[0] for x in v) for k, v in m.items()}
+    wall = {k: statistics.median(x[2] for x in v) for k, v in m.items()}
+    rate = {k: statistics.median(x[3] for x in v) for k, v in m.items()}
+    ratio = med['mcmc'] / med['guided']
+    ratios.append(ratio)
+    print(f"| {model} | {cluster} | {med['mcmc']:.4f} | {med['guided']:.4f} | {ratio:.3f}x | {wall['mcmc']:.1f} | {wall['guided']:.1f} | {rate['mcmc']} | {rate['guided']} |")
+if ratios:
+    geo = math.exp(sum(map(math.log, ratios)) / len(ratios))
+    print(f"\nGeometric mean of mcmc over guided: {geo:.3f}x over {len(ratios)} rows; guided at least as fast on {sum(r >= 1 for r in ratios)}.")
+EOF
