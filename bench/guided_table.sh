@@ -2,14 +2,14 @@
 # guided against mcmc, the same budget on the same row in the same run
 # (BENCHMARKS.md, "Learned against search"): for each row and seed,
 # bench/guided_vs_mcmc runs mcmc and then guided with EVALUATIONS
-# evaluations (and SECONDS, when set, as a wall-time cap for both; with
+# evaluations (and WALL_SECONDS, when set, as a wall-time cap for both; with
 # EVALUATIONS=0 the wall time alone is the budget). Prints a markdown table
 # of medians over the seeds, mcmc over guided (above 1: guided is faster),
 # the geometric mean, and each method's median wall time and evaluations a
 # second.
 #
 #   ROWS="rnnlm:p100x2 gnmt2:p100x2" bash bench/guided_table.sh
-#   EVALUATIONS=0 SECONDS=120 ROWS="..." bash bench/guided_table.sh
+#   EVALUATIONS=0 WALL_SECONDS=120 ROWS="..." bash bench/guided_table.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${GUIDED_VS_MCMC:-build/bench/guided_vs_mcmc}
@@ -24,7 +24,7 @@ for row in $ROWS; do
   IFS=: read -r model cluster <<< "$row"
   for seed in $seeds; do
     echo "== $model $cluster seed $seed" >&2
-    "$bin" "$model" "$cluster" "$evaluations" "$seed" ${SECONDS:+"$SECONDS"} >> "$lines"
+    "$bin" "$model" "$cluster" "$evaluations" "$seed" ${WALL_SECONDS:+"$WALL_SECONDS"} >> "$lines"
   done
 done
 
