@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "cluster/cluster.h"
@@ -34,9 +35,12 @@ class MoveFeatureContext {
   double UnitTimeUs(int32_t g, int32_t d) const { return unit_time_us_[static_cast<size_t>(g) * devices_ + d]; }
   int64_t UnitBytes(int32_t g) const { return unit_bytes_[g]; }
 
-  // The features of moving unit `g` from its device in `placement` to `to`,
-  // given `result`, the run of `placement`.
-  MoveFeatureRow Features(int32_t g, int32_t to, const Placement& placement, const SimResult& result) const;
+  // Appends to `rows` the features of moving unit `g` from its device in
+  // `placement` to each of `targets`, given `result`, the run of
+  // `placement`. The unit's traffic by device is summed once for all of
+  // them.
+  void AppendRows(int32_t g, std::span<const int32_t> targets, const Placement& placement, const SimResult& result,
+                  std::vector<MoveFeatureRow>& rows) const;
 
  private:
   struct Neighbour {

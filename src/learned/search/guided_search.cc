@@ -68,19 +68,6 @@ torch::Tensor RowsTensor(const std::vector<MoveFeatureRow>& rows) {
   return t;
 }
 
-}  // namespace
-
-std::vector<double> ProposalProbabilities(const std::vector<float>& scores, double uniform_share) {
-  std::vector<double> probability(scores.size());
-  if (scores.empty()) return probability;
-  const double top = *std::max_element(scores.begin(), scores.end());
-  double total = 0;
-  for (size_t i = 0; i < scores.size(); ++i) total += probability[i] = std::exp(scores[i] - top);
-  const double uniform = uniform_share / static_cast<double>(scores.size());
-  for (double& p : probability) p = (1 - uniform_share) * p / total + uniform;
-  return probability;
-}
-
 class GuidedProposer {
  public:
   GuidedProposer(const PlacementProblem& problem, const MovableUnits& movable, const GuidedSearchOptions& options)
@@ -100,11 +87,13 @@ class GuidedProposer {
       const int32_t u = static_cast<int32_t>(random.Below(movable_.units.size()));
       const int32_t group = movable_.units[u];
       const int32_t from = chain.current()[movable_.grouping.groups[group].ops.front()];
+      targets_.clear();
       for (int32_t d : movable_.devices_of_unit[u]) {
         if (d == from) continue;
         candidates_.push_back({u, d});
-        proposal_.rows.push_back(context_.Features(group, d, chain.current(), chain.current_result()));
+        targets_.push_back(d);
       }
+      context_.AppendRows(group, targets_, chain.current(), chain.current_result(), proposal_.rows);
     }
     std::vector<float> scores(candidates_.size());
     {
@@ -166,11 +155,25 @@ class GuidedProposer {
   MoveScorer scorer_;
   torch::optim::Adam optimizer_;
   std::vector<Candidate> candidates_;
+  std::vector<int32_t> targets_;  // one unit's candidate devices, reused
   Proposal proposal_;
   std::vector<Proposal> batch_;
   double reward_baseline_ = 0;
   int64_t updates_ = 0;
 };
+
+}  // namespace
+
+std::vector<double> ProposalProbabilities(const std::vector<float>& scores, double uniform_share) {
+  std::vector<double> probability(scores.size());
+  if (scores.empty()) return probability;
+  const double top = *std::max_element(scores.begin(), scores.end());
+  double total = 0;
+  for (size_t i = 0; i < scores.size(); ++i) total += probability[i] = std::exp(scores[i] - top);
+  const double uniform = uniform_share / static_cast<double>(scores.size());
+  for (double& p : probability) p = (1 - uniform_share) * p / total + uniform;
+  return probability;
+}
 
 PlacerOutput PlaceGuided(const PlacementProblem& problem, const GuidedSearchOptions& options) {
   const MovableUnits movable = FindMovableUnits(problem);

@@ -1,6 +1,6 @@
 // guided: mcmc whose moves come from a learned proposal. The chain is
 // mcmc's (the same start, ranking, Metropolis test and restarts; see
-// placers/mcmc_placer.cc), but instead of a uniform unit and device each
+// placers/metropolis_chain.h), but instead of a uniform unit and device each
 // move is drawn from a policy that scores candidate moves by what they do
 // (learned/features/move_features.h) with a small network, trained online
 // by REINFORCE on the chain's own improvements: moves like those that made
