@@ -270,7 +270,7 @@ TEST(CliTest, SearchesAnswerAPlacementThatFitsWhereTheFastestBaselineDoesNot) {
   EXPECT_FALSE(rows[2]["oom"].get<bool>()) << rows[2].dump();
   EXPECT_LE(rows[2]["step_time_s"].get<double>(), rows[1]["step_time_s"].get<double>()) << rows[2].dump();
 
-  for (const char* method : {"mcmc", "exact"}) {
+  for (const char* method : {"mcmc", "exact", "guided"}) {
     Outcome place = Devplace("place --graph " + graph + " --cluster " + cluster + " --method " + method +
                              " --max-samples 300 --json --out " + dir.File(std::string("run_") + method));
     ASSERT_EQ(place.exit_code, 0) << place.out;
@@ -323,7 +323,7 @@ TEST(CliTest, ASecondRunNeverReplacesAPreviousOneUnasked) {
     EXPECT_EQ(ReadText(out + "/best_placement.json"), found) << method;
   }
   ExpectCleanError(Devplace("place --graph tiny --cluster k80x2 --method m_etf --resume --out " + out), "no checkpoint");
-  ExpectCleanError(Devplace("place --graph tiny --cluster k80x2 --max-steps 1 --resume --overwrite --out " + out), "not both");
+  ExpectCleanError(Devplace("place --method rl --graph tiny --cluster k80x2 --max-steps 1 --resume --overwrite --out " + out), "not both");
   EXPECT_EQ(ReadText(out + "/best_placement.json"), found);
   Outcome replaced = Devplace("place --graph tiny --cluster k80x2 --method single_gpu --overwrite --out " + out);
   ASSERT_EQ(replaced.exit_code, 0) << replaced.out;
@@ -374,7 +374,7 @@ TEST(CliTest, PlaceWithMcmcSpendsItsEvaluationBudgetDeterministically) {
 TEST(CliTest, PlaceWithRlWritesPlacementCurveAndCheckpointAndResumes) {
   TempDir dir;
   std::string out = dir.File("run");
-  Outcome o = Devplace("place --graph tiny --cluster k80x2 --max-steps 3 --json --out " + out);
+  Outcome o = Devplace("place --method rl --graph tiny --cluster k80x2 --max-steps 3 --json --out " + out);
   ASSERT_EQ(o.exit_code, 0) << o.out;
   nlohmann::json j = nlohmann::json::parse(o.out);
   EXPECT_EQ(j["method"], "rl");
@@ -391,11 +391,11 @@ TEST(CliTest, PlaceWithRlWritesPlacementCurveAndCheckpointAndResumes) {
   ASSERT_EQ(sim.exit_code, 0) << sim.out;
   EXPECT_DOUBLE_EQ(nlohmann::json::parse(sim.out)["step_time_s"].get<double>(), j["step_time_s"].get<double>());
 
-  Outcome resumed = Devplace("place --graph tiny --cluster k80x2 --max-steps 5 --json --resume --out " + out);
+  Outcome resumed = Devplace("place --method rl --graph tiny --cluster k80x2 --max-steps 5 --json --resume --out " + out);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.out;
   EXPECT_EQ(nlohmann::json::parse(resumed.out)["samples"].get<int64_t>(), 80);  // continued from 48
-  ExpectCleanError(Devplace("place --graph tiny --cluster k80x4 --max-steps 1 --resume --out " + out), "another graph or cluster");
-  ExpectCleanError(Devplace("place --graph tiny --cluster k80x2 --max-steps 6 --resume --encoder-hidden 8 --out " + out),
+  ExpectCleanError(Devplace("place --method rl --graph tiny --cluster k80x4 --max-steps 1 --resume --out " + out), "another graph or cluster");
+  ExpectCleanError(Devplace("place --method rl --graph tiny --cluster k80x2 --max-steps 6 --resume --encoder-hidden 8 --out " + out),
                    "is of another architecture");
 }
 
@@ -425,33 +425,49 @@ TEST(CliTest, PlaceRefusesBadInputsBeforeWritingAnything) {
   };
   for (const auto& [flags, mention] : cases) {
     const std::string out = dir.File("run");
-    ExpectCleanError(Devplace("place --graph tiny --cluster k80x2 --max-steps 2 --out " + out + " " + flags), mention);
+    ExpectCleanError(Devplace("place --method rl --graph tiny --cluster k80x2 --max-steps 2 --out " + out + " " + flags), mention);
     EXPECT_FALSE(std::filesystem::exists(out)) << flags << " left the out folder behind";
   }
-  for (const char* method : {"rl", "m_etf", "random"}) {
+  for (const char* method : {"rl --max-steps 2", "m_etf", "random", "guided"}) {
     const std::string out = dir.File("run");
-    ExpectCleanError(Devplace(std::string("place --graph tiny --max-steps 2 --cluster ") + no_cpu + " --method " + method +
+    ExpectCleanError(Devplace(std::string("place --graph tiny --cluster ") + no_cpu + " --method " + method +
                               " --out " + out),
                      "has none");
     EXPECT_FALSE(std::filesystem::exists(out)) << method << " left the out folder behind";
   }
   // --out naming a file: refused, and the file left as it was.
   const std::string file = dir.Write("a-file", "mine");
-  ExpectCleanError(Devplace("place --graph tiny --cluster k80x2 --max-steps 2 --out " + file), "is not a folder");
+  ExpectCleanError(Devplace("place --method rl --graph tiny --cluster k80x2 --max-steps 2 --out " + file), "is not a folder");
   EXPECT_EQ(ReadText(file), "mine");
+}
+
+// A flag only the learned placers read, given to a method that would ignore
+// it (the default guided, mcmc, a baseline), is refused, not silently moot.
+TEST(CliTest, PlaceRefusesFlagsTheMethodDoesNotRead) {
+  TempDir dir;
+  const std::string out = dir.File("run");
+  for (const char* method : {"", "--method guided", "--method mcmc", "--method m_etf"}) {
+    for (const char* flag : {"--max-steps 3", "--algorithm ppo", "--samples-per-step 4", "--warm-start best", "--hdp-groups 8"}) {
+      const std::string name = std::string(flag).substr(0, std::string(flag).find(' '));
+      ExpectCleanError(Devplace("place --graph tiny --cluster k80x2 " + std::string(method) + " " + flag + " --out " + out),
+                       name + " applies to the learned placers");
+      EXPECT_FALSE(std::filesystem::exists(out)) << method << " " << flag;
+    }
+  }
+  ExpectCleanError(Devplace("place --graph tiny --cluster k80x2 --method mcmc --learning-rate 0.1 --out " + out), "does not learn");
 }
 
 TEST(CliTest, PlaceRefusesADamagedCheckpointInOneLine) {
   TempDir dir;
   const std::string out = dir.File("run");
-  ASSERT_EQ(Devplace("place --graph tiny --cluster k80x2 --max-steps 2 --samples-per-step 2 --out " + out).exit_code, 0);
+  ASSERT_EQ(Devplace("place --method rl --graph tiny --cluster k80x2 --max-steps 2 --samples-per-step 2 --out " + out).exit_code, 0);
   const std::string checkpoint = out + "/checkpoint.pt";
   std::string bytes = ReadText(checkpoint);
   ASSERT_GT(bytes.size(), 10000u);
   std::fill(bytes.begin() + 5000, bytes.begin() + 9096, '\0');
   std::ofstream(checkpoint, std::ios::binary | std::ios::trunc) << bytes;
   const std::string curve = ReadText(out + "/curve.csv");
-  ExpectCleanError(Devplace("place --graph tiny --cluster k80x2 --max-steps 3 --samples-per-step 2 --resume --out " + out),
+  ExpectCleanError(Devplace("place --method rl --graph tiny --cluster k80x2 --max-steps 3 --samples-per-step 2 --resume --out " + out),
                    checkpoint + ": checkpoint is damaged");
   EXPECT_EQ(ReadText(out + "/curve.csv"), curve);
 }
@@ -465,14 +481,14 @@ TEST(CliTest, PlaceRunsABaselineAndRejectsUnknownMethods) {
   EXPECT_EQ(j["samples"].get<int64_t>(), 0);
   EXPECT_TRUE(std::filesystem::exists(j["placement_file"].get<std::string>()));
   ExpectCleanError(Devplace("place --graph tiny --cluster k80x2 --method alchemy"), "alchemy");
-  ExpectCleanError(Devplace("place --graph tiny --cluster k80x2 --samples-per-step 0"), "samples-per-step");
-  ExpectCleanError(Devplace("place --graph tiny --cluster k80x2 --group-order sideways"), "group-order");
+  ExpectCleanError(Devplace("place --method rl --graph tiny --cluster k80x2 --samples-per-step 0"), "samples-per-step");
+  ExpectCleanError(Devplace("place --method rl --graph tiny --cluster k80x2 --group-order sideways"), "group-order");
 }
 
 TEST(CliTest, PlaceReadsTheGroupsInEitherOrder) {
   TempDir dir;
   for (const char* order : {"chain", "topological"}) {
-    Outcome o = Devplace(std::string("place --graph tiny --cluster k80x2 --max-steps 2 --samples-per-step 2 --json --group-order ") +
+    Outcome o = Devplace(std::string("place --method rl --graph tiny --cluster k80x2 --max-steps 2 --samples-per-step 2 --json --group-order ") +
                          order + " --stay-bias 0.5 --out " + dir.File(order));
     ASSERT_EQ(o.exit_code, 0) << order << ": " << o.out;
     nlohmann::json j = nlohmann::json::parse(o.out);

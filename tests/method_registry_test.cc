@@ -19,7 +19,9 @@ TEST(MethodRegistryTest, ListsEveryPlacerAndEveryLearnedMethodOnceWithItsKind) {
     EXPECT_TRUE(names.insert(m.name).second) << m.name;
     EXPECT_FALSE(m.description.empty()) << m.name;
     EXPECT_EQ(m.kind == MethodKind::kLearned, m.learned != nullptr) << m.name;
-    EXPECT_EQ(m.kind != MethodKind::kLearned, m.placer != nullptr) << m.name;
+    EXPECT_EQ(m.kind == MethodKind::kLearnedSearch, m.learned_search != nullptr) << m.name;
+    const bool placer = m.kind == MethodKind::kBaseline || m.kind == MethodKind::kSearch;
+    EXPECT_EQ(placer, m.placer != nullptr) << m.name;
   }
   for (const PlacerInfo& p : ListPlacers()) {
     const MethodInfo& m = FindMethod(p.name, {MethodKind::kBaseline, MethodKind::kSearch});
@@ -29,7 +31,9 @@ TEST(MethodRegistryTest, ListsEveryPlacerAndEveryLearnedMethodOnceWithItsKind) {
     EXPECT_EQ(FindMethod(learned, {MethodKind::kLearned}).kind, MethodKind::kLearned) << learned;
     EXPECT_TRUE(IsLearnedMethod(learned)) << learned;
   }
-  EXPECT_EQ(names.size(), ListPlacers().size() + LearnedMethodList().size());
+  EXPECT_EQ(FindMethod("guided", {MethodKind::kLearnedSearch}).kind, MethodKind::kLearnedSearch);
+  EXPECT_FALSE(IsLearnedMethod("guided"));  // it trains no policy file
+  EXPECT_EQ(names.size(), ListPlacers().size() + LearnedSearchList().size() + LearnedMethodList().size());
 }
 
 TEST(MethodRegistryTest, AnUnknownNameIsAnErrorListingTheMethodsOfTheKindsAsked) {
@@ -82,6 +86,17 @@ TEST(RunMethodTest, ALearnedMethodWithoutTheTorchLibrarysRunnerIsAnError) {
   Problem p;
   SetLearnedRunner(nullptr);
   EXPECT_THROW(RunMethod(p.get(), FindMethod("rl", {MethodKind::kLearned}), LearnedOptions(), {}), Error);
+}
+
+TEST(RunMethodTest, ALearnedSearchWithoutTheTorchLibrarysRunnerIsAnError) {
+  Problem p;
+  SetLearnedSearchRunner(nullptr);
+  try {
+    RunMethod(p.get(), FindMethod("guided", {MethodKind::kLearnedSearch}), LearnedOptions(), {});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("devplace-learn"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

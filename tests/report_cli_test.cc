@@ -201,7 +201,7 @@ std::string BrowserVerdict(const std::string& html_path, const TempDir& dir) {
 
 TEST(ReportBrowserTest, ARunReportLoadsInChromiumWithEveryChartDrawn) {
   TempDir dir;
-  Outcome place = RunDevplace("place --graph tiny --cluster k80x2 --max-steps 5 --json --out " + dir.File("run"));
+  Outcome place = RunDevplace("place --method rl --graph tiny --cluster k80x2 --max-steps 5 --json --out " + dir.File("run"));
   ASSERT_EQ(place.exit_code, 0) << place.out;
   Outcome o = RunDevplace("report --graph tiny --cluster k80x2 --run " + dir.File("run") + " -o " + dir.File("r.html"));
   ASSERT_EQ(o.exit_code, 0) << o.out;

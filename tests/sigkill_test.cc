@@ -36,7 +36,7 @@ constexpr int kSteps = 12;
 // Checkpoints at step 1 (the first placement that runs), every 3 steps and
 // at the end; never by wall time, so that every run checkpoints alike.
 const std::string kBaseArgs =
-    "place --graph tiny --cluster k80x2 --samples-per-step 4 --workers 1 --seed 3 --checkpoint-seconds 0";
+    "place --method rl --graph tiny --cluster k80x2 --samples-per-step 4 --workers 1 --seed 3 --checkpoint-seconds 0";
 const std::string kRunArgs = kBaseArgs + " --checkpoint-every 3 --max-steps " + std::to_string(kSteps);
 
 // The step time of the best placement in `out`, or 0 if there is none yet.

@@ -121,10 +121,10 @@ size_t CurveRows(const std::string& out) {
 // second step's sampling drops that step (no update from a partial batch,
 // no curve row) and the run ends as on a budget stop: the first step's best
 // placement, its curve row, a checkpoint the run resumes from.
-TEST(StopSignalTest, DefaultMethodStoppedInTheMiddleOfSamplingDropsTheStep) {
+TEST(StopSignalTest, RlStoppedInTheMiddleOfSamplingDropsTheStep) {
   TempDir dir;
   const std::string out = dir.File("run");
-  Interrupted r = RunAndSignal({"place", "--graph", "tiny", "--cluster", "k80x2", "--max-seconds", "600", "--workers", "1",
+  Interrupted r = RunAndSignal({"place", "--graph", "tiny", "--cluster", "k80x2", "--method", "rl", "--max-seconds", "600", "--workers", "1",
                                 "--samples-per-step", "4", "--out", out},
                                "devplace: test point sample", SIGTERM, "sample:2");
   EXPECT_EQ(r.exit_code, 128 + SIGTERM) << r.out;
@@ -133,7 +133,7 @@ TEST(StopSignalTest, DefaultMethodStoppedInTheMiddleOfSamplingDropsTheStep) {
   EXPECT_NO_THROW(nlohmann::json::parse(ReadFile(out + "/best_placement.json")));
   EXPECT_EQ(CurveRows(out), 1u) << ReadFile(out + "/curve.csv");
   EXPECT_TRUE(fs::exists(out + "/checkpoint.pt")) << r.out;
-  Interrupted resumed = RunAndSignal({"place", "--graph", "tiny", "--cluster", "k80x2", "--max-steps", "2", "--workers", "1",
+  Interrupted resumed = RunAndSignal({"place", "--graph", "tiny", "--cluster", "k80x2", "--method", "rl", "--max-steps", "2", "--workers", "1",
                                       "--samples-per-step", "4", "--resume", "--out", out},
                                      "", 0);
   EXPECT_EQ(resumed.exit_code, 0) << resumed.out;
@@ -146,13 +146,40 @@ TEST(StopSignalTest, StoppedWhileMeasuringABatchDropsTheStep) {
   TempDir dir;
   const std::string out = dir.File("run");
   // The second step's third placement: 4 measured in step 1, then 2.
-  Interrupted r = RunAndSignal({"place", "--graph", "tiny", "--cluster", "k80x2", "--max-seconds", "600", "--workers", "1",
+  Interrupted r = RunAndSignal({"place", "--graph", "tiny", "--cluster", "k80x2", "--method", "rl", "--max-seconds", "600", "--workers", "1",
                                 "--samples-per-step", "4", "--out", out},
                                "devplace: test point measure", SIGINT, "measure:7");
   EXPECT_EQ(r.exit_code, 128 + SIGINT) << r.out;
   EXPECT_NE(r.out.find("stopped early by SIGINT"), std::string::npos) << r.out;
   ASSERT_TRUE(fs::exists(out + "/best_placement.json")) << r.out;
   EXPECT_EQ(CurveRows(out), 1u) << ReadFile(out + "/curve.csv");
+}
+
+// guided stopped mid-search writes its best placement and a checkpoint;
+// resumed with the budget it had, it ends where the run never stopped ends.
+TEST(StopSignalTest, GuidedStoppedMidSearchResumesToTheUninterruptedResult) {
+  TempDir dir;
+  const std::string out = dir.File("run"), whole = dir.File("whole");
+  const std::vector<std::string> common = {"place", "--graph", "rnnlm", "--cluster", "k80x2", "--method", "guided",
+                                           "--max-samples", "600", "--json"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> args = common;
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  };
+  Interrupted r = RunAndSignal(with({"--out", out}), "devplace: test point chain-move", SIGINT, "chain-move:250");
+  EXPECT_EQ(r.exit_code, 128 + SIGINT) << r.out;
+  ASSERT_TRUE(fs::exists(out + "/best_placement.json")) << r.out;
+  ASSERT_TRUE(fs::exists(out + "/checkpoint.pt")) << r.out;
+  Interrupted resumed = RunAndSignal(with({"--out", out, "--resume"}), "", 0);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out;
+  Interrupted uninterrupted = RunAndSignal(with({"--out", whole}), "", 0);
+  ASSERT_EQ(uninterrupted.exit_code, 0) << uninterrupted.out;
+  const nlohmann::json a = nlohmann::json::parse(resumed.out), b = nlohmann::json::parse(uninterrupted.out);
+  EXPECT_EQ(a["step_time_s"], b["step_time_s"]);
+  EXPECT_EQ(a["samples"], b["samples"]);
+  EXPECT_EQ(nlohmann::json::parse(ReadFile(out + "/best_placement.json"))["placement"],
+            nlohmann::json::parse(ReadFile(whole + "/best_placement.json"))["placement"]);
 }
 
 // A one-shot method stopped half way through its work has nothing to keep:
@@ -186,7 +213,7 @@ TEST(StopSignalTest, CompareStoppedInsideABaselineSkipsTheRest) {
 TEST(StopSignalTest, WatchdogEndsWorkThatDoesNotStop) {
   TempDir dir;
   const std::string out = dir.File("run");
-  Interrupted r = RunAndSignal({"place", "--graph", "tiny", "--cluster", "k80x2", "--max-seconds", "600", "--workers", "1",
+  Interrupted r = RunAndSignal({"place", "--graph", "tiny", "--cluster", "k80x2", "--method", "rl", "--max-seconds", "600", "--workers", "1",
                                 "--samples-per-step", "4", "--out", out},
                                "devplace: test point sample", SIGTERM, "sample:2:stuck");
   EXPECT_EQ(r.exit_code, 128 + SIGTERM) << r.out;

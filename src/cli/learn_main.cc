@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "cli/devplace_app.h"
 #include "learned/learned_placer.h"
+#include "learned/learned_search.h"
 #include "methods/method_registry.h"
 #include "util/error.h"
 
@@ -13,6 +14,7 @@ int main(int argc, char** argv) {
   // The learned methods are in the one registry in both programs; only
   // here, with the torch library linked, do they run.
   devplace::SetLearnedRunner(devplace::TrainLearnedPlacer);
+  devplace::SetLearnedSearchRunner(devplace::RunLearnedSearch);
   devplace::LearnedParts learned;
   learned.add_command = [](CLI::App& app, const std::string& name) {
     if (name == "place") return devplace::AddPlaceCommand(app);

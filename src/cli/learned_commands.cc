@@ -14,7 +14,7 @@ namespace devplace {
 
 const std::vector<LearnedCommand>& LearnedCommands() {
   static const std::vector<LearnedCommand> commands = {
-      {"place", "Find a placement: train the 2017 paper's RL placer, or run a baseline"},
+      {"place", "Find a placement: guided search (the default), a learned placer (rl, hdp, gdp, mars), mcmc or a baseline"},
       {"train", "Train one GDP or Mars policy on several graphs for a cluster (batch training)"},
       {"pretrain", "Pre-train Mars's graph encoder on graphs alone (Deep Graph Infomax, no step times)"},
       {"run", "Run training steps of a placement on this machine's devices and report the measured step time"},

@@ -30,7 +30,8 @@ namespace {
 struct PlaceFlags {
   std::string graph;
   std::string cluster;
-  std::string method = "rl";
+  // Empty: the default (kDefaultMethod), which the run names.
+  std::string method;
   std::string out_dir;
   OpTimesFlags op_times;
   // What judges a placement: "simulated", "measured" (the real executor) or
@@ -43,6 +44,11 @@ struct PlaceFlags {
   bool max_steps_given = false;
   bool algorithm_given = false;
   bool learning_rate_given = false;
+  bool method_by_default = false;
+  // The flags given that only the learned placers read (--algorithm,
+  // --samples-per-step, ...), by name: refused for a method that would
+  // ignore them, so that a mistyped or misplaced flag is not silently moot.
+  std::vector<std::string> policy_flags_given;
   bool overwrite = false;  // replace a previous run's files in --out
   LearnedOptions learned;
 };
@@ -127,12 +133,17 @@ class BorrowedEnvironment : public Environment {
   Environment& environment_;
 };
 
+// `place` without --method: the method BENCHMARKS.md ("Learned against
+// search") shows fastest at equal samples and at equal wall time, given
+// place's budgets.
+constexpr const char* kDefaultMethod = "guided";
+
 // --reward's checks on the other flags, before anything is read.
 void CheckRewardFlags(const PlaceFlags& flags, bool learned) {
   if (flags.reward == "simulated") return;
   const std::string reward = "--reward " + flags.reward;
-  if (!learned && flags.method != "mcmc") {
-    throw Error(reward + " applies to the learned methods and mcmc; " + ForMessage(flags.method) +
+  if (!learned && flags.method != "mcmc" && flags.method != "guided") {
+    throw Error(reward + " applies to the learned methods, guided and mcmc; " + ForMessage(flags.method) +
                 " places in one shot (check its placement for real with devplace run)");
   }
   if (flags.learned.controllers > 1) {
@@ -190,18 +201,36 @@ void RequireOutFolder(const std::string& out_dir) {
 // before they pass, so a refused run leaves no folder, curve, checkpoint or
 // placement behind.
 const MethodInfo& CheckPlaceFlags(PlaceFlags& flags) {
+  if (flags.method.empty()) {
+    flags.method = kDefaultMethod;
+    flags.method_by_default = true;
+  }
   const bool learned = IsLearnedMethod(flags.method);
-  const MethodInfo& method = learned ? FindMethod(flags.method, {MethodKind::kLearned})
-                                     : FindMethod(flags.method, {MethodKind::kBaseline, MethodKind::kSearch});
+  const MethodInfo& method =
+      learned ? FindMethod(flags.method, {MethodKind::kLearned})
+              : FindMethod(flags.method, {MethodKind::kBaseline, MethodKind::kSearch, MethodKind::kLearnedSearch});
   if (learned) {
     flags.learned.method = flags.method;
     if (!flags.algorithm_given) flags.learned.algorithm = method.learned->algorithm;
     if (!flags.learning_rate_given) flags.learned.learning_rate = method.learned->learning_rate;
     ValidateLearnedOptions(flags.learned);
   }
-  if (!learned && flags.learned.resume) {
-    throw Error("--resume: " + ForMessage(flags.method) + " keeps no checkpoint to continue (the learned methods do: " +
-                MethodNames({MethodKind::kLearned}) + ")");
+  if (method.kind == MethodKind::kLearnedSearch && !flags.learning_rate_given) {
+    flags.learned.learning_rate = method.learned_search->learning_rate;
+  }
+  if (!learned && !flags.policy_flags_given.empty()) {
+    const std::string& flag = flags.policy_flags_given.front();
+    throw Error(flag + " applies to the learned placers (" + MethodNames({MethodKind::kLearned}) + "); " + flags.method +
+                (flags.method_by_default ? " (the default method)" : "") + " does not read it" +
+                (flag == "--max-steps" ? ": its budget is --max-samples (evaluations) or --max-seconds" : ""));
+  }
+  if (!learned && flags.learning_rate_given && method.kind != MethodKind::kLearnedSearch) {
+    throw Error("--learning-rate applies to the learned methods; " + flags.method + " does not learn");
+  }
+  const bool keeps_checkpoint = learned || method.kind == MethodKind::kLearnedSearch;
+  if (!keeps_checkpoint && flags.learned.resume) {
+    throw Error("--resume: " + ForMessage(flags.method) + " keeps no checkpoint to continue (these do: " +
+                MethodNames({MethodKind::kLearnedSearch, MethodKind::kLearned}) + ")");
   }
   if (flags.learned.resume && flags.overwrite) throw Error("--resume and --overwrite: continue the run in --out, or replace it, not both");
   CheckRewardFlags(flags, learned);
@@ -275,6 +304,10 @@ MethodOutput RunWithProgress(const PlaceFlags& flags, const PlacementProblem& pr
     if (!flags.json) printer(p);
   };
   if (!flags.json) progress.search = [&](const SearchProgress& p) { search_printer(p); };
+  if (flags.method_by_default && !flags.json) {
+    std::fprintf(stderr, "place: no --method given: %s (%s; --method names another)\n", flags.method.c_str(),
+                 method.description.c_str());
+  }
   MethodOutput output = RunMethod(problem, method, flags.learned, progress);
   if (flags.json) return output;
   printer.Flush();
@@ -327,12 +360,17 @@ std::string PlacementFile(const PlaceFlags& flags) {
   return (std::filesystem::path(flags.out_dir) / run_folder::kBestPlacement).string();
 }
 
+double SamplesPerSecond(const MethodOutput& output) {
+  return output.seconds > 0 ? static_cast<double>(output.samples) / output.seconds : 0.0;
+}
+
 // --json: one object on stdout.
 void PrintPlaceJson(const PlaceFlags& flags, const PlacementProblem& problem, const MethodOutput& output,
                     const FinalRun& final_run, const RealRuns& runs, const nlohmann::json& remeasured) {
   const bool measured = flags.reward == "measured";
   const bool none = output.placement.empty();
   nlohmann::json out = {{"method", flags.method},
+                        {"method_by_default", flags.method_by_default},
                         {"graph", problem.graph.name},
                         {"cluster", problem.cluster.name},
                         {"reward", flags.reward},
@@ -340,6 +378,7 @@ void PrintPlaceJson(const PlaceFlags& flags, const PlacementProblem& problem, co
                         {"oom", none || (measured ? final_run.real->outcome.oom() : final_run.simulated.oom)},
                         {"search_seconds", output.seconds},
                         {"samples", output.samples},
+                        {"samples_per_second", SamplesPerSecond(output)},
                         {"zero_shot", flags.learned.zero_shot},
                         {"stopped_early", StopRequested()},
                         {"placement_file", none ? nlohmann::json(nullptr) : nlohmann::json(PlacementFile(flags))}};
@@ -370,8 +409,9 @@ void PrintPlaceText(const PlaceFlags& flags, const MethodOutput& output, const F
     return;
   }
   const bool measured = flags.reward == "measured";
-  std::printf("%s: step time %.6f s%s after %.1f s of search (%lld samples); placement in %s\n", method,
-              final_run.step_time_s, measured ? " measured" : "", output.seconds, samples, PlacementFile(flags).c_str());
+  std::printf("%s: step time %.6f s%s after %.1f s of search (%lld samples), %.0f samples/s; placement in %s\n", method,
+              final_run.step_time_s, measured ? " measured" : "", output.seconds, samples, SamplesPerSecond(output),
+              PlacementFile(flags).c_str());
   if (measured && final_run.simulated.ok()) {
     // A noisy search keeps its luckiest measurement: the final run is the
     // honest number, the search's best is shown beside it.
@@ -426,8 +466,9 @@ void AddPlaceCommand(CLI::App& app) {
   cmd->add_option("--graph", flags->graph, "Graph file (JSON) or built-in model name")->required();
   cmd->add_option("--cluster", flags->cluster, "Cluster preset or cluster file")->required();
   cmd->add_option("--method", flags->method,
-                  "rl (default: the 2017 seq2seq placer), hdp (Grouper+Placer), gdp (GraphSAGE + segment attention), "
-                  "mars (pre-trained GCN encoder + segment-level seq2seq; --encoder), "
+                  "guided (the default: mcmc with moves proposed by a scorer it learns as it searches; 2,000 evaluations "
+                  "or 60 s unless given a budget), rl (the 2017 seq2seq placer), hdp (Grouper+Placer), gdp (GraphSAGE + "
+                  "segment attention), mars (pre-trained GCN encoder + segment-level seq2seq; --encoder), mcmc, "
                   "or a baseline method of `devplace compare`");
   cmd->add_option("--out", flags->out_dir,
                   "Folder for best_placement.json, curve.csv and checkpoint.pt (default runs/GRAPH-CLUSTER-METHOD); "
@@ -440,10 +481,10 @@ void AddPlaceCommand(CLI::App& app) {
   const std::string g = "RL search";
   cmd->add_option("--max-steps", learned.max_steps, "Stop after this many policy updates")->group(g)->check(NotNegative());
   cmd->add_option("--max-seconds", learned.max_seconds,
-                  "Stop after this many seconds (default 120 when no budget is given; mcmc: 2,000 evaluations or 60 s)")
+                  "Stop after this many seconds (default 120 when no budget is given; mcmc and guided: 2,000 evaluations or 60 s)")
       ->group(g)->check(NotNegative());
   cmd->add_option("--max-samples,--max-evaluations", learned.max_samples,
-                  "Stop after this many sampled placements (mcmc, exact: simulator evaluations; --max-evaluations, as compare names it, is the same)")->group(g)->check(NotNegative());
+                  "Stop after this many sampled placements (guided, mcmc, exact: simulator evaluations; --max-evaluations, as compare names it, is the same)")->group(g)->check(NotNegative());
   cmd->add_option("--samples-per-step", learned.samples_per_step, "K: placements each controller samples per update")
       ->group(g)->check(InRange(1, 1024));
   cmd->add_option("--controllers", learned.controllers, "Controllers sharing the parameters, updating asynchronously")
@@ -470,7 +511,17 @@ void AddPlaceCommand(CLI::App& app) {
       ->group(gdp);
   std::vector<const CLI::Option*> fixed_by_policy = AddGdpNetworkFlags(cmd, learned, gdp);
   for (const CLI::Option* option : AddMarsFlags(cmd, learned, "Mars")) fixed_by_policy.push_back(option);
-  cmd->add_option("--learning-rate", learned.learning_rate, "Adam's learning rate (default 0.0003; mars: 0.003)")->group(g)->check(Positive());
+  const std::string guided = "guided";
+  cmd->add_option("--guided-candidates", learned.guided.candidate_units, "guided: units drawn per move, whose moves the scorer ranks")
+      ->group(guided)->check(InRange(1, 4096));
+  cmd->add_option("--guided-uniform-share", learned.guided.uniform_share,
+                  "guided: share of moves drawn uniformly among the candidates, whatever the scorer says")
+      ->group(guided)->check(InRange(0.0, 1.0));
+  cmd->add_option("--guided-hidden", learned.guided.hidden, "guided: units in the scorer's hidden layer")
+      ->group(guided)->check(InRange(1, 4096));
+  cmd->add_option("--guided-moves-per-update", learned.guided.moves_per_update, "guided: moves per update of the scorer")
+      ->group(guided)->check(InRange(1, 1 << 20));
+  cmd->add_option("--learning-rate", learned.learning_rate, "Adam's learning rate (default 0.0003; mars: 0.003; guided: 0.01)")->group(g)->check(Positive());
   cmd->add_option("--prior-learning-rate", learned.prior_learning_rate,
                   "HDP: Adam's learning rate for the starting stay bonus and locality weight")
       ->group(g)->check(Positive());
@@ -537,11 +588,26 @@ void AddPlaceCommand(CLI::App& app) {
   cmd->add_option("--warm-start", learned.warm_start, "Imitate a baseline method, a placement file, or \"best\" (the fastest baseline) before RL")->group(g);
   cmd->add_option("--warm-start-steps", learned.warm_start_steps, "Supervised steps of the warm start")
       ->group(g)->check(NotNegative());
-  cmd->callback([flags, cmd, fixed_by_policy] {
+  // What only the learned placers read: their groups' flags, but for the
+  // budget, seed, checkpoint and learning-rate flags guided reads too.
+  std::vector<const CLI::Option*> policy_only;
+  for (const CLI::Option* option : cmd->get_options()) {
+    const std::string& group = option->get_group();
+    if (group != g && group != gdp && group != "Mars") continue;
+    const std::string name = option->get_name();
+    if (name != "--max-seconds" && name != "--max-samples" && name != "--checkpoint-seconds" && name != "--resume" &&
+        name != "--learning-rate") {
+      policy_only.push_back(option);
+    }
+  }
+  cmd->callback([flags, cmd, fixed_by_policy, policy_only] {
     // torch's (and the file system's) exceptions: one line saying what
     // was wrong, not an "internal error" with a stack trace.
     RunWithOneLineErrors("place", [&] {
       flags->max_steps_given = cmd->count("--max-steps") > 0;
+      for (const CLI::Option* option : policy_only) {
+        if (option->count() > 0) flags->policy_flags_given.push_back(option->get_name());
+      }
       flags->algorithm_given = cmd->count("--algorithm") > 0;
       flags->learning_rate_given = cmd->count("--learning-rate") > 0;
       flags->measure_steps_given = cmd->count("--measure-steps") > 0 && cmd->count("--run-steps") == 0;

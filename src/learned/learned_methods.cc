@@ -27,6 +27,20 @@ const std::vector<LearnedMethodFacts>& LearnedMethodList() {
   return methods;
 }
 
+const std::vector<LearnedSearchFacts>& LearnedSearchList() {
+  static const std::vector<LearnedSearchFacts> searches = {
+      {"guided", "mcmc's chain with moves proposed by a scorer learned online from the chain's own improvements", 0.01},
+  };
+  return searches;
+}
+
+const LearnedSearchFacts* FindLearnedSearch(const std::string& name) {
+  for (const LearnedSearchFacts& s : LearnedSearchList()) {
+    if (name == s.name) return &s;
+  }
+  return nullptr;
+}
+
 const LearnedMethodFacts* FindLearnedMethod(const std::string& name) {
   for (const LearnedMethodFacts& m : LearnedMethodList()) {
     if (name == m.name) return &m;

@@ -18,6 +18,17 @@ struct LearnedMethodFacts {
   double learning_rate;        // the placer's Adam rate when --learning-rate is not given
 };
 
+// The searches whose proposals are learned (guided): they spend a search's
+// budget (evaluations, seconds), keep a checkpoint, and run in the torch
+// library.
+struct LearnedSearchFacts {
+  const char* name;
+  const char* description;
+  double learning_rate;  // the proposer's Adam rate when --learning-rate is not given
+};
+const std::vector<LearnedSearchFacts>& LearnedSearchList();
+const LearnedSearchFacts* FindLearnedSearch(const std::string& name);
+
 // Every learned method, in the order --help names them.
 const std::vector<LearnedMethodFacts>& LearnedMethodList();
 

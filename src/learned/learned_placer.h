@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "learned/networks/gdp_network_sizes.h"
+#include "learned/search/guided_search.h"
 #include "placers/placer.h"
 #include "sim/environment.h"
 
@@ -224,6 +225,9 @@ struct LearnedOptions {
   GdpPlacerOptions gdp;
   MarsPlacerOptions mars;
   UnitPolicyOptions unit;
+  // The guided search's proposer (learned/search/guided_search.h); its
+  // learning rate is `learning_rate`.
+  GuidedSearchOptions guided;
 };
 
 struct LearnedProgress {

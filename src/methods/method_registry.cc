@@ -8,6 +8,7 @@ namespace devplace {
 namespace {
 
 LearnedRunner learned_runner = nullptr;
+LearnedSearchRunner learned_search_runner = nullptr;
 
 bool OfKind(const MethodInfo& method, std::initializer_list<MethodKind> kinds) {
   return std::find(kinds.begin(), kinds.end(), method.kind) != kinds.end();
@@ -20,6 +21,9 @@ const std::vector<MethodInfo>& ListMethods() {
     std::vector<MethodInfo> out;
     for (const PlacerInfo& p : ListPlacers()) {
       out.push_back({p.name, p.description, p.search ? MethodKind::kSearch : MethodKind::kBaseline, &p, nullptr});
+    }
+    for (const LearnedSearchFacts& s : LearnedSearchList()) {
+      out.push_back({s.name, s.description, MethodKind::kLearnedSearch, nullptr, nullptr, &s});
     }
     for (const LearnedMethodFacts& m : LearnedMethodList()) {
       out.push_back({m.name, m.description, MethodKind::kLearned, nullptr, &m});
@@ -47,5 +51,9 @@ const MethodInfo& FindMethod(const std::string& name, std::initializer_list<Meth
 void SetLearnedRunner(LearnedRunner runner) { learned_runner = runner; }
 
 LearnedRunner GetLearnedRunner() { return learned_runner; }
+
+void SetLearnedSearchRunner(LearnedSearchRunner runner) { learned_search_runner = runner; }
+
+LearnedSearchRunner GetLearnedSearchRunner() { return learned_search_runner; }
 
 }  // namespace devplace

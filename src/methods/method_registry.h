@@ -20,6 +20,7 @@ enum class MethodKind {
   kBaseline,  // one shot: a placement from the graph and cluster
   kSearch,    // spends a SearchBudget of simulator evaluations or seconds
   kLearned,   // trains a policy (torch)
+  kLearnedSearch,  // a search whose proposals are learned as it runs (torch)
 };
 
 struct MethodInfo {
@@ -28,9 +29,11 @@ struct MethodInfo {
   MethodKind kind;
   const PlacerInfo* placer = nullptr;            // baselines and searches
   const LearnedMethodFacts* learned = nullptr;   // learned methods
+  const LearnedSearchFacts* learned_search = nullptr;
 };
 
-// Every method: the placers in ListPlacers' order, then the learned ones.
+// Every method: the placers in ListPlacers' order, then the learned
+// searches, then the learned placers.
 const std::vector<MethodInfo>& ListMethods();
 
 // "a, b, c": the names of the methods of `kinds`, in ListMethods' order.
@@ -46,5 +49,10 @@ const MethodInfo& FindMethod(const std::string& name, std::initializer_list<Meth
 using LearnedRunner = LearnedResult (*)(const PlacementProblem&, const LearnedOptions&, const LearnedProgressCallback&);
 void SetLearnedRunner(LearnedRunner runner);
 LearnedRunner GetLearnedRunner();
+
+// What runs the learned searches (guided), set alike by devplace-learn.
+using LearnedSearchRunner = PlacerOutput (*)(const PlacementProblem&, const std::string& method, const LearnedOptions&);
+void SetLearnedSearchRunner(LearnedSearchRunner runner);
+LearnedSearchRunner GetLearnedSearchRunner();
 
 }  // namespace devplace

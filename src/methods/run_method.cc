@@ -36,7 +36,15 @@ MethodOutput RunPlacer(const PlacementProblem& given, const MethodInfo& method, 
   auto start = std::chrono::steady_clock::now();
   PlacerOutput placed;
   try {
-    placed = method.placer->place(problem);
+    if (method.kind == MethodKind::kLearnedSearch) {
+      const LearnedSearchRunner run = GetLearnedSearchRunner();
+      if (!run) {
+        throw Error(method.name + " learns as it searches: it runs in devplace-learn, the program built with libtorch");
+      }
+      placed = run(problem, method.name, options);
+    } else {
+      placed = method.placer->place(problem);
+    }
   } catch (const Stopped&) {
     // A one-shot method stopped half way has no placement to keep.
   }
@@ -46,6 +54,7 @@ MethodOutput RunPlacer(const PlacementProblem& given, const MethodInfo& method, 
   MethodOutput output;
   output.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   output.samples = placed.evaluations;
+  if (placed.seconds > 0) output.seconds = placed.seconds;
   output.placement = std::move(placed.placement);
   output.note = std::move(placed.note);
   output.result = std::move(placed.result);

@@ -32,7 +32,9 @@ struct MethodProgress {
   std::function<void(const SearchProgress&)> search;
 };
 
-// Runs `method` on `problem` and returns what it found. What judges the
+// Runs `method` on `problem` and returns what it found. A learned search
+// (guided) runs as a search does, reading `options`' guided options, its
+// folder (out_dir, resume, checkpoint_seconds) and learning rate. What judges the
 // placements: `problem.environment` for a search (empty: the simulator),
 // `options.make_environment` for a learned method (empty: the simulated
 // environment). A search spends `options.max_samples` evaluations and

@@ -88,8 +88,55 @@ MetropolisChain::MetropolisChain(const PlacementProblem& problem, const MovableU
   restart_after_ = std::max<int64_t>(kMinRestartEvaluations, 2 * static_cast<int64_t>(movable.units.size()));
 }
 
+MetropolisChain::MetropolisChain(const PlacementProblem& problem, const MovableUnits& movable, ChainState state)
+    : problem_(problem),
+      overflow_scale_bytes_(movable.overflow_scale_bytes),
+      budget_(problem.budget),
+      started_(std::chrono::steady_clock::now()),
+      seconds_before_(state.seconds),
+      start_method_(std::move(state.start_method)),
+      start_fits_(state.start_fits),
+      current_(std::move(state.current)),
+      best_(std::move(state.best)),
+      since_best_(state.since_best),
+      evaluations_(state.evaluations),
+      moves_(state.moves),
+      restarts_(state.restarts),
+      resumed_(state.resumed) {
+  if (budget_.max_evaluations <= 0 && budget_.max_seconds <= 0) {
+    budget_.max_evaluations = kDefaultEvaluations;
+    budget_.max_seconds = kDefaultSeconds;
+  }
+  // The best first, so that the run the simulator remembers for the next
+  // move's incremental run is the current placement's.
+  if (problem.environment) {
+    best_result_ = RunInFull(best_);
+  } else {
+    best_result_ = problem.simulator.Run(best_);
+  }
+  best_cost_ = SearchCostOf(best_result_, problem.cluster);
+  current_result_ = RunInFull(current_);
+  current_cost_ = SearchCostOf(current_result_, problem.cluster);
+  restart_after_ = std::max<int64_t>(kMinRestartEvaluations, 2 * static_cast<int64_t>(movable.units.size()));
+}
+
+ChainState MetropolisChain::State() const {
+  ChainState state;
+  state.current = current_;
+  state.best = best_;
+  state.since_best = since_best_;
+  state.evaluations = evaluations_;
+  state.moves = moves_;
+  state.restarts = restarts_;
+  state.resumed = resumed_;
+  state.seconds = seconds();
+  state.start_method = start_method_;
+  state.start_fits = start_fits_;
+  return state;
+}
+
 double MetropolisChain::seconds() const {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  return seconds_before_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
 }
 
 bool MetropolisChain::OutOfBudget() const {
@@ -118,6 +165,7 @@ SimResult MetropolisChain::Evaluate(const Placement& placement, std::span<const 
 }
 
 SearchCost MetropolisChain::Offer(Placement next, std::span<const int32_t> changed_ops, Random& random) {
+  StopTestPoint("chain-move");
   SimResult result = Evaluate(next, changed_ops);
   ++evaluations_;
   ++moves_;
@@ -165,6 +213,7 @@ PlacerOutput MetropolisChain::Finish(const std::string& what_it_did) {
   // Simulated runs only: a measured outcome is no simulation of it.
   if (!problem_.environment) output.result = std::move(best_result_);
   output.evaluations = evaluations_;
+  output.seconds = seconds();
   output.note = "started from " + start_method_ +
                 (start_fits_ ? "" : " (out of memory: no one-shot baseline fits)") + "; " + what_it_did;
   if (!best_cost_.fits()) output.note += "; no placement it met fits in memory";

@@ -39,12 +39,28 @@ struct MovableUnits {
 };
 MovableUnits FindMovableUnits(const PlacementProblem& problem);
 
+// Where a chain stands: enough to continue it in another process (a
+// search's checkpoint). Its placements' runs are not kept: a chain made
+// from it simulates (or measures) them again.
+struct ChainState {
+  Placement current, best;
+  int64_t since_best = 0, evaluations = 0, moves = 0, restarts = 0, resumed = 0;
+  double seconds = 0;  // spent before
+  std::string start_method;
+  bool start_fits = false;
+};
+
 class MetropolisChain {
  public:
   // Runs the one-shot baselines and starts at the best (BestStart). Throws
   // Error when none gave a placement, Stopped when a stop came first.
   // `method` names the search in errors.
   MetropolisChain(const PlacementProblem& problem, const MovableUnits& movable, const std::string& method);
+  // Continues the chain `state` describes, from the same point: no baseline
+  // runs; its current and best placements are run again, uncounted, and the
+  // budget counts what it spent before. `state`'s placements must be valid
+  // for the problem (the caller checked them).
+  MetropolisChain(const PlacementProblem& problem, const MovableUnits& movable, ChainState state);
 
   // The budget the search was given, or the chain's default (2,000
   // evaluations or 60 s, whichever first) when it was given none.
@@ -70,6 +86,8 @@ class MetropolisChain {
   // a note: where the chain started, then `what_it_did`.
   PlacerOutput Finish(const std::string& what_it_did);
 
+  ChainState State() const;
+
   int64_t evaluations() const { return evaluations_; }
   int64_t moves() const { return moves_; }
   int64_t restarts() const { return restarts_; }
@@ -83,6 +101,7 @@ class MetropolisChain {
   double overflow_scale_bytes_;
   SearchBudget budget_;
   std::chrono::steady_clock::time_point started_;
+  double seconds_before_ = 0;
   std::string start_method_;
   bool start_fits_ = false;
   Placement current_, best_;

@@ -57,6 +57,9 @@ struct PlacerOutput {
   // memory: ..."); empty when all is well.
   std::string note;
   int64_t evaluations = 0;  // simulator runs a search spent (0 for one-shot placers)
+  // The search's own seconds, a resumed run's earlier ones included (so
+  // that evaluations / seconds is its rate); 0: the caller's clock says.
+  double seconds = 0;
   // The simulator's full result for `placement`, when the placer already
   // has it (mcmc keeps its best's): the caller need not run it again, which
   // takes a second at a million ops, as long as a stopped run may take.

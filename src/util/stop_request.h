@@ -59,7 +59,8 @@ void SearchEnded();
 // stop, as a library call that cannot poll would, for the watchdog. Unset,
 // it costs a load of a flag. Points: "sample" (half way through sampling a
 // decision), "measure" (before a placement of a batch is measured),
-// "list-schedule" (half way through a list scheduler's scan).
+// "list-schedule" (half way through a list scheduler's scan), "chain-move"
+// (before a search's chain evaluates a move: mcmc, guided).
 void StopTestPoint(std::string_view point);
 
 // For tests: ask for a stop as the signal would, or forget one.

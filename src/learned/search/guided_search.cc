@@ -6,8 +6,17 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <sstream>
 
 #include "learned/features/move_features.h"
+#include "learned/files/checkpoint_facts.h"
+#include "learned/files/loaded_parameters.h"
+#include "learned/files/run_files.h"
+#include "learned/files/run_folder.h"
+#include "learned/search/guided_checkpoint.h"
 #include "placers/metropolis_chain.h"
 #include "util/random.h"
 
@@ -130,6 +139,62 @@ class GuidedProposer {
 
   int64_t updates() const { return updates_; }
 
+  // The proposer's state for a checkpoint: its plain facts (the moves since
+  // the last update among them) and its scorer's and optimizer's tensors.
+  nlohmann::json Facts() const {
+    nlohmann::json batch = nlohmann::json::array();
+    for (const Proposal& p : batch_) batch.push_back({{"rows", p.rows}, {"taken", p.taken}, {"reward", p.reward}});
+    return {{"reward_baseline", reward_baseline_}, {"updates", updates_}, {"batch", batch}};
+  }
+  std::string Tensors() {
+    torch::serialize::OutputArchive archive;
+    torch::serialize::OutputArchive scorer_archive;
+    scorer_->save(scorer_archive);
+    archive.write("scorer", scorer_archive);
+    WriteOptimizerState(archive, optimizer_);
+    std::ostringstream bytes;
+    archive.save_to(bytes);
+    return bytes.str();
+  }
+
+  // Back from a checkpoint; every problem is one Error naming the file.
+  void Load(const std::string& path, const nlohmann::json& facts, const std::string& tensors) {
+    const CheckpointFacts proposer(path, facts, "checkpoint's proposer");
+    auto fail = [&](const std::string& problem) { proposer.Fail("checkpoint's proposer " + problem); };
+    reward_baseline_ = proposer.NumberOf(proposer.Field("reward_baseline"), "reward_baseline", -1e9);
+    updates_ = proposer.Integer("updates", 0, INT64_MAX);
+    batch_.clear();
+    for (const nlohmann::json& p : proposer.Array("batch")) {
+      if (!p.is_object() || !p.contains("rows") || !p["rows"].is_array() || !p.contains("taken") || !p.contains("reward")) {
+        fail("has a malformed move");
+      }
+      Proposal proposal;
+      for (const nlohmann::json& row : p["rows"]) {
+        if (!row.is_array() || row.size() != kMoveFeatures) fail("has a move of another feature count");
+        MoveFeatureRow r;
+        for (int k = 0; k < kMoveFeatures; ++k) r[k] = static_cast<float>(proposer.NumberOf(row[k], "rows", -1e30));
+        proposal.rows.push_back(r);
+      }
+      proposal.taken = static_cast<int32_t>(proposer.IntegerOf(p["taken"], "taken", 0, static_cast<int64_t>(proposal.rows.size()) - 1));
+      proposal.reward = proposer.NumberOf(p["reward"], "reward", -kMaxReward);
+      batch_.push_back(std::move(proposal));
+    }
+    if (static_cast<int32_t>(batch_.size()) >= options_.moves_per_update) fail("holds more moves than an update takes");
+    const ParameterShapes shapes = ShapesOf(*scorer_);
+    try {
+      std::istringstream in(tensors);
+      torch::serialize::InputArchive archive;
+      archive.load_from(in);
+      torch::serialize::InputArchive scorer_archive;
+      archive.read("scorer", scorer_archive);
+      scorer_->load(scorer_archive);
+      ReadOptimizerState(archive, optimizer_);
+    } catch (const c10::Error&) {
+      fail("does not load (damaged, or of other sizes)");
+    }
+    if (const std::string problem = LoadedParametersProblem(*scorer_, shapes); !problem.empty()) fail("scorer " + problem);
+  }
+
  private:
   // The log-probability of each batched proposal's move under the mixture
   // of the scorer's softmax and the uniform share, with gradients.
@@ -175,29 +240,66 @@ std::vector<double> ProposalProbabilities(const std::vector<float>& scores, doub
   return probability;
 }
 
-PlacerOutput PlaceGuided(const PlacementProblem& problem, const GuidedSearchOptions& options) {
+namespace {
+
+GuidedCheckpoint CheckpointOf(const MetropolisChain& chain, const Random& random, GuidedProposer& proposer) {
+  GuidedCheckpoint checkpoint;
+  checkpoint.chain = chain.State();
+  checkpoint.random_state = random.state();
+  checkpoint.proposer = proposer.Facts();
+  checkpoint.tensors = proposer.Tensors();
+  return checkpoint;
+}
+
+double StepSeconds(const SearchCost& cost) { return cost.fits() ? cost.step_time_us * 1e-6 : 0; }
+
+}  // namespace
+
+PlacerOutput PlaceGuided(const PlacementProblem& problem, const GuidedSearchOptions& options, const GuidedRunFiles& files) {
   const MovableUnits movable = FindMovableUnits(problem);
-  MetropolisChain chain(problem, movable, "guided");
+  // Everything the checkpoint holds is read and checked before the folder
+  // is touched.
+  std::optional<GuidedCheckpoint> resumed;
+  const std::string checkpoint_path = (std::filesystem::path(files.out_dir) / run_folder::kCheckpoint).string();
+  if (files.resume) resumed = ReadGuidedCheckpoint(checkpoint_path, problem, movable, options);
   // The scorer's first weights, and so the whole search, follow the seed.
   torch::manual_seed(problem.seed);
   GuidedProposer proposer(problem, movable, options);
   Random random(problem.seed ^ 0x6775696465ull);  // "guide"
-  while (!movable.units.empty() && !chain.OutOfBudget()) {
-    const SearchCost before = chain.current_cost();
-    const Candidate move = proposer.Propose(chain, random);
-    const std::vector<int32_t>& ops = movable.grouping.groups[movable.units[move.unit]].ops;
-    Placement next = chain.current();
-    for (int32_t op : ops) next[op] = move.device;
-    const SearchCost after = chain.Offer(std::move(next), ops, random);
-    proposer.Learn(Reward(before, after, movable.overflow_scale_bytes));
-    if (chain.evaluations() % 100 == 0) chain.Report();
+  std::unique_ptr<MetropolisChain> chain;
+  if (resumed) {
+    proposer.Load(checkpoint_path, resumed->proposer, resumed->tensors);
+    random.set_state(resumed->random_state);
+    chain = std::make_unique<MetropolisChain>(problem, movable, std::move(resumed->chain));
+  } else {
+    chain = std::make_unique<MetropolisChain>(problem, movable, "guided");
   }
-  chain.Report();
+  GuidedRunFolder folder(problem, movable, options, files);
+  auto report = [&] {
+    chain->Report();
+    folder.AppendCurve(chain->evaluations(), chain->seconds(), StepSeconds(chain->current_cost()),
+                       StepSeconds(chain->best_cost()));
+  };
+  while (!movable.units.empty() && !chain->OutOfBudget()) {
+    const SearchCost before = chain->current_cost();
+    const Candidate move = proposer.Propose(*chain, random);
+    const std::vector<int32_t>& ops = movable.grouping.groups[movable.units[move.unit]].ops;
+    Placement next = chain->current();
+    for (int32_t op : ops) next[op] = move.device;
+    const SearchCost after = chain->Offer(std::move(next), ops, random);
+    proposer.Learn(Reward(before, after, movable.overflow_scale_bytes));
+    if (chain->evaluations() % 100 == 0) {
+      report();
+      if (folder.CheckpointDue(chain->seconds())) folder.WriteCheckpoint(CheckpointOf(*chain, random, proposer));
+    }
+  }
+  report();
+  folder.WriteCheckpoint(CheckpointOf(*chain, random, proposer));
   char what[160];
   std::snprintf(what, sizeof what, "%lld moves, %lld restarts, %lld policy updates",
-                static_cast<long long>(chain.moves()), static_cast<long long>(chain.restarts()),
+                static_cast<long long>(chain->moves()), static_cast<long long>(chain->restarts()),
                 static_cast<long long>(proposer.updates()));
-  return chain.Finish(what);
+  return chain->Finish(what);
 }
 
 }  // namespace devplace

@@ -29,11 +29,24 @@ struct GuidedSearchOptions {
   int32_t hidden = 32;
 };
 
+// Where a guided search keeps its files (`place --out`), and whether it
+// continues the run there. With no folder it writes nothing.
+struct GuidedRunFiles {
+  std::string out_dir;
+  // Continue from out_dir's checkpoint: the same run as one never stopped,
+  // given the same evaluation budget in all.
+  bool resume = false;
+  // Seconds between checkpoints (each with the best placement so far); one
+  // is always written at the end, a stop's included. 0: only at the end.
+  double checkpoint_seconds = 30;
+};
+
 // The proposal distribution over candidate moves given their scores: the
 // softmax of the scores mixed with `uniform_share` of the uniform one. What
 // a move's log-probability is, and what the search draws from.
 std::vector<double> ProposalProbabilities(const std::vector<float>& scores, double uniform_share);
 
-PlacerOutput PlaceGuided(const PlacementProblem& problem, const GuidedSearchOptions& options = {});
+PlacerOutput PlaceGuided(const PlacementProblem& problem, const GuidedSearchOptions& options = {},
+                         const GuidedRunFiles& files = {});
 
 }  // namespace devplace

@@ -1,0 +1,125 @@
+// `devplace place --method guided` (and `place` without --method, whose
+// default it is) end to end: what it says it ran, its budget, its
+// checkpoint and --resume, and the checkpoints it refuses.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "run_devplace.h"
+#include "test_files.h"
+
+namespace devplace {
+namespace {
+
+using testing::ExpectCleanError;
+using testing::Outcome;
+using testing::RunDevplace;
+using testing::TempDir;
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A graph of 400 ops in branches: enough units that 700 moves are far from
+// exhausting what a chain can improve, small enough to take a second.
+class GuidedCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    graph_ = dir_.File("graph.json");
+    Outcome g = RunDevplace("generate synthetic --ops 400 --width 4 -o " + graph_);
+    ASSERT_EQ(g.exit_code, 0) << g.out;
+  }
+  Outcome Place(const std::string& flags) {
+    return RunDevplace("place --graph " + graph_ + " --cluster k80x4 " + flags);
+  }
+  static nlohmann::json Json(const Outcome& o) { return nlohmann::json::parse(o.out); }
+  TempDir dir_;
+  std::string graph_;
+};
+
+TEST_F(GuidedCliTest, PlaceWithoutMethodRunsGuidedAndSaysSo) {
+  Outcome text = Place("--max-samples 200 --out " + dir_.File("text"));
+  ASSERT_EQ(text.exit_code, 0) << text.out;
+  EXPECT_NE(text.out.find("no --method given: guided"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("guided: step time"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("samples/s"), std::string::npos) << text.out;
+
+  Outcome json = Place("--max-samples 200 --json --out " + dir_.File("json"));
+  ASSERT_EQ(json.exit_code, 0) << json.out;
+  const nlohmann::json j = Json(json);
+  EXPECT_EQ(j["method"], "guided");
+  EXPECT_TRUE(j["method_by_default"].get<bool>());
+  EXPECT_FALSE(j["step_time_s"].is_null()) << j.dump();
+  EXPECT_GT(j["samples"].get<int64_t>(), 100);
+  EXPECT_LE(j["samples"].get<int64_t>(), 201);
+  EXPECT_GT(j["samples_per_second"].get<double>(), 0);
+  EXPECT_TRUE(std::filesystem::exists(dir_.File("json/best_placement.json")));
+  EXPECT_TRUE(std::filesystem::exists(dir_.File("json/checkpoint.pt")));
+  EXPECT_TRUE(std::filesystem::exists(dir_.File("json/curve.csv")));
+
+  // Named, it is not the default.
+  Outcome named = Place("--method guided --max-samples 50 --json --out " + dir_.File("named"));
+  ASSERT_EQ(named.exit_code, 0) << named.out;
+  EXPECT_FALSE(Json(named)["method_by_default"].get<bool>());
+}
+
+// A run continued with --resume and a larger budget is the run that had
+// the larger budget from the start: the same best placement, found after
+// the same evaluations.
+TEST_F(GuidedCliTest, AResumedRunEndsWhereAnUninterruptedOneDoes) {
+  Outcome first = Place("--method guided --seed 5 --max-samples 300 --json --out " + dir_.File("a"));
+  ASSERT_EQ(first.exit_code, 0) << first.out;
+  Outcome resumed = Place("--method guided --seed 5 --max-samples 700 --json --resume --out " + dir_.File("a"));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out;
+  Outcome whole = Place("--method guided --seed 5 --max-samples 700 --json --out " + dir_.File("b"));
+  ASSERT_EQ(whole.exit_code, 0) << whole.out;
+  const nlohmann::json r = Json(resumed), w = Json(whole);
+  EXPECT_EQ(r["samples"], w["samples"]);
+  EXPECT_EQ(r["step_time_s"], w["step_time_s"]);
+  const nlohmann::json placement_r = nlohmann::json::parse(ReadAll(dir_.File("a/best_placement.json")));
+  const nlohmann::json placement_w = nlohmann::json::parse(ReadAll(dir_.File("b/best_placement.json")));
+  EXPECT_EQ(placement_r["placement"], placement_w["placement"]);
+  // The curve goes on where it stopped: one header.
+  const std::string curve = ReadAll(dir_.File("a/curve.csv"));
+  EXPECT_EQ(curve.find("step,"), 0u);
+  EXPECT_EQ(curve.find("step,", 1), std::string::npos);
+}
+
+TEST_F(GuidedCliTest, ResumeRefusesACheckpointItCannotContinue) {
+  // None there.
+  ExpectCleanError(Place("--method guided --resume --max-samples 100 --out " + dir_.File("none")), "no checkpoint");
+
+  Outcome first = Place("--method guided --seed 5 --max-samples 100 --json --out " + dir_.File("a"));
+  ASSERT_EQ(first.exit_code, 0) << first.out;
+  // Another seed is another run.
+  ExpectCleanError(Place("--method guided --seed 6 --resume --max-samples 200 --out " + dir_.File("a")), "seed");
+  // Other guided sizes.
+  ExpectCleanError(Place("--method guided --seed 5 --guided-hidden 8 --resume --max-samples 200 --out " + dir_.File("a")),
+                   "hidden");
+
+  // Damaged: one byte changed in the middle.
+  std::string bytes = ReadAll(dir_.File("a/checkpoint.pt"));
+  bytes[bytes.size() / 2] ^= 0x5a;
+  std::ofstream(dir_.File("a/checkpoint.pt"), std::ios::binary) << bytes;
+  ExpectCleanError(Place("--method guided --seed 5 --resume --max-samples 200 --out " + dir_.File("a")), "damaged");
+
+  // A learned placer's checkpoint is not a guided search's.
+  std::filesystem::create_directories(dir_.File("rl"));
+  std::ofstream(dir_.File("rl/checkpoint.pt"), std::ios::binary) << "DEVPLACE-CHECKPOINT 2\nwhatever";
+  ExpectCleanError(Place("--method guided --resume --max-samples 100 --out " + dir_.File("rl")), "learned placer's checkpoint");
+}
+
+TEST_F(GuidedCliTest, PolicyUpdateBudgetsAreRefused) {
+  ExpectCleanError(Place("--method guided --max-steps 10 --out " + dir_.File("s")), "--max-steps");
+  EXPECT_FALSE(std::filesystem::exists(dir_.File("s")));
+}
+
+}  // namespace
+}  // namespace devplace
