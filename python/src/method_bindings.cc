@@ -4,6 +4,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <csignal>
 #include <cmath>
 
 #include "bindings.h"
@@ -12,11 +13,30 @@
 #include "sim_results.h"
 #include "simulation.h"
 #include "util/error.h"
+#include "util/stop_request.h"
 
 namespace py = pybind11;
 
 namespace devplace::python {
 namespace {
+
+// A Python exception caught in one place (with the GIL) and raised later.
+class PendingPythonError {
+ public:
+  bool pending() const { return type_ != nullptr; }
+  void Fetch() { PyErr_Fetch(&type_, &value_, &traceback_); }
+  // Raises it as the C++ exception pybind11 turns back into it.
+  [[noreturn]] void Raise() {
+    PyErr_Restore(type_, value_, traceback_);
+    type_ = value_ = traceback_ = nullptr;
+    throw py::error_already_set();
+  }
+
+ private:
+  PyObject* type_ = nullptr;
+  PyObject* value_ = nullptr;
+  PyObject* traceback_ = nullptr;
+};
 
 const char* KindName(MethodKind kind) {
   switch (kind) {
@@ -46,6 +66,20 @@ py::dict Place(Simulation& simulation, const std::string& method_name, int64_t m
   options.max_samples = max_evaluations;
   options.max_seconds = max_seconds;
   options.seed = static_cast<uint64_t>(seed);
+  // Ctrl-C during a search: its progress callback runs Python's signal
+  // handlers; one that raises (KeyboardInterrupt) stops the search as the
+  // command line's SIGINT does, and its exception is raised once the
+  // method has ended. One-shot placers take no time to speak of.
+  PendingPythonError interrupt;
+  MethodProgress progress;
+  progress.search = [&interrupt](const SearchProgress&) {
+    if (interrupt.pending()) return;
+    py::gil_scoped_acquire acquire;
+    if (PyErr_CheckSignals() != 0) {
+      interrupt.Fetch();
+      RequestStop(SIGINT);
+    }
+  };
   MethodOutput output;
   SimResult result;
   {
@@ -53,7 +87,12 @@ py::dict Place(Simulation& simulation, const std::string& method_name, int64_t m
     std::lock_guard<std::mutex> lock(simulation.mutex());
     PlacementProblem problem{simulation.graph(), simulation.cluster(), simulation.cost(), simulation.simulator()};
     problem.seed = options.seed;
-    output = RunMethod(problem, method, options, {});
+    output = RunMethod(problem, method, options, progress);
+    if (interrupt.pending()) {
+      ClearStopRequest();
+      py::gil_scoped_acquire acquire;
+      interrupt.Raise();
+    }
     if (output.placement.empty()) {
       throw Error("method " + method.name + " found no placement" + (output.note.empty() ? "" : ": " + output.note));
     }
