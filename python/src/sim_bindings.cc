@@ -9,6 +9,7 @@
 
 #include "arrays.h"
 #include "bindings.h"
+#include "report/device_map.h"
 #include "report/sim_report.h"
 #include "sim_results.h"
 #include "simulation.h"
@@ -151,6 +152,16 @@ void BindSimulation(py::module_& m) {
       .def("run", &Run, py::arg("placement"),
            "One step of `placement`: a device index per op (in graph order), or what --placement takes "
            "(single:DEVICE, expert, a placement file).")
+      .def(
+          "device_map",
+          [](Simulation& s, py::handle placement_object) {
+            // `devplace export --format device_map`'s document, in its order.
+            Placement placement = PlacementOf(s, placement_object);
+            return py::module_::import("json").attr("loads")(DeviceMapJson(s.graph(), s.cluster(), placement).dump());
+          },
+          py::arg("placement"),
+          "For a graph exported from PyTorch: the placement as a module -> GPU index or 'cpu' map "
+          "(`devplace export --format device_map`).")
       .def("run_batch", &RunBatch, py::arg("placements"), py::arg("details") = false,
            "Step times (float64, s; NaN where a placement cannot run) of an integer array [n, ops] of placements; "
            "with details=True a dict of arrays (step_time_s, ok, oom, invalid, peak_memory_bytes).");
