@@ -87,7 +87,12 @@ py::dict Place(Simulation& simulation, const std::string& method_name, int64_t m
     std::lock_guard<std::mutex> lock(simulation.mutex());
     PlacementProblem problem{simulation.graph(), simulation.cluster(), simulation.cost(), simulation.simulator()};
     problem.seed = options.seed;
-    output = RunMethod(problem, method, options, progress);
+    try {
+      output = RunMethod(problem, method, options, progress);
+    } catch (...) {
+      if (interrupt.pending()) ClearStopRequest();  // the next search must not stop at once
+      throw;
+    }
     if (interrupt.pending()) {
       ClearStopRequest();
       py::gil_scoped_acquire acquire;
