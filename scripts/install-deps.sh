@@ -16,6 +16,8 @@ packages=(
   libopenblas0-serial          # a fast single-threaded BLAS for torch (the reference BLAS is 3x slower)
   libonnx-dev libprotobuf-dev  # devplace import: ONNX models, their checker and shape inference
   python3-torch python3-torchvision  # tools/: the ONNX test models (torchvision) and the PyTorch exporter
+  pybind11-dev python3-dev     # the Python module devplace (python/), built for /usr/bin/python3
+  python3-numpy python3-pytest # the Python module's arrays and its tests (ctest -L python)
   chromium                     # tests: the HTML report, loaded in headless Chromium, must check itself ok
 )
 # bench/fuzz.sh only (install-deps.sh --fuzz): libFuzzer comes with clang's

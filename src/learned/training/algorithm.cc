@@ -14,12 +14,6 @@
 
 namespace devplace {
 
-double RewardOf(const Outcome& outcome, double failing_reward, bool grade_failures) {
-  if (outcome.ok) return std::sqrt(outcome.step_time_s);
-  if (grade_failures && outcome.oom()) return failing_reward * (1 + outcome.memory_overflow);
-  return failing_reward;
-}
-
 std::vector<double> BaselineAdvantages(const std::vector<double>& rewards, bool batch_mean, double baseline_decay,
                                   double& baseline) {
   double reference = baseline;
@@ -54,15 +48,6 @@ std::vector<double> ProbeStepTimes(const std::vector<Outcome>& outcomes) {
     }
   }
   return times_s;
-}
-
-double AutomaticFailingRuntimeS(const PlacementProblem& problem) {
-  std::vector<int32_t> cpus = DevicesOfKind(problem.cluster, DeviceKind::kCpu);
-  if (!cpus.empty()) {
-    SimResult cpu = problem.simulator.Run(SingleDevicePlacement(problem.graph, problem.cluster, cpus.front()));
-    if (cpu.ok()) return 2 * cpu.step_time_s();
-  }
-  return 10e-6 * StepTimeLowerBound(problem.graph, problem.cluster, problem.cost).step_time_us();
 }
 
 }  // namespace devplace

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "learned/policies/policy.h"
+#include "learned/training/reward.h"
 #include "sim/environment.h"
 
 namespace devplace {
@@ -58,22 +59,10 @@ class Algorithm {
   virtual void UpdateAcrossGraphs(std::vector<GraphBatch>& graphs, const std::function<void()>& apply) = 0;
 };
 
-// A measured placement's reward, lower is better: sqrt(step time s) if it
-// ran, else `failing_reward`; with `grade_failures`, a placement out of
-// memory counts `failing_reward` x (1 + Outcome::memory_overflow), so that
-// among failures those nearer to fitting rank better and a policy whose
-// samples all overflow still learns which way memory fits.
-double RewardOf(const Outcome& outcome, double failing_reward, bool grade_failures);
-
 // The step times Policy::ChooseStart takes for measured start probes: the
 // step time of one that ran, +infinity for one out of memory, NaN for one
 // that failed by chance (the noise model's failures say nothing about it).
 std::vector<double> ProbeStepTimes(const std::vector<Outcome>& outcomes);
-
-// The step time a failed placement counts as when not given: twice the
-// all-on-CPU step time, or ten times the step-time lower bound if that does
-// not run (or there is no CPU). +infinity when neither is finite.
-double AutomaticFailingRuntimeS(const PlacementProblem& problem);
 
 // The advantages of a batch's rewards, A_k = b - r_k (lower reward is
 // better, so a positive advantage is a good placement), where b is

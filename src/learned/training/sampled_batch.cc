@@ -20,16 +20,6 @@ std::unique_ptr<Environment> MakeTrainingEnvironment(const PlacementProblem& pro
   return std::make_unique<SimulatedEnvironment>(problem.graph, problem.cluster, problem.cost, environment);
 }
 
-double FailingRewardOf(const PlacementProblem& problem, const LearnedOptions& options) {
-  const double reward =
-      std::sqrt(options.failing_runtime_s > 0 ? options.failing_runtime_s : AutomaticFailingRuntimeS(problem));
-  if (!std::isfinite(reward)) {
-    throw Error("cannot pick a failing step time for graph " + ForMessage(problem.graph.name) + " on cluster " +
-                ForMessage(problem.cluster.name) + ": give --failing-runtime");
-  }
-  return reward;
-}
-
 SampledBatch SampleAndMeasure(Policy& policy, PolicyPass& pass, Environment& environment, torch::Generator& generator,
                               int64_t step, int32_t stream, const LearnedOptions& options, double failing_reward,
                               bool grade_failures) {

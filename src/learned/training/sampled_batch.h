@@ -12,6 +12,7 @@
 
 #include "learned/policies/policy.h"
 #include "learned/training/algorithm.h"
+#include "learned/training/reward.h"
 #include "placers/placer.h"
 #include "sim/environment.h"
 
@@ -25,10 +26,6 @@ struct LearnedOptions;
 // memory overflow measured.
 std::unique_ptr<Environment> MakeTrainingEnvironment(const PlacementProblem& problem, const LearnedOptions& options,
                                                      int32_t workers, bool grade_failures);
-
-// sqrt of --failing-runtime, or of AutomaticFailingRuntimeS; throws Error
-// when neither is finite.
-double FailingRewardOf(const PlacementProblem& problem, const LearnedOptions& options);
 
 // K placements sampled at `step` and measured.
 struct SampledBatch {

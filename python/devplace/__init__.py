@@ -1,0 +1,61 @@
+"""devplace from Python: graphs, clusters, the step simulator, the placing
+methods and a Gymnasium-style placement environment (docs/python.md).
+
+    PYTHONPATH=build/python python3 -c "import devplace; print(devplace.methods())"
+
+Every bad input raises devplace.Error (a ValueError) carrying the command
+line's one-line message.
+"""
+
+from ._devplace import (Cluster, Error, Graph, SimResult, Simulator, cluster_presets, methods, models)
+from ._devplace import _place
+
+__all__ = ["Cluster", "Error", "Graph", "SimResult", "Simulator", "cluster_presets", "methods", "models",
+           "simulate", "simulate_batch", "place", "PlacementEnv"]
+
+
+def _graph(graph):
+    return graph if isinstance(graph, Graph) else Graph(graph)
+
+
+def _cluster(cluster):
+    return cluster if isinstance(cluster, Cluster) else Cluster(cluster)
+
+
+def _simulator(graph, cluster, op_times=None, workers=0):
+    return Simulator(_graph(graph), _cluster(cluster), op_times=op_times, workers=workers)
+
+
+def simulate(graph, cluster, placement, op_times=None):
+    """One training step of `placement` (a device index per op, or what
+    `devplace simulate --placement` takes: "single:DEVICE", "expert", a
+    placement file) as `devplace simulate` runs it: a SimResult."""
+    return _simulator(graph, cluster, op_times, workers=1).run(placement)
+
+
+def simulate_batch(graph, cluster, placements, workers=0, op_times=None, details=False):
+    """Step times (numpy float64, seconds; NaN where a placement cannot run)
+    of an integer array [n, ops] of placements, simulated over `workers`
+    threads (0: one per core) with Python's lock released. For many calls on
+    one graph, make a devplace.Simulator once and call its run_batch()."""
+    return _simulator(graph, cluster, op_times, workers).run_batch(placements, details=details)
+
+
+def place(graph, cluster, method="m_etf", max_evaluations=0, max_seconds=0.0, seed=1, op_times=None):
+    """Runs a baseline or search method (devplace.methods()) as `devplace
+    place` does and returns a dict: method, placement (int32 per op),
+    step_time_s, result (SimResult), note, evaluations, seconds. A search
+    spends `max_evaluations` simulator runs and `max_seconds` (0: its
+    default). Learned methods need torch: `devplace-learn place` runs them."""
+    simulator = graph if isinstance(graph, Simulator) else _simulator(graph, cluster, op_times, workers=1)
+    return _place(simulator, method, max_evaluations=max_evaluations, max_seconds=max_seconds, seed=seed)
+
+
+from .env import PlacementEnv  # noqa: E402  (it imports the names above)
+from . import spaces  # noqa: E402,F401
+
+try:  # registered where Gymnasium is installed (it is not a Debian package)
+    import gymnasium as _gymnasium
+    _gymnasium.register(id="devplace/Placement-v0", entry_point="devplace.env:PlacementEnv")
+except Exception:  # ImportError, or an older Gymnasium without register()
+    pass
