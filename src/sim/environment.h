@@ -66,6 +66,11 @@ class SimulatedEnvironment : public Environment {
 
   std::vector<Outcome> Measure(const std::vector<Placement>& placements, int64_t batch, int32_t stream) override;
   Outcome MeasureOne(const Placement& placement) override;
+  // `placements` as samples first_sample, first_sample + 1, ... of (batch,
+  // stream): a slice of a batch measured by another process gets the noise
+  // it would get in the whole batch (exec/distributed).
+  std::vector<Outcome> MeasureSlice(const std::vector<Placement>& placements, int64_t batch, int32_t stream,
+                                    int32_t first_sample);
 
  private:
   Outcome Run(Simulator& simulator, const Placement& placement, uint64_t seed);
