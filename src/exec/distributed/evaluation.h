@@ -58,6 +58,7 @@ class DistributedEnvironment : public Environment {
                          const SimulatedEnvironmentOptions& options);
   std::vector<Outcome> Measure(const std::vector<Placement>& placements, int64_t batch, int32_t stream) override;
   Outcome MeasureOne(const Placement& placement) override;
+  bool simulated() const override { return true; }
 
  private:
   EvaluationPool& pool_;
