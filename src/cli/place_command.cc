@@ -12,6 +12,7 @@
 #include "cli/learned_commands.h"
 #include "cli/learned_flags.h"
 #include "cluster/cluster_json.h"
+#include "exec/distributed/place_world.h"
 #include "exec/executor.h"
 #include "exec/measured_environment.h"
 #include "placers/placer.h"
@@ -439,6 +440,9 @@ void RunPlace(PlaceFlags flags) {
   Simulator simulator(graph, cluster, cost);
   PlacementProblem problem{graph, cluster, cost, simulator, flags.learned.seed};
   CheckClusterCanRun(graph, cluster);
+  // Under RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT: a worker measures what rank 0 sends, and ends here.
+  if (JoinPlaceWorld({graph, cluster, cost, flags.method, flags.reward, flags.op_times.path, flags.learned.seed},
+                     flags.learned.make_environment)) return;
   PrepareOutFolder(flags, graph, cluster);
   // From here on a Ctrl-C stops the search and keeps what it found.
   StopOnSignals();

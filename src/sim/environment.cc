@@ -81,6 +81,11 @@ Outcome SimulatedEnvironment::Remembered(Simulator& simulator, const Placement& 
 
 std::vector<Outcome> SimulatedEnvironment::Measure(const std::vector<Placement>& placements, int64_t batch,
                                                    int32_t stream) {
+  return MeasureSlice(placements, batch, stream, 0);
+}
+
+std::vector<Outcome> SimulatedEnvironment::MeasureSlice(const std::vector<Placement>& placements, int64_t batch,
+                                                        int32_t stream, int32_t first_sample) {
   std::vector<Outcome> outcomes(placements.size());
   const size_t workers = std::min(simulators_.size(), placements.size());
   auto work = [&](size_t w) {
@@ -89,7 +94,7 @@ std::vector<Outcome> SimulatedEnvironment::Measure(const std::vector<Placement>&
       // at the next one (below, out of the worker threads).
       StopTestPoint("measure");
       if (StopRequested()) return;
-      outcomes[k] = Remembered(*simulators_[w], placements[k], MixSeed(options_.seed, batch, stream, static_cast<int32_t>(k)));
+      outcomes[k] = Remembered(*simulators_[w], placements[k], MixSeed(options_.seed, batch, stream, first_sample + static_cast<int32_t>(k)));
     }
   };
   if (workers <= 1) {

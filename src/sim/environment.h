@@ -42,6 +42,11 @@ class Environment {
 
   // One placement, measured as the first of batch 0, stream 0 would be.
   virtual Outcome MeasureOne(const Placement& placement) = 0;
+
+  // Whether its step times are the simulator's (with its noise), wherever
+  // it runs it: then what the simulator says of a placement needs no
+  // measuring in it (the learned trainer's failing time).
+  virtual bool simulated() const { return false; }
 };
 
 struct SimulatedEnvironmentOptions {
@@ -66,6 +71,12 @@ class SimulatedEnvironment : public Environment {
 
   std::vector<Outcome> Measure(const std::vector<Placement>& placements, int64_t batch, int32_t stream) override;
   Outcome MeasureOne(const Placement& placement) override;
+  bool simulated() const override { return true; }
+  // `placements` as samples first_sample, first_sample + 1, ... of (batch,
+  // stream): a slice of a batch measured by another process gets the noise
+  // it would get in the whole batch (exec/distributed).
+  std::vector<Outcome> MeasureSlice(const std::vector<Placement>& placements, int64_t batch, int32_t stream,
+                                    int32_t first_sample);
 
  private:
   Outcome Run(Simulator& simulator, const Placement& placement, uint64_t seed);

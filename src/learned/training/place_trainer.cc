@@ -87,7 +87,7 @@ class PlaceTrainer : public TrainingMode {
       controller->environment = MakeTrainingEnvironment(problem, options, workers, grade_failures_);
       controllers_.push_back(std::move(controller));
     }
-    if (options.make_environment && options.failing_runtime_s <= 0) {
+    if (options.make_environment && !controllers_[0]->environment->simulated() && options.failing_runtime_s <= 0) {
       // The simulator's all-on-CPU time may be far from what this
       // environment measures (uncalibrated, 3-6x optimistic on a real
       // machine): a failing signal below the times that run would reward

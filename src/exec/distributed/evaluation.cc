@@ -1,0 +1,208 @@
+#include "exec/distributed/evaluation.h"
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <string>
+
+#include "exec/distributed/evaluation_messages.h"
+#include "util/error.h"
+
+namespace devplace {
+namespace {
+
+std::string Seconds(double s) { return ShowNumber(s) + " s"; }
+
+// DEVPLACE_TEST_KILL_WORKER=RANK:N: that worker sends itself SIGKILL on
+// its N-th slice (from 0), so a test kills a worker mid-run exactly, with
+// no sleep and no race.
+void KillPointForTests(int32_t rank, int64_t slice) {
+  const char* spec = std::getenv("DEVPLACE_TEST_KILL_WORKER");
+  if (!spec) return;
+  const std::string text = spec;
+  const size_t colon = text.find(':');
+  if (colon == std::string::npos) return;
+  if (std::atoi(text.substr(0, colon).c_str()) == rank && std::atoll(text.substr(colon + 1).c_str()) == slice) {
+    std::raise(SIGKILL);
+  }
+}
+
+// The i-th of `parts` contiguous slices of n items: [first, first + count).
+void SliceOf(size_t n, size_t parts, size_t i, size_t& first, size_t& count) {
+  const size_t base = n / parts, extra = n % parts;
+  first = i * base + std::min(i, extra);
+  count = base + (i < extra ? 1 : 0);
+}
+
+std::vector<Placement> Slice(const std::vector<Placement>& placements, size_t first, size_t count) {
+  return std::vector<Placement>(placements.begin() + static_cast<std::ptrdiff_t>(first),
+                                placements.begin() + static_cast<std::ptrdiff_t>(first + count));
+}
+
+bool SameOptions(const SimulatedEnvironmentOptions& a, const SimulatedEnvironmentOptions& b) {
+  return a.workers == b.workers && a.noise.jitter == b.noise.jitter &&
+         a.noise.failure_probability == b.noise.failure_probability && a.measure_steps == b.measure_steps &&
+         a.seed == b.seed && a.cache_bytes == b.cache_bytes && a.measure_overflow == b.measure_overflow;
+}
+
+}  // namespace
+
+EvaluationPool::EvaluationPool(World& world) : world_(world) {
+  for (int32_t r = 1; r < world.size(); ++r) ranks_.push_back(r);
+  live_.assign(ranks_.size(), true);
+  next_message_.assign(ranks_.size(), 0);
+}
+
+EvaluationPool::~EvaluationPool() {
+  try {
+    Finish(std::uncaught_exceptions() > 0);
+  } catch (const std::exception&) {
+    // The store is gone with the process's end; the workers see it go.
+  }
+}
+
+std::vector<int32_t> EvaluationPool::live_workers() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<int32_t> live;
+  for (size_t w = 0; w < ranks_.size(); ++w) {
+    if (live_[w]) live.push_back(ranks_[w]);
+  }
+  return live;
+}
+
+int64_t EvaluationPool::dropped_workers() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  int64_t dropped = 0;
+  for (bool live : live_) dropped += live ? 0 : 1;
+  return dropped;
+}
+
+void EvaluationPool::Drop(size_t worker, const std::string& why, int64_t placements) {
+  live_[worker] = false;
+  std::fprintf(stderr, "devplace: distributed run: dropped worker rank %d (%s); rank 0 measures its %lld placements\n",
+               ranks_[worker], why.c_str(), static_cast<long long>(placements));
+  // A worker that is only slow reads this after its late answer and ends.
+  EvaluationJob dropped;
+  dropped.kind = JobKind::kDropped;
+  world_.Put(JobKey(ranks_[worker], next_message_[worker]++), EncodeJob(dropped));
+}
+
+void EvaluationPool::Finish(bool failed) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (finished_) return;
+  finished_ = true;
+  EvaluationJob end;
+  end.kind = failed ? JobKind::kFailed : JobKind::kStop;
+  for (size_t w = 0; w < ranks_.size(); ++w) {
+    if (live_[w]) world_.Put(JobKey(ranks_[w], next_message_[w]++), EncodeJob(end));
+  }
+}
+
+std::vector<Outcome> EvaluationPool::Measure(SimulatedEnvironment& local, const SimulatedEnvironmentOptions& options,
+                                             const std::vector<Placement>& placements, int64_t batch, int32_t stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<size_t> workers;
+  for (size_t w = 0; w < ranks_.size(); ++w) {
+    if (live_[w]) workers.push_back(w);
+  }
+  // Slices in rank order: workers first, rank 0 (which also runs the
+  // controller) last, and the smallest when the batch does not divide.
+  const size_t parts = workers.size() + 1;
+  struct Sent {
+    size_t worker, first, count;
+    int64_t message;
+  };
+  std::vector<Sent> sent;
+  for (size_t i = 0; i < workers.size(); ++i) {
+    size_t first = 0, count = 0;
+    SliceOf(placements.size(), parts, i, first, count);
+    if (count == 0) continue;
+    EvaluationJob job;
+    job.batch = batch;
+    job.stream = stream;
+    job.first_sample = static_cast<int32_t>(first);
+    job.options = options;
+    job.placements = Slice(placements, first, count);
+    const size_t w = workers[i];
+    sent.push_back({w, first, count, next_message_[w]});
+    world_.Put(JobKey(ranks_[w], next_message_[w]++), EncodeJob(job));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(world_.timeout_s());
+
+  std::vector<Outcome> outcomes(placements.size());
+  auto measure_here = [&](size_t first, size_t count) {
+    std::vector<Outcome> mine = local.MeasureSlice(Slice(placements, first, count), batch, stream, static_cast<int32_t>(first));
+    std::copy(mine.begin(), mine.end(), outcomes.begin() + static_cast<std::ptrdiff_t>(first));
+  };
+  size_t first = 0, count = 0;
+  SliceOf(placements.size(), parts, parts - 1, first, count);
+  if (count > 0) measure_here(first, count);
+
+  for (const Sent& s : sent) {
+    const double left_s = std::max(0.001, std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count());
+    std::optional<std::string> answer = world_.Take(ResultKey(ranks_[s.worker], s.message), left_s);
+    std::string why;
+    if (answer) {
+      try {
+        std::vector<Outcome> theirs = DecodeOutcomes(*answer, s.count);
+        std::copy(theirs.begin(), theirs.end(), outcomes.begin() + static_cast<std::ptrdiff_t>(s.first));
+        continue;
+      } catch (const Error& e) {
+        why = e.what();
+      }
+    } else {
+      why = "no answer within " + Seconds(world_.timeout_s()) + ", DEVPLACE_DIST_TIMEOUT_S";
+    }
+    Drop(s.worker, why, static_cast<int64_t>(s.count));
+    measure_here(s.first, s.count);
+  }
+  return outcomes;
+}
+
+DistributedEnvironment::DistributedEnvironment(EvaluationPool& pool, const Graph& graph, const Cluster& cluster,
+                                               const CostModel& cost, const SimulatedEnvironmentOptions& options)
+    : pool_(pool), options_(options), local_(graph, cluster, cost, options) {}
+
+std::vector<Outcome> DistributedEnvironment::Measure(const std::vector<Placement>& placements, int64_t batch,
+                                                     int32_t stream) {
+  return pool_.Measure(local_, options_, placements, batch, stream);
+}
+
+Outcome DistributedEnvironment::MeasureOne(const Placement& placement) { return local_.MeasureOne(placement); }
+
+void ServeEvaluations(World& world, const Graph& graph, const Cluster& cluster, const CostModel& cost) {
+  std::unique_ptr<SimulatedEnvironment> environment;
+  SimulatedEnvironmentOptions environment_options;
+  int64_t slices = 0;
+  for (int64_t n = 0;; ++n) {
+    std::optional<std::string> message;
+    // Between batches the controller learns, checkpoints, writes: it may
+    // be quiet for longer than the timeout, and is waited for as long as
+    // its store is up.
+    while (!(message = world.Take(JobKey(world.rank(), n), world.timeout_s()))) {
+    }
+    EvaluationJob job = DecodeJob(*message);
+    if (job.kind == JobKind::kStop) return;
+    if (job.kind == JobKind::kFailed) throw Error("distributed run: the controller (rank 0) stopped with an error");
+    if (job.kind == JobKind::kDropped) {
+      throw Error("distributed run: rank " + std::to_string(world.rank()) + " was dropped by the controller: it answered after " +
+                  Seconds(world.timeout_s()) + " (DEVPLACE_DIST_TIMEOUT_S)");
+    }
+    KillPointForTests(world.rank(), slices++);
+    for (const Placement& p : job.placements) {
+      if (static_cast<int32_t>(p.size()) != graph.num_ops()) {
+        throw Error("distributed run: rank 0 sent placements of " + std::to_string(p.size()) + " ops; this graph has " +
+                    std::to_string(graph.num_ops()));
+      }
+    }
+    if (!environment || !SameOptions(environment_options, job.options)) {
+      environment_options = job.options;
+      environment = std::make_unique<SimulatedEnvironment>(graph, cluster, cost, job.options);
+    }
+    world.Put(ResultKey(world.rank(), n), EncodeOutcomes(environment->MeasureSlice(job.placements, job.batch, job.stream, job.first_sample)));
+  }
+}
+
+}  // namespace devplace

@@ -1,0 +1,73 @@
+// Placements measured across the ranks of a World: rank 0 (the controller)
+// splits each batch between itself and the workers still answering; each
+// worker measures its slice with its own simulator and sends the outcomes
+// back. A worker that does not answer within the world's timeout (dead,
+// hung, cut off) is dropped and its slice measured on rank 0, so no
+// placement is lost and the run goes on. Each slice keeps its samples'
+// place in the batch, so the noise (sim/environment.h) is the same as in
+// one process.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "exec/distributed/world.h"
+#include "sim/environment.h"
+
+namespace devplace {
+
+// Rank 0's side: who is still answering, and the next message number to
+// each.
+class EvaluationPool {
+ public:
+  explicit EvaluationPool(World& world);
+  // Tells the workers still answering to stop; Finish says it first.
+  ~EvaluationPool();
+
+  // The outcomes of `placements` as samples of (batch, stream), measured
+  // as `options` says; rank 0 measures its share (and any dropped
+  // worker's) in `local`. One batch at a time across the callers.
+  std::vector<Outcome> Measure(SimulatedEnvironment& local, const SimulatedEnvironmentOptions& options,
+                               const std::vector<Placement>& placements, int64_t batch, int32_t stream);
+
+  // Tells each worker still answering to stop: exit 0, or with an error
+  // saying the controller failed (`failed`). Once; later calls do nothing.
+  void Finish(bool failed);
+
+  std::vector<int32_t> live_workers() const;
+  int64_t dropped_workers() const;
+
+ private:
+  void Drop(size_t worker, const std::string& why, int64_t placements);
+  World& world_;
+  mutable std::mutex mutex_;
+  std::vector<int32_t> ranks_;  // the workers, 1..size-1
+  std::vector<bool> live_;
+  std::vector<int64_t> next_message_;
+  bool finished_ = false;
+};
+
+// An Environment over the pool: what a learned method's controller
+// measures its batches in. MeasureOne runs on rank 0.
+class DistributedEnvironment : public Environment {
+ public:
+  // `graph`, `cluster`, `cost` and `pool` must outlive it.
+  DistributedEnvironment(EvaluationPool& pool, const Graph& graph, const Cluster& cluster, const CostModel& cost,
+                         const SimulatedEnvironmentOptions& options);
+  std::vector<Outcome> Measure(const std::vector<Placement>& placements, int64_t batch, int32_t stream) override;
+  Outcome MeasureOne(const Placement& placement) override;
+  bool simulated() const override { return true; }
+
+ private:
+  EvaluationPool& pool_;
+  SimulatedEnvironmentOptions options_;
+  SimulatedEnvironment local_;
+};
+
+// A worker's loop: measures the slices rank 0 sends until it says stop.
+// Throws Error when rank 0 ends without saying so, or says it failed.
+void ServeEvaluations(World& world, const Graph& graph, const Cluster& cluster, const CostModel& cost);
+
+}  // namespace devplace

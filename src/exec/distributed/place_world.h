@@ -1,0 +1,36 @@
+// `devplace place` across processes: the one call the place command makes.
+// Under RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT every rank joins the
+// world with the same command; rank 0 runs the method and writes every
+// output, and a learned method's batches are measured across the ranks
+// (exec/distributed/evaluation.h); the other ranks measure what rank 0
+// sends, then end without output. Torch-free header.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "sim/environment.h"
+
+namespace devplace {
+
+struct PlaceWorldInputs {
+  const Graph& graph;
+  const Cluster& cluster;
+  const CostModel& cost;
+  // What else every rank must agree on: compared by checksum at the start.
+  std::string method;
+  std::string reward;
+  std::string op_times_path;  // its contents are compared; "" for none
+  uint64_t seed = 0;
+};
+
+// Without the variables (or WORLD_SIZE=1): false, nothing changed. Rank 0:
+// joins, sets `make_environment` to measure across the ranks (the world
+// ends, telling the workers to stop, when the last copy of it goes), and
+// returns false. A worker: joins, measures until rank 0 says stop, and
+// returns true: the command is done. Throws Error on any rank for the
+// world's faults (World::Join, a lost controller) and for --reward other
+// than simulated.
+bool JoinPlaceWorld(const PlaceWorldInputs& inputs, EnvironmentFactory& make_environment);
+
+}  // namespace devplace

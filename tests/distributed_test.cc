@@ -1,0 +1,220 @@
+// `devplace place` across processes on this host (loopback): RANK,
+// WORLD_SIZE, MASTER_ADDR, MASTER_PORT set per child as a launcher would.
+// Every wait is bounded by DEVPLACE_DIST_TIMEOUT_S (5 s here) inside the
+// program, never by a sleep here; ctest's TIMEOUT catches a hang.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RankRun {
+  int exit_code = -1;  // -1: not a normal exit
+  int signal = 0;      // the signal that ended it, if one did
+  std::string out;     // stdout and stderr together
+};
+
+// A port the kernel just handed out and took back: free for the run.
+int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  socklen_t length = sizeof address;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+std::string ReadAll(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// curve.csv without its wall-time column: every step's mean and best step
+// time, which the noise of each sample (seeded by its place in the batch)
+// moves.
+std::string CurveWithoutSeconds(const fs::path& path) {
+  std::ifstream in(path);
+  std::string curve;
+  for (std::string line; std::getline(in, line);) {
+    const size_t first = line.find(','), second = line.find(',', first + 1);
+    curve += line.substr(0, first) + line.substr(second) + "\n";
+  }
+  return curve;
+}
+
+class DistributedTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("devplace_distributed_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Starts one process per entry of `args_per_rank` (rank = index) with
+  // the four variables plus `env`, and waits for them all. `world_size`
+  // may exceed the ranks started (a world that never fills); `ports` gives
+  // each rank its MASTER_PORT.
+  std::vector<RankRun> RunRanks(const std::vector<std::vector<std::string>>& args_per_rank, int world_size,
+                                const std::vector<int>& ports, const std::vector<std::string>& env = {}) {
+    std::vector<pid_t> pids;
+    for (size_t rank = 0; rank < args_per_rank.size(); ++rank) {
+      const fs::path log = dir_ / ("rank" + std::to_string(rank) + ".log");
+      pid_t pid = ::fork();
+      if (pid == 0) {
+        int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        ::dup2(fd, 1);
+        ::dup2(fd, 2);
+        ::setenv("RANK", std::to_string(rank).c_str(), 1);
+        ::setenv("WORLD_SIZE", std::to_string(world_size).c_str(), 1);
+        ::setenv("MASTER_ADDR", "127.0.0.1", 1);
+        ::setenv("MASTER_PORT", std::to_string(ports[rank]).c_str(), 1);
+        ::setenv("DEVPLACE_DIST_TIMEOUT_S", "5", 1);
+        for (const std::string& e : env) ::putenv(const_cast<char*>(e.c_str()));
+        std::vector<char*> argv;
+        std::string binary = DEVPLACE_BINARY;
+        argv.push_back(binary.data());
+        std::vector<std::string> args = args_per_rank[rank];
+        for (std::string& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        ::execv(binary.c_str(), argv.data());
+        ::_exit(127);
+      }
+      pids.push_back(pid);
+    }
+    std::vector<RankRun> runs(pids.size());
+    for (size_t rank = 0; rank < pids.size(); ++rank) {
+      int status = 0;
+      ::waitpid(pids[rank], &status, 0);
+      if (WIFEXITED(status)) runs[rank].exit_code = WEXITSTATUS(status);
+      if (WIFSIGNALED(status)) runs[rank].signal = WTERMSIG(status);
+      runs[rank].out = ReadAll(dir_ / ("rank" + std::to_string(rank) + ".log"));
+    }
+    return runs;
+  }
+
+  std::vector<RankRun> RunSameCommand(int ranks, const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
+    const int port = FreePort();
+    return RunRanks(std::vector<std::vector<std::string>>(ranks, args), ranks, std::vector<int>(ranks, port), env);
+  }
+
+  // rl on the 50-op graph for a few steps, with seeded noise so that each
+  // sample's noise seed matters.
+  std::vector<std::string> PlaceArgs(const std::string& out) const {
+    return {"place", "--graph", "tiny", "--cluster", "k80x2", "--method", "rl", "--max-steps", "6", "--samples-per-step",
+            "7", "--seed", "3", "--workers", "1", "--jitter", "0.1", "--json", "--out", (dir_ / out).string()};
+  }
+
+  // One process, no world: what a distributed run must match.
+  std::string OneProcessPlacement() {
+    std::vector<std::string> args = PlaceArgs("one");
+    std::string command = std::string("env -u RANK -u WORLD_SIZE -u MASTER_ADDR -u MASTER_PORT ") + DEVPLACE_BINARY;
+    for (const std::string& a : args) command += " '" + a + "'";
+    EXPECT_EQ(std::system((command + " > /dev/null 2>&1").c_str()), 0);
+    return ReadAll(dir_ / "one" / "best_placement.json");
+  }
+
+  static void ExpectOneErrorLine(const RankRun& run, const std::string& must_mention) {
+    EXPECT_EQ(run.signal, 0) << run.out;
+    EXPECT_NE(run.exit_code, 0) << run.out;
+    EXPECT_EQ(run.out.rfind("devplace: error: ", 0), 0u) << run.out;
+    EXPECT_EQ(std::count(run.out.begin(), run.out.end(), '\n'), 1) << "not one line: " << run.out;
+    EXPECT_NE(run.out.find(must_mention), std::string::npos) << run.out;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(DistributedTest, ThreeProcessesFindWhatOneProcessFinds) {
+  const std::string one = OneProcessPlacement();
+  ASSERT_FALSE(one.empty());
+  std::vector<RankRun> runs = RunSameCommand(3, PlaceArgs("three"));
+  for (const RankRun& run : runs) EXPECT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_EQ(runs[1].out, "");  // workers print nothing and write nothing
+  EXPECT_EQ(runs[2].out, "");
+  EXPECT_EQ(ReadAll(dir_ / "three" / "best_placement.json"), one);
+  EXPECT_EQ(CurveWithoutSeconds(dir_ / "three" / "curve.csv"), CurveWithoutSeconds(dir_ / "one" / "curve.csv"));
+  EXPECT_NE(runs[0].out.find("\"step_time_s\""), std::string::npos) << runs[0].out;
+}
+
+TEST_F(DistributedTest, WorkerKilledMidRunIsDroppedAndTheRunFinishes) {
+  const std::string one = OneProcessPlacement();
+  // Rank 2 sends itself SIGKILL on its second slice.
+  std::vector<RankRun> runs = RunSameCommand(3, PlaceArgs("killed"), {"DEVPLACE_TEST_KILL_WORKER=2:1"});
+  EXPECT_EQ(runs[2].signal, SIGKILL) << runs[2].out;
+  EXPECT_EQ(runs[0].exit_code, 0) << runs[0].out;
+  EXPECT_EQ(runs[1].exit_code, 0) << runs[1].out;
+  EXPECT_NE(runs[0].out.find("dropped worker rank 2"), std::string::npos) << runs[0].out;
+  // Its slice was measured on rank 0: nothing lost, the same search.
+  EXPECT_EQ(ReadAll(dir_ / "killed" / "best_placement.json"), one);
+  EXPECT_EQ(CurveWithoutSeconds(dir_ / "killed" / "curve.csv"), CurveWithoutSeconds(dir_ / "one" / "curve.csv"));
+}
+
+TEST_F(DistributedTest, AWorldThatNeverFillsIsOneLineOnEveryRank) {
+  const int port = FreePort();
+  std::vector<RankRun> runs = RunRanks({PlaceArgs("a"), PlaceArgs("a")}, 3, {port, port});
+  ExpectOneErrorLine(runs[0], "rank(s) 2 of WORLD_SIZE=3 did not join within 5 s");
+  ExpectOneErrorLine(runs[1], "distributed run:");
+  EXPECT_FALSE(fs::exists(dir_ / "a"));
+}
+
+TEST_F(DistributedTest, AWrongPortIsOneLineOnEveryRank) {
+  const int port = FreePort(), other = FreePort();
+  ASSERT_NE(port, other);
+  std::vector<RankRun> runs = RunRanks({PlaceArgs("a"), PlaceArgs("a")}, 2, {port, other});
+  ExpectOneErrorLine(runs[0], "rank(s) 1 of WORLD_SIZE=2 did not join");
+  ExpectOneErrorLine(runs[1], "cannot reach rank 0's store at 127.0.0.1:" + std::to_string(other));
+}
+
+TEST_F(DistributedTest, RanksWithDifferentGraphFilesAreRefusedOnEveryRank) {
+  const fs::path a = dir_ / "a.json", b = dir_ / "b.json";
+  for (const auto& [path, seed] : {std::pair{a, "1"}, std::pair{b, "2"}}) {
+    const std::string command = std::string(DEVPLACE_BINARY) + " generate tiny --seed " + seed + " -o " + path.string() + " > /dev/null 2>&1";
+    ASSERT_EQ(std::system(command.c_str()), 0);
+  }
+  std::vector<std::string> args0 = PlaceArgs("a"), args1 = PlaceArgs("a");
+  args0[2] = a.string();
+  args1[2] = b.string();
+  const int port = FreePort();
+  std::vector<RankRun> runs = RunRanks({args0, args1}, 2, {port, port});
+  ExpectOneErrorLine(runs[0], "rank 1's graph differs from rank 0's");
+  ExpectOneErrorLine(runs[1], "rank 1's graph differs from rank 0's");
+}
+
+TEST_F(DistributedTest, SomeVariablesWithoutTheOthersAreOneLine) {
+  const std::string command = std::string("env -u WORLD_SIZE -u MASTER_ADDR -u MASTER_PORT RANK=0 ") + DEVPLACE_BINARY +
+                              " place --graph tiny --cluster k80x2 --out " + (dir_ / "a").string() + " 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  std::string out;
+  char buffer[512];
+  while (size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
+  const int status = ::pclose(pipe);
+  RankRun run;
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  run.out = out;
+  ExpectOneErrorLine(run, "WORLD_SIZE, MASTER_ADDR, MASTER_PORT not set");
+}
+
+}  // namespace
