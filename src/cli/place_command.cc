@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -133,6 +134,13 @@ class BorrowedEnvironment : public Environment {
  private:
   Environment& environment_;
 };
+
+// Whether the environment asks for a run across processes (WORLD_SIZE over
+// 1); JoinPlaceWorld checks the rest.
+bool InAWorld() {
+  const char* size = std::getenv("WORLD_SIZE");
+  return size && std::strtol(size, nullptr, 10) > 1;
+}
 
 // `place` without --method: the method BENCHMARKS.md ("Learned against
 // search") shows fastest at equal samples and at equal wall time, given
@@ -441,6 +449,10 @@ void RunPlace(PlaceFlags flags) {
   PlacementProblem problem{graph, cluster, cost, simulator, flags.learned.seed};
   CheckClusterCanRun(graph, cluster);
   // Under RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT: a worker measures what rank 0 sends, and ends here.
+  if (method.kind != MethodKind::kLearned && InAWorld()) {
+    throw Error("WORLD_SIZE is over 1: across processes place spreads the learned placers' batches (" +
+                MethodNames({MethodKind::kLearned}) + "); " + flags.method + " runs in one process (unset WORLD_SIZE)");
+  }
   if (JoinPlaceWorld({graph, cluster, cost, flags.method, flags.reward, flags.op_times.path, flags.learned.seed},
                      flags.learned.make_environment)) return;
   PrepareOutFolder(flags, graph, cluster);
