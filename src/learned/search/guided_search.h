@@ -17,6 +17,13 @@
 
 namespace devplace {
 
+// How the scorer learns. kReinforce: a policy over candidate moves, by
+// REINFORCE on each move's reward. kRegression: a regressor predicts each
+// candidate's reward, fitted to every evaluated move so far
+// (learned/search/move_regressor.h), and moves are proposed by the softmax
+// of the predictions over `temperature`.
+enum class GuidedLearning { kReinforce, kRegression };
+
 struct GuidedSearchOptions {
   // Units drawn uniformly per move; the policy chooses among their moves.
   int32_t candidate_units = 16;
@@ -27,6 +34,20 @@ struct GuidedSearchOptions {
   // Moves per policy update.
   int32_t moves_per_update = 16;
   int32_t hidden = 32;
+  GuidedLearning learning = GuidedLearning::kReinforce;
+  // kRegression: the softmax's temperature, in reward units (percent of
+  // step time), and Adam steps per update on minibatches of `batch_rows`
+  // drawn from every move evaluated so far.
+  double temperature = 1.0;
+  int32_t train_steps = 4;
+  int32_t batch_rows = 128;
+  // The scorer also reads what the search has seen of each move
+  // (learned/features/move_history.h): its last reward and the move back's.
+  bool read_history = false;
+  // Candidates also include each drawn unit moved together with its
+  // heaviest neighbour (by bytes between them) that shares its device,
+  // scored by the same network (the partner's own features beside).
+  bool pair_moves = false;
 };
 
 // The proposal distribution over candidate moves given their scores: the

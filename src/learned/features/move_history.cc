@@ -1,0 +1,28 @@
+#include "learned/features/move_history.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace devplace {
+
+MoveHistory::MoveHistory(int32_t units, int32_t devices, double max_reward)
+    : devices_(devices), max_reward_(max_reward), seen_(static_cast<size_t>(units) * devices) {}
+
+void MoveHistory::Record(int32_t unit, int32_t /*from*/, int32_t to, int64_t now, double reward) {
+  Seen& s = seen_[static_cast<size_t>(unit) * devices_ + to];
+  s.when = now;
+  s.reward = static_cast<float>(std::clamp(reward / max_reward_, -1.0, 1.0));
+}
+
+void MoveHistory::Append(int32_t unit, int32_t from, int32_t to, int64_t now, std::vector<float>& out) const {
+  const Seen& onto = At(unit, to);
+  const Seen& back = At(unit, from);
+  out.push_back(onto.when >= 0 ? 1.0f : 0.0f);
+  out.push_back(onto.reward);
+  out.push_back(onto.when >= 0 ? static_cast<float>(std::min(1.0, std::log1p(static_cast<double>(now - onto.when)) / 8))
+                               : 1.0f);
+  out.push_back(back.when >= 0 ? 1.0f : 0.0f);
+  out.push_back(back.reward);
+}
+
+}  // namespace devplace
