@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
     if (const char* v = std::getenv("GUIDED_BATCH")) guided.moves_per_update = std::atoi(v);
     if (const char* v = std::getenv("GUIDED_HIDDEN")) guided.hidden = std::atoi(v);
     if (const char* v = std::getenv("GUIDED_REGRESSION")) {
-      if (std::atoi(v)) guided.learning = GuidedLearning::kRegression;
+      guided.learning = std::atoi(v) ? GuidedLearning::kRegression : GuidedLearning::kReinforce;
     }
     if (const char* v = std::getenv("GUIDED_TEMPERATURE")) guided.temperature = std::atof(v);
     if (const char* v = std::getenv("GUIDED_TRAIN_STEPS")) guided.train_steps = std::atoi(v);
