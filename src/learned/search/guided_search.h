@@ -28,7 +28,7 @@ enum class GuidedLearning { kReinforce, kRegression };
 
 struct GuidedSearchOptions {
   // Units drawn uniformly per move; the policy chooses among their moves.
-  int32_t candidate_units = 16;
+  int32_t candidate_units = 32;
   // The share of proposals drawn uniformly among the candidates, so every
   // move keeps a chance however the scorer learns.
   double uniform_share = 0.2;
