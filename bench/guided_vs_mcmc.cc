@@ -33,6 +33,14 @@ int main(int argc, char** argv) {
     if (const char* v = std::getenv("GUIDED_UNIFORM")) guided.uniform_share = std::atof(v);
     if (const char* v = std::getenv("GUIDED_BATCH")) guided.moves_per_update = std::atoi(v);
     if (const char* v = std::getenv("GUIDED_HIDDEN")) guided.hidden = std::atoi(v);
+    if (const char* v = std::getenv("GUIDED_REGRESSION")) {
+      guided.learning = std::atoi(v) ? GuidedLearning::kRegression : GuidedLearning::kReinforce;
+    }
+    if (const char* v = std::getenv("GUIDED_TEMPERATURE")) guided.temperature = std::atof(v);
+    if (const char* v = std::getenv("GUIDED_TRAIN_STEPS")) guided.train_steps = std::atoi(v);
+    if (const char* v = std::getenv("GUIDED_BATCH_ROWS")) guided.batch_rows = std::atoi(v);
+    if (const char* v = std::getenv("GUIDED_HISTORY")) guided.read_history = std::atoi(v) != 0;
+    if (const char* v = std::getenv("GUIDED_PAIRS")) guided.pair_moves = std::atoi(v) != 0;
     const bool only_guided = std::getenv("GUIDED_ONLY") != nullptr;
     for (const std::string method : {"mcmc", "guided"}) {
       if (only_guided && method == "mcmc") continue;

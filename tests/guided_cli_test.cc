@@ -74,22 +74,28 @@ TEST_F(GuidedCliTest, PlaceWithoutMethodRunsGuidedAndSaysSo) {
 // the larger budget from the start: the same best placement, found after
 // the same evaluations.
 TEST_F(GuidedCliTest, AResumedRunEndsWhereAnUninterruptedOneDoes) {
-  Outcome first = Place("--method guided --seed 5 --max-samples 300 --json --out " + dir_.File("a"));
-  ASSERT_EQ(first.exit_code, 0) << first.out;
-  Outcome resumed = Place("--method guided --seed 5 --max-samples 700 --json --resume --out " + dir_.File("a"));
-  ASSERT_EQ(resumed.exit_code, 0) << resumed.out;
-  Outcome whole = Place("--method guided --seed 5 --max-samples 700 --json --out " + dir_.File("b"));
-  ASSERT_EQ(whole.exit_code, 0) << whole.out;
-  const nlohmann::json r = Json(resumed), w = Json(whole);
-  EXPECT_EQ(r["samples"], w["samples"]);
-  EXPECT_EQ(r["step_time_s"], w["step_time_s"]);
-  const nlohmann::json placement_r = nlohmann::json::parse(ReadAll(dir_.File("a/best_placement.json")));
-  const nlohmann::json placement_w = nlohmann::json::parse(ReadAll(dir_.File("b/best_placement.json")));
-  EXPECT_EQ(placement_r["placement"], placement_w["placement"]);
-  // The curve goes on where it stopped: one header.
-  const std::string curve = ReadAll(dir_.File("a/curve.csv"));
-  EXPECT_EQ(curve.find("step,"), 0u);
-  EXPECT_EQ(curve.find("step,", 1), std::string::npos);
+  // Both ways the scorer learns: their states (a replay buffer and move
+  // history; a policy and the moves since its update) are all checkpointed.
+  for (const std::string learning : {"regression", "reinforce"}) {
+    const std::string a = dir_.File("a-" + learning), b = dir_.File("b-" + learning);
+    const std::string flags = "--method guided --guided-learning " + learning + " --seed 5 --json ";
+    Outcome first = Place(flags + "--max-samples 300 --out " + a);
+    ASSERT_EQ(first.exit_code, 0) << first.out;
+    Outcome resumed = Place(flags + "--max-samples 700 --resume --out " + a);
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.out;
+    Outcome whole = Place(flags + "--max-samples 700 --out " + b);
+    ASSERT_EQ(whole.exit_code, 0) << whole.out;
+    const nlohmann::json r = Json(resumed), w = Json(whole);
+    EXPECT_EQ(r["samples"], w["samples"]) << learning;
+    EXPECT_EQ(r["step_time_s"], w["step_time_s"]) << learning;
+    const nlohmann::json placement_r = nlohmann::json::parse(ReadAll(a + "/best_placement.json"));
+    const nlohmann::json placement_w = nlohmann::json::parse(ReadAll(b + "/best_placement.json"));
+    EXPECT_EQ(placement_r["placement"], placement_w["placement"]) << learning;
+    // The curve goes on where it stopped: one header.
+    const std::string curve = ReadAll(a + "/curve.csv");
+    EXPECT_EQ(curve.find("step,"), 0u);
+    EXPECT_EQ(curve.find("step,", 1), std::string::npos);
+  }
 }
 
 TEST_F(GuidedCliTest, ResumeRefusesACheckpointItCannotContinue) {

@@ -5,9 +5,13 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <cmath>
 #include <numeric>
 
+#include "learned/features/move_history.h"
 #include "learned/search/guided_search.h"
+#include "learned/search/move_regressor.h"
 #include "memory_cases.h"
 #include "placement_problem.h"
 #include "placers/methods.h"
@@ -33,24 +37,113 @@ TEST(GuidedSearchTest, ProposalProbabilitiesAreTheSoftmaxMixedWithTheUniformShar
   for (double q : ProposalProbabilities(scores, 1.0)) EXPECT_NEAR(q, 0.25, 1e-12);
 }
 
+// The regressor fits a relation of the features it has seen to within a
+// margin: a reward that rises with the move's speed-up (feature 8) and
+// falls with the target's busy share (feature 4), clipped as guided's are.
+double SyntheticReward(const MoveFeatureRow& row) {
+  return std::clamp(4.0 * row[8] - 3.0 * row[4] + 0.5, -5.0, 5.0);
+}
+
+MoveFeatureRow RandomRow(Random& random) {
+  MoveFeatureRow row{};
+  for (float& f : row) f = static_cast<float>(random.Uniform());
+  row[8] = static_cast<float>(2 * random.Uniform() - 1);
+  return row;
+}
+
+TEST(GuidedSearchTest, MoveRegressorLearnsASyntheticRelationToWithinAMargin) {
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    MoveRegressor regressor({}, seed);
+    Random data(seed * 7919);
+    for (int i = 0; i < 2000; ++i) {
+      const MoveFeatureRow row = RandomRow(data);
+      regressor.Add(row, SyntheticReward(row));
+    }
+    EXPECT_EQ(regressor.rows(), 2000);
+    Random train(seed);
+    regressor.Train(600, train);
+    std::vector<MoveFeatureRow> held_out;
+    double variance = 0, mean = 0;
+    for (int i = 0; i < 500; ++i) held_out.push_back(RandomRow(data));
+    for (const MoveFeatureRow& row : held_out) mean += SyntheticReward(row) / 500;
+    for (const MoveFeatureRow& row : held_out) variance += std::pow(SyntheticReward(row) - mean, 2) / 500;
+    const std::vector<float> predicted =
+        regressor.Predict(std::span<const float>(held_out.front().data(), held_out.size() * kMoveFeatures));
+    double error = 0;
+    for (size_t i = 0; i < held_out.size(); ++i) error += std::pow(predicted[i] - SyntheticReward(held_out[i]), 2) / 500;
+    // Explains at least 90 % of the variance of rows it never saw.
+    EXPECT_LT(error, 0.1 * variance) << "seed " << seed << ": mse " << error << ", variance " << variance;
+  }
+}
+
+TEST(GuidedSearchTest, MoveRegressorKeepsTheMostRecentRows) {
+  MoveRegressorOptions options;
+  options.max_rows = 10;
+  MoveRegressor regressor(options, 1);
+  const MoveFeatureRow zero{};
+  for (int i = 0; i < 25; ++i) regressor.Add(zero, i);
+  EXPECT_EQ(regressor.rows(), 10);
+  // With only the last ten rows (15..24) kept, a constant fit lands near
+  // their mean, far from the mean of all 25.
+  Random random(1);
+  regressor.Train(800, random);
+  EXPECT_NEAR(regressor.Predict(zero)[0], 19.5, 2.0);
+}
+
+TEST(GuidedSearchTest, MoveHistoryReadsTheLastRewardOfTheMoveAndOfTheMoveBack) {
+  MoveHistory history(3, 2, 5.0);
+  std::vector<float> row;
+  history.Append(1, 0, 1, 10, row);
+  EXPECT_EQ(row, (std::vector<float>{0, 0, 1, 0, 0}));  // never seen: the oldest age
+  history.Record(1, 0, 1, 20, -2.5);
+  history.Record(1, 0, 1, 30, 10.0);  // the last one counts, bounded
+  history.Record(1, 1, 0, 40, 1.0);
+  row.clear();
+  history.Append(1, 0, 1, 30, row);
+  ASSERT_EQ(row.size(), static_cast<size_t>(kMoveHistoryFeatures));
+  EXPECT_EQ(row[0], 1);
+  EXPECT_FLOAT_EQ(row[1], 1.0f);
+  EXPECT_FLOAT_EQ(row[2], 0.0f);  // seen this very evaluation
+  EXPECT_EQ(row[3], 1);
+  EXPECT_FLOAT_EQ(row[4], 0.2f);  // the move back: 1.0 of 5
+  row.clear();
+  history.Append(2, 0, 1, 30, row);  // another unit's moves are its own
+  EXPECT_EQ(row[0], 0);
+  EXPECT_EQ(row[3], 0);
+}
+
+// The default and the designs it was measured against (BENCHMARKS.md).
+std::vector<GuidedSearchOptions> GuidedDesigns() {
+  std::vector<GuidedSearchOptions> designs(4);
+  designs[1].learning = GuidedLearning::kReinforce;
+  designs[1].read_history = false;
+  designs[1].pair_moves = false;
+  designs[2].read_history = false;
+  designs[2].pair_moves = false;
+  designs[3].pair_moves = false;
+  return designs;
+}
+
 TEST(GuidedSearchTest, SameSeedAndBudgetGiveTheSamePlacementWithOneOrTwoThreads) {
   OwnedProblem owned(Chains(6), MakeSlowCpuCluster());
-  PlacerOutput first;
-  for (int threads : {1, 2}) {
-    torch::set_num_threads(threads);
-    PlacementProblem problem = owned.get(3);
-    problem.budget.max_evaluations = 400;
-    const PlacerOutput out = PlaceGuided(problem);
-    EXPECT_EQ(out.evaluations, 400);
-    if (threads == 1) {
-      first = out;
-      continue;
+  for (const GuidedSearchOptions& options : GuidedDesigns()) {
+    PlacerOutput first;
+    for (int threads : {1, 2}) {
+      torch::set_num_threads(threads);
+      PlacementProblem problem = owned.get(3);
+      problem.budget.max_evaluations = 400;
+      const PlacerOutput out = PlaceGuided(problem, options);
+      EXPECT_EQ(out.evaluations, 400);
+      if (threads == 1) {
+        first = out;
+        continue;
+      }
+      EXPECT_EQ(out.placement, first.placement);
+      ASSERT_TRUE(out.result && first.result);
+      EXPECT_EQ(out.result->step_time_us, first.result->step_time_us);
     }
-    EXPECT_EQ(out.placement, first.placement);
-    ASSERT_TRUE(out.result && first.result);
-    EXPECT_EQ(out.result->step_time_us, first.result->step_time_us);
+    torch::set_num_threads(1);
   }
-  torch::set_num_threads(1);
 }
 
 // Units whose ops only a CPU runs stay on the CPU: on a cluster of one CPU
@@ -71,17 +164,19 @@ TEST(GuidedSearchTest, NeverMovesAUnitToADeviceThatCannotRunItAndNeverEndsWorseT
   for (const PlacerRun& run : RunPlacers(owned.get(1), OneShotBaselineNames())) {
     if (run.result.ok()) best_start_us = std::min(best_start_us, run.result.step_time_us);
   }
-  for (uint64_t seed = 1; seed <= 3; ++seed) {
-    PlacementProblem problem = owned.get(seed);
-    problem.budget.max_evaluations = 300;
-    const PlacerOutput out = PlaceGuided(problem);
-    for (int32_t op = 0; op < owned.graph.num_ops(); ++op) {
-      const DeviceKind kind = owned.cluster.devices[out.placement[op]].kind;
-      EXPECT_TRUE(owned.graph.op(op).device_kinds & MaskOf(kind)) << "op " << op << ", seed " << seed;
+  for (const GuidedSearchOptions& options : GuidedDesigns()) {
+    for (uint64_t seed = 1; seed <= 3; ++seed) {
+      PlacementProblem problem = owned.get(seed);
+      problem.budget.max_evaluations = 300;
+      const PlacerOutput out = PlaceGuided(problem, options);
+      for (int32_t op = 0; op < owned.graph.num_ops(); ++op) {
+        const DeviceKind kind = owned.cluster.devices[out.placement[op]].kind;
+        EXPECT_TRUE(owned.graph.op(op).device_kinds & MaskOf(kind)) << "op " << op << ", seed " << seed;
+      }
+      const SimResult r = owned.simulator.Run(out.placement);
+      ASSERT_TRUE(r.ok()) << r.reason;
+      EXPECT_LE(r.step_time_us, best_start_us) << "seed " << seed;
     }
-    const SimResult r = owned.simulator.Run(out.placement);
-    ASSERT_TRUE(r.ok()) << r.reason;
-    EXPECT_LE(r.step_time_us, best_start_us) << "seed " << seed;
   }
 }
 
@@ -92,16 +187,19 @@ TEST(GuidedSearchTest, FindsAPlacementThatFitsWhereNoBaselineDoes) {
   for (const PlacerRun& run : RunPlacers(owned.get(1), OneShotBaselineNames())) {
     ASSERT_TRUE(run.result.oom) << run.method << " fits: the case needs every baseline out of memory";
   }
-  int fitted = 0;
-  for (uint64_t seed = 1; seed <= 5; ++seed) {
-    PlacementProblem problem = owned.get(seed);
-    problem.budget.max_evaluations = 1000;
-    const PlacerOutput out = PlaceGuided(problem);
-    EXPECT_NE(out.note.find("no one-shot baseline fits"), std::string::npos) << out.note;
-    fitted += owned.simulator.Run(out.placement).ok();
+  for (const GuidedSearchOptions& options : GuidedDesigns()) {
+    int fitted = 0;
+    for (uint64_t seed = 1; seed <= 5; ++seed) {
+      PlacementProblem problem = owned.get(seed);
+      problem.budget.max_evaluations = 1000;
+      const PlacerOutput out = PlaceGuided(problem, options);
+      EXPECT_NE(out.note.find("no one-shot baseline fits"), std::string::npos) << out.note;
+      fitted += owned.simulator.Run(out.placement).ok();
+    }
+    // Learned proposals differ across CPUs' float kernels: asserted over seeds.
+    EXPECT_GE(fitted, 4) << "learning " << static_cast<int>(options.learning) << ", history "
+                         << options.read_history << ", pairs " << options.pair_moves;
   }
-  // Learned proposals differ across CPUs' float kernels: asserted over seeds.
-  EXPECT_GE(fitted, 4);
 }
 
 }  // namespace

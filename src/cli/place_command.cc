@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <optional>
 
 #include "cli/commands.h"
@@ -537,6 +538,15 @@ void AddPlaceCommand(CLI::App& app) {
       ->group(guided)->check(InRange(1, 4096));
   cmd->add_option("--guided-moves-per-update", learned.guided.moves_per_update, "guided: moves per update of the scorer")
       ->group(guided)->check(InRange(1, 1 << 20));
+  cmd->add_option("--guided-learning", learned.guided.learning,
+                  "guided: how the scorer learns: regression (default: each move's reward predicted, fitted to every "
+                  "evaluated move) or reinforce (a policy over the candidates)")
+      ->group(guided)
+      ->transform(CLI::CheckedTransformer(std::map<std::string, GuidedLearning>{{"regression", GuidedLearning::kRegression},
+                                                                                {"reinforce", GuidedLearning::kReinforce}}));
+  cmd->add_option("--guided-temperature", learned.guided.temperature,
+                  "guided, regression: the softmax's temperature over predicted rewards (percent of step time; default 0.25)")
+      ->group(guided)->check(InRange(1e-6, 1e6));
   cmd->add_option("--learning-rate", learned.learning_rate, "Adam's learning rate (default 0.0003; mars: 0.003; guided: 0.01)")->group(g)->check(Positive());
   cmd->add_option("--prior-learning-rate", learned.prior_learning_rate,
                   "HDP: Adam's learning rate for the starting stay bonus and locality weight")

@@ -31,7 +31,10 @@ nlohmann::json Identity(const PlacementProblem& problem, const MovableUnits& mov
           {"seed", problem.seed},
           {"candidate_units", options.candidate_units},
           {"hidden", options.hidden},
-          {"moves_per_update", options.moves_per_update}};
+          {"moves_per_update", options.moves_per_update},
+          {"learning", options.learning == GuidedLearning::kRegression ? "regression" : "reinforce"},
+          {"read_history", options.read_history},
+          {"pair_moves", options.pair_moves}};
 }
 
 Placement ReadPlacement(const CheckpointFacts& facts, const char* key, const PlacementProblem& problem) {

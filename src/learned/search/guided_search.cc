@@ -12,12 +12,14 @@
 #include <sstream>
 
 #include "learned/features/move_features.h"
+#include "learned/features/move_history.h"
 #include "learned/files/checkpoint_facts.h"
 #include "learned/files/loaded_parameters.h"
-#include "learned/files/run_files.h"
 #include "learned/files/run_folder.h"
 #include "learned/search/guided_checkpoint.h"
+#include "learned/search/move_regressor.h"
 #include "placers/metropolis_chain.h"
+#include "util/error.h"
 #include "util/random.h"
 
 namespace devplace {
@@ -34,8 +36,8 @@ constexpr double kMaxReward = 5;
 constexpr double kBaselineDecay = 0.95;
 
 struct MoveScorerImpl : torch::nn::Module {
-  explicit MoveScorerImpl(int32_t hidden) {
-    first = register_module("first", torch::nn::Linear(kMoveFeatures, hidden));
+  MoveScorerImpl(int32_t features, int32_t hidden) {
+    first = register_module("first", torch::nn::Linear(features, hidden));
     last = register_module("last", torch::nn::Linear(hidden, 1));
     // Zero output weights: the first proposals are uniform, as mcmc's.
     torch::NoGradGuard no_grad;
@@ -49,16 +51,14 @@ TORCH_MODULE(MoveScorer);
 
 struct Candidate {
   int32_t unit;    // index into MovableUnits::units
+  int32_t from;
   int32_t device;
+  int32_t partner = -1;  // a second unit moved with it, or -1
 };
 
-// One proposal as the update reads it again: its candidates' features,
-// which one was taken, and its reward.
-struct Proposal {
-  std::vector<MoveFeatureRow> rows;
-  int32_t taken = 0;
-  double reward = 0;
-};
+// A pair move's columns beside the unit's own: a flag, then the partner's
+// move features.
+constexpr int kPairFeatures = 1 + kMoveFeatures;
 
 double Reward(const SearchCost& current, const SearchCost& next, double overflow_scale_bytes) {
   if (next.tier != current.tier) return next.tier < current.tier ? kMaxReward : -kMaxReward;
@@ -71,56 +71,317 @@ double Reward(const SearchCost& current, const SearchCost& next, double overflow
   return std::clamp(reward, -kMaxReward, kMaxReward);
 }
 
-torch::Tensor RowsTensor(const std::vector<MoveFeatureRow>& rows) {
-  torch::Tensor t = torch::empty({static_cast<int64_t>(rows.size()), kMoveFeatures}, torch::kFloat32);
-  std::memcpy(t.data_ptr<float>(), rows.data(), rows.size() * sizeof(MoveFeatureRow));
+torch::Tensor RowsTensor(std::span<const float> rows, int32_t features) {
+  torch::Tensor t = torch::empty({static_cast<int64_t>(rows.size() / features), features}, torch::kFloat32);
+  std::memcpy(t.data_ptr<float>(), rows.data(), rows.size() * sizeof(float));
   return t;
 }
 
-class GuidedProposer {
- public:
-  GuidedProposer(const PlacementProblem& problem, const MovableUnits& movable, const GuidedSearchOptions& options)
-      : movable_(movable),
-        options_(options),
-        context_(problem.graph, problem.cluster, problem.cost, movable.grouping),
-        scorer_(options.hidden),
-        optimizer_(scorer_->parameters(), torch::optim::AdamOptions(options.learning_rate)) {}
+int32_t RowWidth(const GuidedSearchOptions& options) {
+  return kMoveFeatures + (options.read_history ? kMoveHistoryFeatures : 0) + (options.pair_moves ? kPairFeatures : 0);
+}
 
-  // Draws `options.candidate_units` units uniformly, scores every move of
-  // theirs to another device they can run on, and draws one move from the
-  // scores' softmax mixed with the uniform share.
-  Candidate Propose(const MetropolisChain& chain, Random& random) {
-    candidates_.clear();
-    proposal_.rows.clear();
-    for (int32_t c = 0; c < options_.candidate_units; ++c) {
+// Per movable unit, the movable unit it exchanges the most bytes with, or -1.
+std::vector<int32_t> HeaviestNeighbours(const MovableUnits& movable) {
+  std::vector<int32_t> unit_of_group(movable.grouping.groups.size(), -1);
+  for (size_t u = 0; u < movable.units.size(); ++u) unit_of_group[movable.units[u]] = static_cast<int32_t>(u);
+  std::vector<int32_t> heaviest(movable.units.size(), -1);
+  std::vector<int64_t> heaviest_bytes(movable.units.size(), 0);
+  auto offer = [&](int32_t from_group, int32_t to_group, int64_t bytes) {
+    const int32_t u = unit_of_group[from_group], v = unit_of_group[to_group];
+    if (u < 0 || v < 0 || u == v) return;
+    if (bytes > heaviest_bytes[u] || (bytes == heaviest_bytes[u] && heaviest[u] >= 0 && v < heaviest[u])) {
+      heaviest[u] = v;
+      heaviest_bytes[u] = bytes;
+    }
+  };
+  for (const GroupEdge& e : movable.grouping.edges) {
+    offer(e.src, e.dst, e.bytes);
+    offer(e.dst, e.src, e.bytes);
+  }
+  return heaviest;
+}
+
+// Draws `units` units uniformly and lists every move of theirs to another
+// device they can run on, each with its features (a row of RowWidth floats:
+// move_features', then move_history's when the scorer reads them).
+class CandidateMoves {
+ public:
+  CandidateMoves(const PlacementProblem& problem, const MovableUnits& movable, const GuidedSearchOptions& options)
+      : movable_(movable),
+        context_(problem.graph, problem.cluster, problem.cost, movable.grouping),
+        read_history_(options.read_history),
+        pair_moves_(options.pair_moves),
+        partner_(options.pair_moves ? HeaviestNeighbours(movable) : std::vector<int32_t>()),
+        history_(static_cast<int32_t>(movable.units.size()), problem.cluster.num_devices(), kMaxReward) {}
+
+  void Draw(int32_t units, const MetropolisChain& chain, Random& random) {
+    candidates.clear();
+    rows.clear();
+    for (int32_t c = 0; c < units; ++c) {
       const int32_t u = static_cast<int32_t>(random.Below(movable_.units.size()));
       const int32_t group = movable_.units[u];
       const int32_t from = chain.current()[movable_.grouping.groups[group].ops.front()];
       targets_.clear();
       for (int32_t d : movable_.devices_of_unit[u]) {
         if (d == from) continue;
-        candidates_.push_back({u, d});
+        candidates.push_back({u, from, d, -1});
         targets_.push_back(d);
       }
-      context_.AppendRows(group, targets_, chain.current(), chain.current_result(), proposal_.rows);
+      unit_rows_.clear();
+      context_.AppendRows(group, targets_, chain.current(), chain.current_result(), unit_rows_);
+      for (size_t t = 0; t < targets_.size(); ++t) AppendRow(u, from, targets_[t], unit_rows_[t], nullptr, chain);
+      if (!pair_moves_) continue;
+      const int32_t v = partner_[u];
+      if (v < 0) continue;
+      const int32_t partner_group = movable_.units[v];
+      if (chain.current()[movable_.grouping.groups[partner_group].ops.front()] != from) continue;
+      const std::vector<int32_t>& partner_devices = movable_.devices_of_unit[v];
+      pair_targets_.clear();
+      for (int32_t d : targets_) {
+        if (std::find(partner_devices.begin(), partner_devices.end(), d) != partner_devices.end()) {
+          pair_targets_.push_back(d);
+        }
+      }
+      partner_rows_.clear();
+      context_.AppendRows(partner_group, pair_targets_, chain.current(), chain.current_result(), partner_rows_);
+      for (size_t t = 0; t < pair_targets_.size(); ++t) {
+        const size_t own = std::find(targets_.begin(), targets_.end(), pair_targets_[t]) - targets_.begin();
+        candidates.push_back({u, from, pair_targets_[t], v});
+        AppendRow(u, from, pair_targets_[t], unit_rows_[own], &partner_rows_[t], chain);
+      }
     }
-    std::vector<float> scores(candidates_.size());
-    {
-      torch::NoGradGuard no_grad;
-      const torch::Tensor s = scorer_->forward(RowsTensor(proposal_.rows)).contiguous();
-      std::memcpy(scores.data(), s.data_ptr<float>(), scores.size() * sizeof(float));
+  }
+
+  // The history is of single moves: a pair's reward is not the unit's.
+  void Record(const Candidate& move, int64_t now, double reward) {
+    if (move.partner < 0) history_.Record(move.unit, move.from, move.device, now, reward);
+  }
+
+  MoveHistory& history() { return history_; }
+
+  std::vector<Candidate> candidates;
+  std::vector<float> rows;
+
+ private:
+  void AppendRow(int32_t u, int32_t from, int32_t to, const MoveFeatureRow& own, const MoveFeatureRow* partner,
+                 const MetropolisChain& chain) {
+    rows.insert(rows.end(), own.begin(), own.end());
+    if (read_history_) history_.Append(u, from, to, chain.evaluations(), rows);
+    if (!pair_moves_) return;
+    rows.push_back(partner ? 1.0f : 0.0f);
+    if (partner) {
+      rows.insert(rows.end(), partner->begin(), partner->end());
+    } else {
+      rows.insert(rows.end(), kMoveFeatures, 0.0f);
     }
-    const std::vector<double> probability = ProposalProbabilities(scores, options_.uniform_share);
-    double draw = random.Uniform();
-    size_t k = 0;
-    while (k + 1 < candidates_.size() && draw >= probability[k]) draw -= probability[k++];
+  }
+
+  const MovableUnits& movable_;
+  MoveFeatureContext context_;
+  bool read_history_;
+  bool pair_moves_;
+  std::vector<int32_t> partner_;  // per unit, HeaviestNeighbours
+  std::vector<int32_t> pair_targets_;
+  std::vector<MoveFeatureRow> partner_rows_;
+  MoveHistory history_;
+  std::vector<int32_t> targets_;  // one unit's candidate devices, reused
+  std::vector<MoveFeatureRow> unit_rows_;
+};
+
+size_t DrawFrom(const std::vector<double>& probability, Random& random) {
+  double draw = random.Uniform();
+  size_t k = 0;
+  while (k + 1 < probability.size() && draw >= probability[k]) draw -= probability[k++];
+  return k;
+}
+
+// Where guided's moves come from: Propose draws one, Learn takes its reward.
+class Proposer {
+ public:
+  Proposer(const PlacementProblem& problem, const MovableUnits& movable, const GuidedSearchOptions& options)
+      : options_(options), width_(RowWidth(options)), moves_(problem, movable, options) {}
+  virtual ~Proposer() = default;
+
+  Candidate Propose(const MetropolisChain& chain, Random& random) {
+    moves_.Draw(options_.candidate_units, chain, random);
+    const size_t k = DrawFrom(ProposalProbabilities(Scores(), options_.uniform_share), random);
+    Taken(k);
+    taken_ = moves_.candidates[k];
+    return taken_;
+  }
+
+  void Learn(int64_t now, double reward) {
+    moves_.Record(taken_, now, reward);
+    LearnReward(reward);
+  }
+
+  int64_t updates() const { return updates_; }
+
+  // The proposer's state for a checkpoint: plain facts in `facts`, tensors
+  // in `archive`; and back, every problem an Error naming `path`.
+  void Save(nlohmann::json& facts, torch::serialize::OutputArchive& archive) {
+    facts["updates"] = updates_;
+    std::vector<int64_t> when;
+    std::vector<float> reward;
+    moves_.history().Save(when, reward);
+    archive.write("history_when", torch::tensor(when, torch::kInt64));
+    archive.write("history_reward", torch::tensor(reward, torch::kFloat32));
+    SaveOwn(facts, archive);
+  }
+  void Load(const std::string& path, const nlohmann::json& json, torch::serialize::InputArchive& archive) {
+    const CheckpointFacts facts(path, json, "checkpoint's proposer");
+    updates_ = facts.Integer("updates", 0, INT64_MAX);
+    torch::Tensor when, reward;
+    if (!archive.try_read("history_when", when) || !archive.try_read("history_reward", reward) ||
+        when.scalar_type() != torch::kInt64 || reward.scalar_type() != torch::kFloat32 ||
+        !moves_.history().Load(std::vector<int64_t>(when.data_ptr<int64_t>(), when.data_ptr<int64_t>() + when.numel()),
+                               std::vector<float>(reward.data_ptr<float>(), reward.data_ptr<float>() + reward.numel()))) {
+      facts.Fail("checkpoint's move history is damaged or of another graph");
+    }
+    LoadOwn(facts, archive);
+  }
+
+ protected:
+  virtual void SaveOwn(nlohmann::json& facts, torch::serialize::OutputArchive& archive) = 0;
+  virtual void LoadOwn(const CheckpointFacts& facts, torch::serialize::InputArchive& archive) = 0;
+  virtual std::vector<float> Scores() = 0;
+  virtual void Taken(size_t k) = 0;
+  virtual void LearnReward(double reward) = 0;
+
+  GuidedSearchOptions options_;
+  int32_t width_;
+  CandidateMoves moves_;
+  Candidate taken_{};
+  int64_t updates_ = 0;
+};
+
+// kRegression: the candidates' predicted rewards over the temperature are
+// the scores; every evaluated move is a training row.
+class RegressionProposer : public Proposer {
+ public:
+  RegressionProposer(const PlacementProblem& problem, const MovableUnits& movable, const GuidedSearchOptions& options)
+      : Proposer(problem, movable, options),
+        regressor_(RegressorOptions(options), problem.seed),
+        train_random_(problem.seed ^ 0x7265677265ull) {}  // "regre"
+
+ protected:
+  std::vector<float> Scores() override {
+    std::vector<float> scores = regressor_.Predict(moves_.rows);
+    for (float& s : scores) s = static_cast<float>(s / options_.temperature);
+    return scores;
+  }
+
+  void Taken(size_t k) override {
+    taken_row_.assign(moves_.rows.begin() + k * width_, moves_.rows.begin() + (k + 1) * width_);
+  }
+
+  void SaveOwn(nlohmann::json& facts, torch::serialize::OutputArchive& archive) override {
+    facts["since_update"] = since_update_;
+    facts["train_random_state"] = std::to_string(train_random_.state());
+    regressor_.Save(archive);
+  }
+  void LoadOwn(const CheckpointFacts& facts, torch::serialize::InputArchive& archive) override {
+    since_update_ = static_cast<int32_t>(facts.Integer("since_update", 0, options_.moves_per_update - 1));
+    const std::string state = facts.String("train_random_state");
+    try {
+      size_t used = 0;
+      train_random_.set_state(std::stoull(state, &used));
+      if (used != state.size()) throw std::invalid_argument(state);
+    } catch (const std::exception&) {
+      facts.Fail("checkpoint's 'train_random_state' is not a number");
+    }
+    if (const std::string problem = regressor_.Load(archive); !problem.empty()) facts.Fail("checkpoint's move regressor " + problem);
+  }
+
+  void LearnReward(double reward) override {
+    regressor_.Add(taken_row_, reward);
+    if (++since_update_ < options_.moves_per_update) return;
+    since_update_ = 0;
+    regressor_.Train(options_.train_steps, train_random_);
+    ++updates_;
+  }
+
+ private:
+  static MoveRegressorOptions RegressorOptions(const GuidedSearchOptions& options) {
+    MoveRegressorOptions o;
+    o.features = RowWidth(options);
+    o.hidden = options.hidden;
+    o.learning_rate = options.learning_rate;
+    o.batch_rows = options.batch_rows;
+    return o;
+  }
+
+  MoveRegressor regressor_;
+  Random train_random_;
+  std::vector<float> taken_row_;
+  int32_t since_update_ = 0;
+};
+
+// kReinforce: the scorer's outputs are the policy's logits, trained on each
+// move's reward less a running baseline.
+class ReinforceProposer : public Proposer {
+ public:
+  ReinforceProposer(const PlacementProblem& problem, const MovableUnits& movable, const GuidedSearchOptions& options)
+      : Proposer(problem, movable, options),
+        scorer_(width_, options.hidden),
+        optimizer_(scorer_->parameters(), torch::optim::AdamOptions(options.learning_rate)) {}
+
+ protected:
+  std::vector<float> Scores() override {
+    std::vector<float> scores(moves_.candidates.size());
+    torch::NoGradGuard no_grad;
+    const torch::Tensor s = scorer_->forward(RowsTensor(moves_.rows, width_)).contiguous();
+    std::memcpy(scores.data(), s.data_ptr<float>(), scores.size() * sizeof(float));
+    return scores;
+  }
+
+  void Taken(size_t k) override {
+    proposal_.rows = moves_.rows;
     proposal_.taken = static_cast<int32_t>(k);
-    return candidates_[k];
+  }
+
+  void SaveOwn(nlohmann::json& facts, torch::serialize::OutputArchive& archive) override {
+    nlohmann::json batch = nlohmann::json::array();
+    for (const Proposal& p : batch_) batch.push_back({{"rows", p.rows}, {"taken", p.taken}, {"reward", p.reward}});
+    facts["reward_baseline"] = reward_baseline_;
+    facts["batch"] = batch;
+    torch::serialize::OutputArchive scorer_archive;
+    scorer_->save(scorer_archive);
+    archive.write("scorer", scorer_archive);
+    WriteOptimizerState(archive, optimizer_);
+  }
+  void LoadOwn(const CheckpointFacts& facts, torch::serialize::InputArchive& archive) override {
+    reward_baseline_ = facts.Number("reward_baseline", -kMaxReward);
+    batch_.clear();
+    for (const nlohmann::json& p : facts.Array("batch")) {
+      if (!p.is_object() || !p.contains("rows") || !p["rows"].is_array() || !p.contains("taken") || !p.contains("reward") ||
+          p["rows"].empty() || p["rows"].size() % width_ != 0) {
+        facts.Fail("checkpoint's proposer has a malformed move");
+      }
+      Proposal proposal;
+      for (const nlohmann::json& value : p["rows"]) proposal.rows.push_back(static_cast<float>(facts.NumberOf(value, "rows", -1e30)));
+      const int64_t candidates = static_cast<int64_t>(proposal.rows.size()) / width_;
+      proposal.taken = static_cast<int32_t>(facts.IntegerOf(p["taken"], "taken", 0, candidates - 1));
+      proposal.reward = facts.NumberOf(p["reward"], "reward", -kMaxReward);
+      batch_.push_back(std::move(proposal));
+    }
+    if (static_cast<int32_t>(batch_.size()) >= options_.moves_per_update) facts.Fail("checkpoint's proposer holds more moves than an update takes");
+    const ParameterShapes shapes = ShapesOf(*scorer_);
+    try {
+      torch::serialize::InputArchive scorer_archive;
+      archive.read("scorer", scorer_archive);
+      scorer_->load(scorer_archive);
+      ReadOptimizerState(archive, optimizer_);
+    } catch (const c10::Error&) {
+      facts.Fail("checkpoint's scorer does not load (damaged, or of other sizes)");
+    }
+    if (const std::string problem = LoadedParametersProblem(*scorer_, shapes); !problem.empty()) facts.Fail("checkpoint's scorer " + problem);
   }
 
   // Records the reward of the last proposal, and every moves_per_update
   // proposals takes one REINFORCE step on them.
-  void Learn(double reward) {
+  void LearnReward(double reward) override {
     proposal_.reward = reward;
     batch_.push_back(proposal_);
     if (static_cast<int32_t>(batch_.size()) < options_.moves_per_update) return;
@@ -137,75 +398,25 @@ class GuidedProposer {
     ++updates_;
   }
 
-  int64_t updates() const { return updates_; }
-
-  // The proposer's state for a checkpoint: its plain facts (the moves since
-  // the last update among them) and its scorer's and optimizer's tensors.
-  nlohmann::json Facts() const {
-    nlohmann::json batch = nlohmann::json::array();
-    for (const Proposal& p : batch_) batch.push_back({{"rows", p.rows}, {"taken", p.taken}, {"reward", p.reward}});
-    return {{"reward_baseline", reward_baseline_}, {"updates", updates_}, {"batch", batch}};
-  }
-  std::string Tensors() {
-    torch::serialize::OutputArchive archive;
-    torch::serialize::OutputArchive scorer_archive;
-    scorer_->save(scorer_archive);
-    archive.write("scorer", scorer_archive);
-    WriteOptimizerState(archive, optimizer_);
-    std::ostringstream bytes;
-    archive.save_to(bytes);
-    return bytes.str();
-  }
-
-  // Back from a checkpoint; every problem is one Error naming the file.
-  void Load(const std::string& path, const nlohmann::json& facts, const std::string& tensors) {
-    const CheckpointFacts proposer(path, facts, "checkpoint's proposer");
-    auto fail = [&](const std::string& problem) { proposer.Fail("checkpoint's proposer " + problem); };
-    reward_baseline_ = proposer.NumberOf(proposer.Field("reward_baseline"), "reward_baseline", -1e9);
-    updates_ = proposer.Integer("updates", 0, INT64_MAX);
-    batch_.clear();
-    for (const nlohmann::json& p : proposer.Array("batch")) {
-      if (!p.is_object() || !p.contains("rows") || !p["rows"].is_array() || !p.contains("taken") || !p.contains("reward")) {
-        fail("has a malformed move");
-      }
-      Proposal proposal;
-      for (const nlohmann::json& row : p["rows"]) {
-        if (!row.is_array() || row.size() != kMoveFeatures) fail("has a move of another feature count");
-        MoveFeatureRow r;
-        for (int k = 0; k < kMoveFeatures; ++k) r[k] = static_cast<float>(proposer.NumberOf(row[k], "rows", -1e30));
-        proposal.rows.push_back(r);
-      }
-      proposal.taken = static_cast<int32_t>(proposer.IntegerOf(p["taken"], "taken", 0, static_cast<int64_t>(proposal.rows.size()) - 1));
-      proposal.reward = proposer.NumberOf(p["reward"], "reward", -kMaxReward);
-      batch_.push_back(std::move(proposal));
-    }
-    if (static_cast<int32_t>(batch_.size()) >= options_.moves_per_update) fail("holds more moves than an update takes");
-    const ParameterShapes shapes = ShapesOf(*scorer_);
-    try {
-      std::istringstream in(tensors);
-      torch::serialize::InputArchive archive;
-      archive.load_from(in);
-      torch::serialize::InputArchive scorer_archive;
-      archive.read("scorer", scorer_archive);
-      scorer_->load(scorer_archive);
-      ReadOptimizerState(archive, optimizer_);
-    } catch (const c10::Error&) {
-      fail("does not load (damaged, or of other sizes)");
-    }
-    if (const std::string problem = LoadedParametersProblem(*scorer_, shapes); !problem.empty()) fail("scorer " + problem);
-  }
-
  private:
+  // One proposal as the update reads it again: its candidates' features,
+  // which one was taken, and its reward.
+  struct Proposal {
+    std::vector<float> rows;
+    int32_t taken = 0;
+    double reward = 0;
+  };
+
   // The log-probability of each batched proposal's move under the mixture
   // of the scorer's softmax and the uniform share, with gradients.
   torch::Tensor LogProbabilities() {
-    std::vector<MoveFeatureRow> all;
+    std::vector<float> all;
     for (const Proposal& p : batch_) all.insert(all.end(), p.rows.begin(), p.rows.end());
-    const torch::Tensor scores = scorer_->forward(RowsTensor(all));
+    const torch::Tensor scores = scorer_->forward(RowsTensor(all, width_));
     std::vector<torch::Tensor> log_probs;
     int64_t offset = 0;
     for (const Proposal& p : batch_) {
-      const int64_t n = static_cast<int64_t>(p.rows.size());
+      const int64_t n = static_cast<int64_t>(p.rows.size()) / width_;
       const torch::Tensor s = scores.slice(0, offset, offset + n);
       const torch::Tensor softmax = torch::exp(s[p.taken] - torch::logsumexp(s, 0));
       log_probs.push_back(torch::log((1 - options_.uniform_share) * softmax + options_.uniform_share / n));
@@ -214,17 +425,11 @@ class GuidedProposer {
     return torch::stack(log_probs);
   }
 
-  const MovableUnits& movable_;
-  GuidedSearchOptions options_;
-  MoveFeatureContext context_;
   MoveScorer scorer_;
   torch::optim::Adam optimizer_;
-  std::vector<Candidate> candidates_;
-  std::vector<int32_t> targets_;  // one unit's candidate devices, reused
   Proposal proposal_;
   std::vector<Proposal> batch_;
   double reward_baseline_ = 0;
-  int64_t updates_ = 0;
 };
 
 }  // namespace
@@ -242,13 +447,38 @@ std::vector<double> ProposalProbabilities(const std::vector<float>& scores, doub
 
 namespace {
 
-GuidedCheckpoint CheckpointOf(const MetropolisChain& chain, const Random& random, GuidedProposer& proposer) {
+std::unique_ptr<Proposer> MakeProposer(const PlacementProblem& problem, const MovableUnits& movable,
+                                       const GuidedSearchOptions& options) {
+  if (options.learning == GuidedLearning::kRegression) return std::make_unique<RegressionProposer>(problem, movable, options);
+  return std::make_unique<ReinforceProposer>(problem, movable, options);
+}
+
+GuidedCheckpoint CheckpointOf(const MetropolisChain& chain, const Random& random, Proposer& proposer) {
   GuidedCheckpoint checkpoint;
   checkpoint.chain = chain.State();
   checkpoint.random_state = random.state();
-  checkpoint.proposer = proposer.Facts();
-  checkpoint.tensors = proposer.Tensors();
+  checkpoint.proposer = nlohmann::json::object();
+  torch::serialize::OutputArchive archive;
+  proposer.Save(checkpoint.proposer, archive);
+  std::ostringstream bytes;
+  archive.save_to(bytes);
+  checkpoint.tensors = bytes.str();
   return checkpoint;
+}
+
+void LoadProposer(const std::string& path, const GuidedCheckpoint& checkpoint, Proposer& proposer) {
+  torch::serialize::InputArchive archive;
+  try {
+    std::istringstream in(checkpoint.tensors);
+    archive.load_from(in);
+  } catch (const c10::Error&) {
+    throw Error(ForMessage(path) + ": checkpoint is damaged (its tensors do not load)");
+  }
+  try {
+    proposer.Load(path, checkpoint.proposer, archive);
+  } catch (const c10::Error&) {
+    throw Error(ForMessage(path) + ": checkpoint's proposer does not load (damaged, or of other sizes)");
+  }
 }
 
 double StepSeconds(const SearchCost& cost) { return cost.fits() ? cost.step_time_us * 1e-6 : 0; }
@@ -264,11 +494,11 @@ PlacerOutput PlaceGuided(const PlacementProblem& problem, const GuidedSearchOpti
   if (files.resume) resumed = ReadGuidedCheckpoint(checkpoint_path, problem, movable, options);
   // The scorer's first weights, and so the whole search, follow the seed.
   torch::manual_seed(problem.seed);
-  GuidedProposer proposer(problem, movable, options);
+  std::unique_ptr<Proposer> proposer = MakeProposer(problem, movable, options);
   Random random(problem.seed ^ 0x6775696465ull);  // "guide"
   std::unique_ptr<MetropolisChain> chain;
   if (resumed) {
-    proposer.Load(checkpoint_path, resumed->proposer, resumed->tensors);
+    LoadProposer(checkpoint_path, *resumed, *proposer);
     random.set_state(resumed->random_state);
     chain = std::make_unique<MetropolisChain>(problem, movable, std::move(resumed->chain));
   } else {
@@ -282,23 +512,27 @@ PlacerOutput PlaceGuided(const PlacementProblem& problem, const GuidedSearchOpti
   };
   while (!movable.units.empty() && !chain->OutOfBudget()) {
     const SearchCost before = chain->current_cost();
-    const Candidate move = proposer.Propose(*chain, random);
-    const std::vector<int32_t>& ops = movable.grouping.groups[movable.units[move.unit]].ops;
+    const Candidate move = proposer->Propose(*chain, random);
+    std::vector<int32_t> ops = movable.grouping.groups[movable.units[move.unit]].ops;
+    if (move.partner >= 0) {
+      const std::vector<int32_t>& more = movable.grouping.groups[movable.units[move.partner]].ops;
+      ops.insert(ops.end(), more.begin(), more.end());
+    }
     Placement next = chain->current();
     for (int32_t op : ops) next[op] = move.device;
     const SearchCost after = chain->Offer(std::move(next), ops, random);
-    proposer.Learn(Reward(before, after, movable.overflow_scale_bytes));
+    proposer->Learn(chain->evaluations(), Reward(before, after, movable.overflow_scale_bytes));
     if (chain->evaluations() % 100 == 0) {
       report();
-      if (folder.CheckpointDue(chain->seconds())) folder.WriteCheckpoint(CheckpointOf(*chain, random, proposer));
+      if (folder.CheckpointDue(chain->seconds())) folder.WriteCheckpoint(CheckpointOf(*chain, random, *proposer));
     }
   }
   report();
-  folder.WriteCheckpoint(CheckpointOf(*chain, random, proposer));
+  if (folder.enabled()) folder.WriteCheckpoint(CheckpointOf(*chain, random, *proposer));
   char what[160];
   std::snprintf(what, sizeof what, "%lld moves, %lld restarts, %lld policy updates",
                 static_cast<long long>(chain->moves()), static_cast<long long>(chain->restarts()),
-                static_cast<long long>(proposer.updates()));
+                static_cast<long long>(proposer->updates()));
   return chain->Finish(what);
 }
 

@@ -1,12 +1,14 @@
 // guided: mcmc whose moves come from a learned proposal. The chain is
 // mcmc's (the same start, ranking, Metropolis test and restarts; see
 // placers/metropolis_chain.h), but instead of a uniform unit and device each
-// move is drawn from a policy that scores candidate moves by what they do
-// (learned/features/move_features.h) with a small network, trained online
-// by REINFORCE on the chain's own improvements: moves like those that made
-// the step faster are proposed more, moves like those that made it slower
-// less. The scorer reads ratios only, so the same weights serve any graph
-// and cluster. This header has no torch in it.
+// move is drawn from candidates scored by a small network over what each
+// move does (learned/features/move_features.h) and what the search has
+// already seen of it (learned/features/move_history.h). By default the
+// network is a regressor of each move's reward fitted to every move
+// evaluated so far, and the candidates include a unit moved together with
+// its heaviest neighbour; the first design, a policy trained by REINFORCE,
+// stays an option (GuidedLearning). The scorer reads ratios only, so the
+// same weights serve any graph and cluster. This header has no torch in it.
 #pragma once
 
 #include <cstdint>
@@ -17,9 +19,16 @@
 
 namespace devplace {
 
+// How the scorer learns. kReinforce: a policy over candidate moves, by
+// REINFORCE on each move's reward. kRegression: a regressor predicts each
+// candidate's reward, fitted to every evaluated move so far
+// (learned/search/move_regressor.h), and moves are proposed by the softmax
+// of the predictions over `temperature`.
+enum class GuidedLearning { kReinforce, kRegression };
+
 struct GuidedSearchOptions {
   // Units drawn uniformly per move; the policy chooses among their moves.
-  int32_t candidate_units = 16;
+  int32_t candidate_units = 32;
   // The share of proposals drawn uniformly among the candidates, so every
   // move keeps a chance however the scorer learns.
   double uniform_share = 0.2;
@@ -27,6 +36,20 @@ struct GuidedSearchOptions {
   // Moves per policy update.
   int32_t moves_per_update = 16;
   int32_t hidden = 32;
+  GuidedLearning learning = GuidedLearning::kRegression;
+  // kRegression: the softmax's temperature, in reward units (percent of
+  // step time), and Adam steps per update on minibatches of `batch_rows`
+  // drawn from every move evaluated so far.
+  double temperature = 0.25;
+  int32_t train_steps = 4;
+  int32_t batch_rows = 128;
+  // The scorer also reads what the search has seen of each move
+  // (learned/features/move_history.h): its last reward and the move back's.
+  bool read_history = true;
+  // Candidates also include each drawn unit moved together with its
+  // heaviest neighbour (by bytes between them) that shares its device,
+  // scored by the same network (the partner's own features beside).
+  bool pair_moves = true;
 };
 
 // Where a guided search keeps its files (`place --out`), and whether it

@@ -1,0 +1,161 @@
+#include "learned/search/move_regressor.h"
+
+#include <torch/torch.h>
+
+#include <cstring>
+
+#include "learned/files/loaded_parameters.h"
+
+namespace devplace {
+
+namespace {
+
+struct RegressorNetImpl : torch::nn::Module {
+  RegressorNetImpl(int32_t features, int32_t hidden) {
+    first = register_module("first", torch::nn::Linear(features, hidden));
+    last = register_module("last", torch::nn::Linear(hidden, 1));
+    // Zero output weights: every move predicts the same until the first
+    // labels, so the first proposals are uniform, as mcmc's.
+    torch::NoGradGuard no_grad;
+    last->weight.zero_();
+    last->bias.zero_();
+  }
+  torch::Tensor forward(const torch::Tensor& rows) { return last(torch::tanh(first(rows))).squeeze(-1); }
+  torch::nn::Linear first{nullptr}, last{nullptr};
+};
+TORCH_MODULE(RegressorNet);
+
+torch::Tensor RowsTensor(std::span<const float> rows, int32_t features) {
+  torch::Tensor t = torch::empty({static_cast<int64_t>(rows.size() / features), features}, torch::kFloat32);
+  std::memcpy(t.data_ptr<float>(), rows.data(), rows.size() * sizeof(float));
+  return t;
+}
+
+RegressorNet SeededNet(int32_t features, int32_t hidden, uint64_t seed) {
+  torch::manual_seed(seed);
+  return RegressorNet(features, hidden);
+}
+
+}  // namespace
+
+struct MoveRegressor::Impl {
+  Impl(const MoveRegressorOptions& o, uint64_t seed)
+      : options(o),
+        net(SeededNet(o.features, o.hidden, seed)),
+        optimizer(net->parameters(), torch::optim::AdamOptions(o.learning_rate)) {}
+  MoveRegressorOptions options;
+  RegressorNet net;
+  torch::optim::Adam optimizer;
+  // A ring of the most recent rows and their rewards.
+  std::vector<float> rows;  // `features` floats a row
+  std::vector<float> rewards;
+  size_t next = 0;
+};
+
+MoveRegressor::MoveRegressor(const MoveRegressorOptions& options, uint64_t seed)
+    : impl_(std::make_unique<Impl>(options, seed)) {}
+MoveRegressor::~MoveRegressor() = default;
+
+std::vector<float> MoveRegressor::Predict(std::span<const float> rows) const {
+  std::vector<float> out(rows.size() / impl_->options.features);
+  if (out.empty()) return out;
+  torch::NoGradGuard no_grad;
+  const torch::Tensor p = impl_->net->forward(RowsTensor(rows, impl_->options.features)).contiguous();
+  std::memcpy(out.data(), p.data_ptr<float>(), out.size() * sizeof(float));
+  return out;
+}
+
+void MoveRegressor::Add(std::span<const float> row, double reward) {
+  Impl& m = *impl_;
+  const size_t width = static_cast<size_t>(m.options.features);
+  if (static_cast<int32_t>(m.rewards.size()) < m.options.max_rows) {
+    m.rows.insert(m.rows.end(), row.begin(), row.begin() + width);
+    m.rewards.push_back(static_cast<float>(reward));
+    return;
+  }
+  std::copy(row.begin(), row.begin() + width, m.rows.begin() + m.next * width);
+  m.rewards[m.next] = static_cast<float>(reward);
+  m.next = (m.next + 1) % m.rewards.size();
+}
+
+double MoveRegressor::Train(int32_t steps, Random& random) {
+  Impl& m = *impl_;
+  if (m.rows.empty()) return 0;
+  const size_t width = static_cast<size_t>(m.options.features);
+  double last_loss = 0;
+  std::vector<float> batch;
+  std::vector<float> labels;
+  for (int32_t s = 0; s < steps; ++s) {
+    batch.clear();
+    labels.clear();
+    if (static_cast<int32_t>(m.rewards.size()) <= m.options.batch_rows) {
+      batch = m.rows;
+      labels = m.rewards;
+    } else {
+      for (int32_t i = 0; i < m.options.batch_rows; ++i) {
+        const size_t k = random.Below(m.rewards.size());
+        batch.insert(batch.end(), m.rows.begin() + k * width, m.rows.begin() + (k + 1) * width);
+        labels.push_back(m.rewards[k]);
+      }
+    }
+    const torch::Tensor target = torch::from_blob(labels.data(), {static_cast<int64_t>(labels.size())},
+                                                  torch::kFloat32);
+    const torch::Tensor loss = torch::nn::functional::huber_loss(
+        m.net->forward(RowsTensor(batch, m.options.features)), target,
+        torch::nn::functional::HuberLossFuncOptions().delta(m.options.huber_delta));
+    m.optimizer.zero_grad();
+    loss.backward();
+    m.optimizer.step();
+    last_loss = loss.item<double>();
+  }
+  return last_loss;
+}
+
+int64_t MoveRegressor::rows() const { return static_cast<int64_t>(impl_->rewards.size()); }
+
+void MoveRegressor::Save(torch::serialize::OutputArchive& archive) {
+  Impl& m = *impl_;
+  torch::serialize::OutputArchive own;
+  torch::serialize::OutputArchive net;
+  m.net->save(net);
+  own.write("net", net);
+  WriteOptimizerState(own, m.optimizer);
+  own.write("rows", torch::tensor(m.rows, torch::kFloat32));
+  own.write("rewards", torch::tensor(m.rewards, torch::kFloat32));
+  own.write("next", torch::tensor(static_cast<int64_t>(m.next), torch::kInt64));
+  archive.write("regressor", own);
+}
+
+std::string MoveRegressor::Load(torch::serialize::InputArchive& archive) {
+  Impl& m = *impl_;
+  const ParameterShapes shapes = ShapesOf(*m.net);
+  torch::Tensor rows, rewards, next;
+  try {
+    torch::serialize::InputArchive own;
+    archive.read("regressor", own);
+    torch::serialize::InputArchive net;
+    own.read("net", net);
+    m.net->load(net);
+    ReadOptimizerState(own, m.optimizer);
+    own.read("rows", rows);
+    own.read("rewards", rewards);
+    own.read("next", next);
+  } catch (const c10::Error&) {
+    return "does not load (damaged, or of other sizes)";
+  }
+  if (std::string problem = LoadedParametersProblem(*m.net, shapes); !problem.empty()) return problem;
+  const int64_t width = m.options.features;
+  if (rows.scalar_type() != torch::kFloat32 || rewards.scalar_type() != torch::kFloat32 || next.scalar_type() != torch::kInt64 ||
+      rows.dim() != 1 || rewards.dim() != 1 || next.numel() != 1 || rows.numel() != rewards.numel() * width ||
+      rewards.numel() > m.options.max_rows) {
+    return "buffer is damaged";
+  }
+  const int64_t at = next.item<int64_t>();
+  if (at < 0 || (rewards.numel() > 0 && at >= rewards.numel()) || (rewards.numel() == 0 && at != 0)) return "buffer is damaged";
+  m.rows.assign(rows.data_ptr<float>(), rows.data_ptr<float>() + rows.numel());
+  m.rewards.assign(rewards.data_ptr<float>(), rewards.data_ptr<float>() + rewards.numel());
+  m.next = static_cast<size_t>(at);
+  return "";
+}
+
+}  // namespace devplace
