@@ -98,6 +98,14 @@ void EvaluationPool::Finish(bool failed) {
   for (size_t w = 0; w < ranks_.size(); ++w) {
     if (live_[w]) world_.Put(JobKey(ranks_[w], next_message_[w]++), EncodeJob(end));
   }
+  if (failed) return;
+  // The store lives in this process: each worker says it read the stop
+  // before the process may end, or it would find the store gone and report
+  // a lost controller. One that never says so is waited for no longer than
+  // the timeout.
+  for (size_t w = 0; w < ranks_.size(); ++w) {
+    if (live_[w]) world_.Take(ByeKey(ranks_[w]), world_.timeout_s());
+  }
 }
 
 std::vector<Outcome> EvaluationPool::Measure(SimulatedEnvironment& local, const SimulatedEnvironmentOptions& options,
@@ -184,7 +192,10 @@ void ServeEvaluations(World& world, const Graph& graph, const Cluster& cluster, 
     while (!(message = world.Take(JobKey(world.rank(), n), world.timeout_s()))) {
     }
     EvaluationJob job = DecodeJob(*message);
-    if (job.kind == JobKind::kStop) return;
+    if (job.kind == JobKind::kStop) {
+      world.Put(ByeKey(world.rank()), "bye");
+      return;
+    }
     if (job.kind == JobKind::kFailed) throw Error("distributed run: the controller (rank 0) stopped with an error");
     if (job.kind == JobKind::kDropped) {
       throw Error("distributed run: rank " + std::to_string(world.rank()) + " was dropped by the controller: it answered after " +

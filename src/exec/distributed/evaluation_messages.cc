@@ -133,6 +133,8 @@ std::vector<Outcome> DecodeOutcomes(const std::string& bytes, size_t count) {
   return outcomes;
 }
 
+std::string ByeKey(int32_t worker) { return "bye/" + std::to_string(worker); }
+
 std::string JobKey(int32_t worker, int64_t n) { return "job/" + std::to_string(worker) + "/" + std::to_string(n); }
 std::string ResultKey(int32_t worker, int64_t n) { return "result/" + std::to_string(worker) + "/" + std::to_string(n); }
 

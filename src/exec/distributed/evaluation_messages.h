@@ -38,6 +38,8 @@ std::vector<Outcome> DecodeOutcomes(const std::string& bytes, size_t count);
 
 // Store keys: the n-th message to a worker and its answer.
 std::string JobKey(int32_t worker, int64_t n);
+// Where a worker says it read rank 0's stop (so rank 0 may end, and its store).
+std::string ByeKey(int32_t worker);
 std::string ResultKey(int32_t worker, int64_t n);
 
 }  // namespace devplace
