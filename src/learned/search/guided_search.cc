@@ -16,6 +16,7 @@
 #include "learned/files/checkpoint_facts.h"
 #include "learned/files/loaded_parameters.h"
 #include "learned/files/run_folder.h"
+#include "learned/networks/move_scorer_net.h"
 #include "learned/search/guided_checkpoint.h"
 #include "learned/search/move_regressor.h"
 #include "placers/metropolis_chain.h"
@@ -34,20 +35,6 @@ namespace {
 constexpr double kPercent = 100;
 constexpr double kMaxReward = 5;
 constexpr double kBaselineDecay = 0.95;
-
-struct MoveScorerImpl : torch::nn::Module {
-  MoveScorerImpl(int32_t features, int32_t hidden) {
-    first = register_module("first", torch::nn::Linear(features, hidden));
-    last = register_module("last", torch::nn::Linear(hidden, 1));
-    // Zero output weights: the first proposals are uniform, as mcmc's.
-    torch::NoGradGuard no_grad;
-    last->weight.zero_();
-    last->bias.zero_();
-  }
-  torch::Tensor forward(const torch::Tensor& rows) { return last(torch::tanh(first(rows))).squeeze(-1); }
-  torch::nn::Linear first{nullptr}, last{nullptr};
-};
-TORCH_MODULE(MoveScorer);
 
 struct Candidate {
   int32_t unit;    // index into MovableUnits::units
@@ -69,12 +56,6 @@ double Reward(const SearchCost& current, const SearchCost& next, double overflow
     reward = (current.overflow_bytes - next.overflow_bytes) / overflow_scale_bytes;
   }
   return std::clamp(reward, -kMaxReward, kMaxReward);
-}
-
-torch::Tensor RowsTensor(std::span<const float> rows, int32_t features) {
-  torch::Tensor t = torch::empty({static_cast<int64_t>(rows.size() / features), features}, torch::kFloat32);
-  std::memcpy(t.data_ptr<float>(), rows.data(), rows.size() * sizeof(float));
-  return t;
 }
 
 int32_t RowWidth(const GuidedSearchOptions& options) {
@@ -331,7 +312,7 @@ class ReinforceProposer : public Proposer {
   std::vector<float> Scores() override {
     std::vector<float> scores(moves_.candidates.size());
     torch::NoGradGuard no_grad;
-    const torch::Tensor s = scorer_->forward(RowsTensor(moves_.rows, width_)).contiguous();
+    const torch::Tensor s = scorer_->forward(MoveRowsTensor(moves_.rows, width_)).contiguous();
     std::memcpy(scores.data(), s.data_ptr<float>(), scores.size() * sizeof(float));
     return scores;
   }
@@ -412,7 +393,7 @@ class ReinforceProposer : public Proposer {
   torch::Tensor LogProbabilities() {
     std::vector<float> all;
     for (const Proposal& p : batch_) all.insert(all.end(), p.rows.begin(), p.rows.end());
-    const torch::Tensor scores = scorer_->forward(RowsTensor(all, width_));
+    const torch::Tensor scores = scorer_->forward(MoveRowsTensor(all, width_));
     std::vector<torch::Tensor> log_probs;
     int64_t offset = 0;
     for (const Proposal& p : batch_) {
@@ -425,7 +406,7 @@ class ReinforceProposer : public Proposer {
     return torch::stack(log_probs);
   }
 
-  MoveScorer scorer_;
+  MoveScorerNet scorer_;
   torch::optim::Adam optimizer_;
   Proposal proposal_;
   std::vector<Proposal> batch_;

@@ -5,35 +5,15 @@
 #include <cstring>
 
 #include "learned/files/loaded_parameters.h"
+#include "learned/networks/move_scorer_net.h"
 
 namespace devplace {
 
 namespace {
 
-struct RegressorNetImpl : torch::nn::Module {
-  RegressorNetImpl(int32_t features, int32_t hidden) {
-    first = register_module("first", torch::nn::Linear(features, hidden));
-    last = register_module("last", torch::nn::Linear(hidden, 1));
-    // Zero output weights: every move predicts the same until the first
-    // labels, so the first proposals are uniform, as mcmc's.
-    torch::NoGradGuard no_grad;
-    last->weight.zero_();
-    last->bias.zero_();
-  }
-  torch::Tensor forward(const torch::Tensor& rows) { return last(torch::tanh(first(rows))).squeeze(-1); }
-  torch::nn::Linear first{nullptr}, last{nullptr};
-};
-TORCH_MODULE(RegressorNet);
-
-torch::Tensor RowsTensor(std::span<const float> rows, int32_t features) {
-  torch::Tensor t = torch::empty({static_cast<int64_t>(rows.size() / features), features}, torch::kFloat32);
-  std::memcpy(t.data_ptr<float>(), rows.data(), rows.size() * sizeof(float));
-  return t;
-}
-
-RegressorNet SeededNet(int32_t features, int32_t hidden, uint64_t seed) {
+MoveScorerNet SeededNet(int32_t features, int32_t hidden, uint64_t seed) {
   torch::manual_seed(seed);
-  return RegressorNet(features, hidden);
+  return MoveScorerNet(features, hidden);
 }
 
 }  // namespace
@@ -44,7 +24,7 @@ struct MoveRegressor::Impl {
         net(SeededNet(o.features, o.hidden, seed)),
         optimizer(net->parameters(), torch::optim::AdamOptions(o.learning_rate)) {}
   MoveRegressorOptions options;
-  RegressorNet net;
+  MoveScorerNet net;
   torch::optim::Adam optimizer;
   // A ring of the most recent rows and their rewards.
   std::vector<float> rows;  // `features` floats a row
@@ -60,7 +40,7 @@ std::vector<float> MoveRegressor::Predict(std::span<const float> rows) const {
   std::vector<float> out(rows.size() / impl_->options.features);
   if (out.empty()) return out;
   torch::NoGradGuard no_grad;
-  const torch::Tensor p = impl_->net->forward(RowsTensor(rows, impl_->options.features)).contiguous();
+  const torch::Tensor p = impl_->net->forward(MoveRowsTensor(rows, impl_->options.features)).contiguous();
   std::memcpy(out.data(), p.data_ptr<float>(), out.size() * sizeof(float));
   return out;
 }
@@ -101,7 +81,7 @@ double MoveRegressor::Train(int32_t steps, Random& random) {
     const torch::Tensor target = torch::from_blob(labels.data(), {static_cast<int64_t>(labels.size())},
                                                   torch::kFloat32);
     const torch::Tensor loss = torch::nn::functional::huber_loss(
-        m.net->forward(RowsTensor(batch, m.options.features)), target,
+        m.net->forward(MoveRowsTensor(batch, m.options.features)), target,
         torch::nn::functional::HuberLossFuncOptions().delta(m.options.huber_delta));
     m.optimizer.zero_grad();
     loss.backward();
