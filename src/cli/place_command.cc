@@ -5,7 +5,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
-#include <map>
 #include <optional>
 
 #include "cli/commands.h"
@@ -48,6 +47,7 @@ struct PlaceFlags {
   bool algorithm_given = false;
   bool learning_rate_given = false;
   bool method_by_default = false;
+  std::string guided_learning = "regression";  // --guided-learning
   // The flags given that only the learned placers read (--algorithm,
   // --samples-per-step, ...), by name: refused for a method that would
   // ignore them, so that a mistyped or misplaced flag is not silently moot.
@@ -225,6 +225,8 @@ const MethodInfo& CheckPlaceFlags(PlaceFlags& flags) {
     if (!flags.learning_rate_given) flags.learned.learning_rate = method.learned->learning_rate;
     ValidateLearnedOptions(flags.learned);
   }
+  flags.learned.guided.learning =
+      flags.guided_learning == "reinforce" ? GuidedLearning::kReinforce : GuidedLearning::kRegression;
   if (method.kind == MethodKind::kLearnedSearch && !flags.learning_rate_given) {
     flags.learned.learning_rate = method.learned_search->learning_rate;
   }
@@ -538,12 +540,11 @@ void AddPlaceCommand(CLI::App& app) {
       ->group(guided)->check(InRange(1, 4096));
   cmd->add_option("--guided-moves-per-update", learned.guided.moves_per_update, "guided: moves per update of the scorer")
       ->group(guided)->check(InRange(1, 1 << 20));
-  cmd->add_option("--guided-learning", learned.guided.learning,
+  cmd->add_option("--guided-learning", flags->guided_learning,
                   "guided: how the scorer learns: regression (default: each move's reward predicted, fitted to every "
                   "evaluated move) or reinforce (a policy over the candidates)")
       ->group(guided)
-      ->transform(CLI::CheckedTransformer(std::map<std::string, GuidedLearning>{{"regression", GuidedLearning::kRegression},
-                                                                                {"reinforce", GuidedLearning::kReinforce}}));
+      ->check(CLI::IsMember({"regression", "reinforce"}));
   cmd->add_option("--guided-temperature", learned.guided.temperature,
                   "guided, regression: the softmax's temperature over predicted rewards (percent of step time; default 0.25)")
       ->group(guided)->check(InRange(1e-6, 1e6));
