@@ -67,9 +67,17 @@ TEST(ClusterGeneratorTest, ASeedStillGivesTheClusterItGaveWhenWritten) {
   // moves every training run's and benchmark's clusters, and should be a
   // decision, not an accident.
   const Cluster c = GenerateCluster(ClusterGeneratorOptions{}, 1);
-  const Cluster again = ClusterFromJson(ClusterToJson(c), "seed 1");
-  EXPECT_EQ(Serialised(again), Serialised(c));
   EXPECT_EQ(c.name, "gen-mixed-1");
+  ASSERT_EQ(c.num_devices(), 7);
+  EXPECT_EQ(c.links.size(), 7u);
+  EXPECT_EQ(c.buses.size(), 3u);
+  EXPECT_EQ(c.devices[0].peak_flops_per_s, 4.608e12);  // an EPYC 7742 host
+  EXPECT_EQ(c.devices[0].memory_bytes, 256 * kGiB);
+  EXPECT_EQ(c.devices[1].peak_flops_per_s, 13.345e12);  // a V100 32 GB at 85 % clock
+  EXPECT_EQ(c.devices[1].memory_bytes, 32 * kGiB);
+  EXPECT_EQ(c.devices[1].reserved_bytes, 13110345728);
+  // Written and read back, the file gives the same cluster.
+  EXPECT_EQ(Serialised(ClusterFromJson(ClusterToJson(c), "seed 1")), Serialised(c));
 }
 
 TEST(ClusterGeneratorTest, DifferentSeedsGiveDifferentClusters) {
