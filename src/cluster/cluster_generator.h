@@ -29,6 +29,8 @@ std::optional<ClusterProfile> ParseClusterProfile(std::string_view name);
 std::vector<std::string> ClusterProfileNames();
 
 struct ClusterGeneratorOptions {
+  // The profile these settings came from; goes into the cluster's name.
+  std::string profile_name = "mixed";
   // Device count, the CPU included; each cluster draws one uniformly in
   // [min_devices, max_devices] (1..kMaxDevices).
   int32_t min_devices = 2;
@@ -63,7 +65,6 @@ struct ClusterGeneratorOptions {
 
   // The settings of a named profile, with the default device range.
   static ClusterGeneratorOptions ForProfile(ClusterProfile profile);
-  std::string profile_name = "mixed";  // goes into the cluster's name
 };
 
 // Throws Error naming the first option out of its range.
