@@ -714,6 +714,7 @@ TEST(CliTest, CommandsThatDoNotLearnLoadNoTorch) {
       "simulate --graph tiny --cluster k80x4 --placement single:gpu:0",
       "compare --graph tiny --cluster k80x2 --methods single_gpu,m_etf,mcmc --max-evaluations 50",
       "generate tiny -o " + dir.File("tiny.json"),
+      "generate cluster --seed 3 -o " + dir.File("cluster.json"),
       "export --graph tiny --cluster k80x2 --method m_etf -o " + placement,
       "simulate --graph tiny --cluster k80x2 --placement " + placement,
       "import " + onnx + " -o " + dir.File("cnn.json"),
