@@ -13,6 +13,7 @@ packages=(
   libscotch-dev                # Scotch static mapping: the 2017 paper's baseline
   libmetis-dev                 # METIS k-way partitioning: GDP's baseline
   libtorch-dev                 # the learned placers' networks, autograd and Adam (src/learned only)
+  libgloo-dev                  # gloo's headers, which torch's ProcessGroupGloo.hpp includes: bench/transport_bench
   libopenblas0-serial          # a fast single-threaded BLAS for torch (the reference BLAS is 3x slower)
   libonnx-dev libprotobuf-dev  # devplace import: ONNX models, their checker and shape inference
   python3-torch python3-torchvision  # tools/: the ONNX test models (torchvision) and the PyTorch exporter

@@ -203,6 +203,74 @@ TEST_F(DistributedTest, RanksWithDifferentGraphFilesAreRefusedOnEveryRank) {
   ExpectOneErrorLine(runs[1], "rank 1's graph differs from rank 0's");
 }
 
+// A local search (mcmc, guided) on a graph where chains differ: each rank
+// runs its own chain and they share their best every 100 evaluations.
+std::vector<std::string> ChainArgs(const std::string& method, const std::string& out, const fs::path& dir) {
+  return {"place", "--graph", "tiny", "--cluster", "k80x4", "--method", method, "--max-evaluations", "700", "--seed", "4",
+          "--out", (dir / out).string()};
+}
+
+// The step time of the result line ("METHOD: step time 0.012345 s ...").
+double StepTimeOf(const std::string& out) {
+  const size_t at = out.rfind(": step time ");
+  EXPECT_NE(at, std::string::npos) << out;
+  return at == std::string::npos ? 0 : std::stod(out.substr(at + 12));
+}
+
+class ChainsAcrossProcessesTest : public DistributedTest, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(ChainsAcrossProcessesTest, ThreeChainsGiveOneResultRunAfterRunAndNoWorseThanRankZerosChainAlone) {
+  const std::string method = GetParam();
+  std::vector<std::string> one_args = ChainArgs(method, "one", dir_);
+  std::string command = std::string("env -u RANK -u WORLD_SIZE -u MASTER_ADDR -u MASTER_PORT ") + DEVPLACE_BINARY;
+  for (const std::string& a : one_args) command += " '" + a + "'";
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  std::string one_out;
+  char buffer[4096];
+  while (size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) one_out.append(buffer, n);
+  ASSERT_EQ(::pclose(pipe), 0) << one_out;
+
+  std::vector<std::string> outs;
+  for (const char* out : {"first", "second"}) {
+    std::vector<RankRun> runs = RunSameCommand(3, ChainArgs(method, out, dir_));
+    for (const RankRun& run : runs) ASSERT_EQ(run.exit_code, 0) << run.out;
+    EXPECT_EQ(runs[1].out, "");  // workers print nothing and write nothing
+    EXPECT_EQ(runs[2].out, "");
+    EXPECT_NE(runs[0].out.find("the best of 3 chains across processes"), std::string::npos) << runs[0].out;
+    // mcmc's moves are exact; guided's scorer is a network, whose
+    // floating point differs across CPUs, so its bound has a margin (its
+    // chain, moved by the others' bests, may end a hair behind its own).
+    const double margin = method == "guided" ? 1.02 : 1.0;
+    EXPECT_LE(StepTimeOf(runs[0].out), margin * StepTimeOf(one_out)) << runs[0].out << "\n" << one_out;
+    outs.push_back(ReadAll(dir_ / out / "best_placement.json"));
+  }
+  ASSERT_FALSE(outs[0].empty());
+  EXPECT_EQ(outs[0], outs[1]);
+  EXPECT_FALSE(fs::exists(dir_ / "first" / "rank1"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Methods, ChainsAcrossProcessesTest, ::testing::Values("mcmc", "guided"));
+
+TEST_F(DistributedTest, AChainRankKilledMidRunIsDroppedAndTheSearchFinishes) {
+  // Rank 2 sends itself SIGKILL at its third share.
+  std::vector<RankRun> runs = RunSameCommand(3, ChainArgs("mcmc", "killed", dir_), {"DEVPLACE_TEST_KILL_WORKER=2:2"});
+  EXPECT_EQ(runs[2].signal, SIGKILL) << runs[2].out;
+  EXPECT_EQ(runs[0].exit_code, 0) << runs[0].out;
+  EXPECT_EQ(runs[1].exit_code, 0) << runs[1].out;
+  EXPECT_NE(runs[0].out.find("dropped rank 2's chain"), std::string::npos) << runs[0].out;
+  EXPECT_NE(runs[0].out.find("the best of 2 chains across processes"), std::string::npos) << runs[0].out;
+  EXPECT_FALSE(ReadAll(dir_ / "killed" / "best_placement.json").empty());
+}
+
+TEST_F(DistributedTest, ChainsAcrossProcessesRefuseABudgetOfSeconds) {
+  std::vector<std::string> args = ChainArgs("mcmc", "a", dir_);
+  args[7] = "--max-seconds";
+  args[8] = "5";
+  std::vector<RankRun> runs = RunSameCommand(2, args);
+  ExpectOneErrorLine(runs[0], "its budget is --max-evaluations");
+  ExpectOneErrorLine(runs[1], "its budget is --max-evaluations");
+}
+
 TEST_F(DistributedTest, SomeVariablesWithoutTheOthersAreOneLine) {
   const std::string command = std::string("env -u WORLD_SIZE -u MASTER_ADDR -u MASTER_PORT RANK=0 ") + DEVPLACE_BINARY +
                               " place --graph tiny --cluster k80x2 --out " + (dir_ / "a").string() + " 2>&1";

@@ -16,6 +16,7 @@
 #include "exec/distributed/place_world.h"
 #include "exec/executor.h"
 #include "exec/measured_environment.h"
+#include "placers/chain_peers.h"
 #include "placers/placer.h"
 #include "learned/learned_placer.h"
 #include "learned/files/run_folder.h"
@@ -451,13 +452,39 @@ void RunPlace(PlaceFlags flags) {
   Simulator simulator(graph, cluster, cost);
   PlacementProblem problem{graph, cluster, cost, simulator, flags.learned.seed};
   CheckClusterCanRun(graph, cluster);
-  // Under RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT: a worker measures what rank 0 sends, and ends here.
-  if (method.kind != MethodKind::kLearned && InAWorld()) {
-    throw Error("WORLD_SIZE is over 1: across processes place spreads the learned placers' batches (" +
-                MethodNames({MethodKind::kLearned}) + "); " + flags.method + " runs in one process (unset WORLD_SIZE)");
+  // Under RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT: a worker measures what rank 0 sends, or runs its
+  // own chain, and ends here.
+  const bool chains = flags.method == "mcmc" || method.kind == MethodKind::kLearnedSearch;
+  std::shared_ptr<ChainPeers> peers;
+  if (InAWorld()) {
+    if (method.kind != MethodKind::kLearned && !chains) {
+      throw Error("WORLD_SIZE is over 1: across processes place spreads the learned placers' batches (" +
+                  MethodNames({MethodKind::kLearned}) + ") and runs mcmc's and guided's chains one a rank; " +
+                  flags.method + " runs in one process (unset WORLD_SIZE)");
+    }
+    if (chains && flags.learned.max_seconds > 0) {
+      throw Error("--max-seconds with WORLD_SIZE over 1: " + flags.method +
+                  "'s chains share their best at fixed evaluation counts, so its budget is --max-evaluations");
+    }
+    if (chains && flags.learned.resume) {
+      throw Error("--resume with WORLD_SIZE over 1: resuming " + flags.method + "'s chains across processes is not built yet");
+    }
   }
-  if (JoinPlaceWorld({graph, cluster, cost, flags.method, flags.reward, flags.op_times.path, flags.learned.seed},
-                     flags.learned.make_environment)) return;
+  PlaceWorldInputs world_inputs{graph, cluster, cost, flags.method, flags.reward, flags.op_times.path, flags.learned.seed};
+  if (chains) {
+    world_inputs.budget = std::to_string(flags.learned.max_samples) + " evaluations";
+    if (std::optional<ChainWorld> world = JoinChainWorld(world_inputs)) {
+      problem.seed = world->seed;
+      problem.peers = world->peers.get();
+      peers = world->peers;
+      if (world->rank != 0) {
+        RunMethod(problem, method, flags.learned, {});
+        return;
+      }
+    }
+  } else if (JoinPlaceWorld(world_inputs, flags.learned.make_environment)) {
+    return;
+  }
   PrepareOutFolder(flags, graph, cluster);
   // From here on a Ctrl-C stops the search and keeps what it found.
   StopOnSignals();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "placers/chain_peers.h"
 #include "util/error.h"
 #include "util/stop_request.h"
 
@@ -27,6 +28,23 @@ constexpr int64_t kMinRestartEvaluations = 200;
 // so that `compare` on a huge graph still ends.
 constexpr int64_t kDefaultEvaluations = 2000;
 constexpr double kDefaultSeconds = 60;
+
+// Chains across processes (`with_peers`) share at fixed evaluation counts
+// and must all reach them: their budget is evaluations only (the caller
+// refuses a budget of seconds alone).
+void SetDefaultBudget(SearchBudget& budget, bool with_peers) {
+  if (budget.max_evaluations <= 0 && budget.max_seconds <= 0) {
+    budget.max_evaluations = kDefaultEvaluations;
+    budget.max_seconds = kDefaultSeconds;
+  }
+  if (with_peers) {
+    if (budget.max_evaluations <= 0) budget.max_evaluations = kDefaultEvaluations;
+    budget.max_seconds = 0;
+  }
+}
+
+// The first multiple of `every` above `evaluations`.
+int64_t NextShare(int64_t evaluations, int64_t every) { return (evaluations / every + 1) * every; }
 
 }  // namespace
 
@@ -58,10 +76,7 @@ MetropolisChain::MetropolisChain(const PlacementProblem& problem, const MovableU
       overflow_scale_bytes_(movable.overflow_scale_bytes),
       budget_(problem.budget),
       started_(std::chrono::steady_clock::now()) {
-  if (budget_.max_evaluations <= 0 && budget_.max_seconds <= 0) {
-    budget_.max_evaluations = kDefaultEvaluations;
-    budget_.max_seconds = kDefaultSeconds;
-  }
+  SetDefaultBudget(budget_, problem.peers != nullptr);
   // The best of the one-shot baselines (not the searches; random included)
   // by SearchCost: the fastest that fits, else the one that overflows
   // least. A start out of memory where another fits is where chains once
@@ -86,6 +101,7 @@ MetropolisChain::MetropolisChain(const PlacementProblem& problem, const MovableU
   best_result_ = current_result_;
   best_cost_ = current_cost_;
   restart_after_ = std::max<int64_t>(kMinRestartEvaluations, 2 * static_cast<int64_t>(movable.units.size()));
+  if (problem.peers) next_share_ = NextShare(evaluations_, problem.peers->share_every());
 }
 
 MetropolisChain::MetropolisChain(const PlacementProblem& problem, const MovableUnits& movable, ChainState state)
@@ -103,10 +119,7 @@ MetropolisChain::MetropolisChain(const PlacementProblem& problem, const MovableU
       moves_(state.moves),
       restarts_(state.restarts),
       resumed_(state.resumed) {
-  if (budget_.max_evaluations <= 0 && budget_.max_seconds <= 0) {
-    budget_.max_evaluations = kDefaultEvaluations;
-    budget_.max_seconds = kDefaultSeconds;
-  }
+  SetDefaultBudget(budget_, problem.peers != nullptr);
   // The best first, so that the run the simulator remembers for the next
   // move's incremental run is the current placement's.
   if (problem.environment) {
@@ -118,6 +131,7 @@ MetropolisChain::MetropolisChain(const PlacementProblem& problem, const MovableU
   current_result_ = RunInFull(current_);
   current_cost_ = SearchCostOf(current_result_, problem.cluster);
   restart_after_ = std::max<int64_t>(kMinRestartEvaluations, 2 * static_cast<int64_t>(movable.units.size()));
+  if (problem.peers) next_share_ = NextShare(evaluations_, problem.peers->share_every());
 }
 
 ChainState MetropolisChain::State() const {
@@ -194,7 +208,32 @@ SearchCost MetropolisChain::Offer(Placement next, std::span<const int32_t> chang
     since_best_ = 0;
     ++restarts_;
   }
+  if (problem_.peers) ShareIfDue();
   return cost;
+}
+
+void MetropolisChain::ShareIfDue() {
+  const int64_t every = problem_.peers->share_every();
+  while (evaluations_ >= next_share_ && next_share_ < budget_.max_evaluations) {
+    const std::vector<SharedBest> bests = problem_.peers->Exchange(next_share_ / every, {best_, best_cost_});
+    next_share_ += every;
+    const SharedBest& best = bests[BestOf(bests)];
+    if (Better(best.cost, best_cost_)) Adopt(best.placement);
+  }
+}
+
+// Another chain's best, better than this one's: the chain continues from
+// it, as from a restart (one evaluation: its run is this chain's own).
+void MetropolisChain::Adopt(const Placement& placement) {
+  best_ = placement;
+  best_result_ = RunInFull(best_);
+  ++evaluations_;
+  best_cost_ = SearchCostOf(best_result_, problem_.cluster);
+  current_ = best_;
+  current_result_ = best_result_;
+  current_cost_ = best_cost_;
+  since_best_ = 0;
+  ++adopted_;
 }
 
 void MetropolisChain::Report() const {
@@ -208,6 +247,18 @@ void MetropolisChain::Report() const {
 }
 
 PlacerOutput MetropolisChain::Finish(const std::string& what_it_did) {
+  size_t chains = 1;
+  if (problem_.peers) {
+    // Rank 0 ends with the best of every chain.
+    const std::vector<SharedBest> bests = problem_.peers->Final({best_, best_cost_});
+    chains = bests.size();
+    const SharedBest& best = bests[BestOf(bests)];
+    if (Better(best.cost, best_cost_)) {
+      best_ = best.placement;
+      best_result_ = RunInFull(best_);
+      best_cost_ = SearchCostOf(best_result_, problem_.cluster);
+    }
+  }
   PlacerOutput output;
   output.placement = std::move(best_);
   // Simulated runs only: a measured outcome is no simulation of it.
@@ -217,6 +268,11 @@ PlacerOutput MetropolisChain::Finish(const std::string& what_it_did) {
   output.note = "started from " + start_method_ +
                 (start_fits_ ? "" : " (out of memory: no one-shot baseline fits)") + "; " + what_it_did;
   if (!best_cost_.fits()) output.note += "; no placement it met fits in memory";
+  if (problem_.peers) {
+    output.note += "; the best of " + std::to_string(chains) + " chains across processes, sharing their best every " +
+                   std::to_string(problem_.peers->share_every()) + " evaluations (this chain took another's " +
+                   std::to_string(adopted_) + " times)";
+  }
   return output;
 }
 

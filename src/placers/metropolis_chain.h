@@ -95,6 +95,10 @@ class MetropolisChain {
 
  private:
   SimResult Evaluate(const Placement& placement, std::span<const int32_t> changed_ops);
+  // With peers: every share due at this evaluation count, each moving the
+  // chain to the best of all chains when that is better than its own.
+  void ShareIfDue();
+  void Adopt(const Placement& placement);
   SimResult RunInFull(const Placement& placement);
 
   const PlacementProblem& problem_;
@@ -110,6 +114,8 @@ class MetropolisChain {
   int64_t restart_after_ = 0;
   int64_t since_best_ = 0;
   int64_t evaluations_ = 0, moves_ = 0, restarts_ = 0, resumed_ = 0;
+  int64_t next_share_ = 0;  // with peers: the evaluation count of the next share
+  int64_t adopted_ = 0;     // shares that moved this chain to another's best
 };
 
 }  // namespace devplace

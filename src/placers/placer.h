@@ -19,6 +19,8 @@
 
 namespace devplace {
 
+class ChainPeers;  // placers/chain_peers.h
+
 // How much a search placer (mcmc, exact) may spend; the one-shot placers
 // ignore it. Zero means no limit of that kind; a search given neither uses
 // its own default. Comparisons give evaluations: a wall-clock budget makes
@@ -49,6 +51,10 @@ struct PlacementProblem {
   // each in full, rather than by the simulator: `--reward measured` runs
   // them on the real machine. One-shot placers ignore it.
   Environment* environment = nullptr;
+  // When set, a local search's chain is one of several across processes
+  // and shares its best with them (placers/chain_peers.h). Its budget is
+  // then evaluations only, so that the shares fall at the same counts.
+  ChainPeers* peers = nullptr;
 };
 
 struct PlacerOutput {

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "cluster/cluster_json.h"
+#include "exec/distributed/chain_exchange.h"
 #include "exec/distributed/evaluation.h"
 #include "exec/distributed/world.h"
 #include "graph/graph_json.h"
@@ -28,7 +29,8 @@ std::vector<WorldFact> FactsOf(const PlaceWorldInputs& inputs) {
                                   {"--op-times table", inputs.op_times_path.empty() ? "" : ReadTextFile(inputs.op_times_path)},
                                   {"--method", inputs.method},
                                   {"--reward", inputs.reward},
-                                  {"--seed", std::to_string(inputs.seed)}};
+                                  {"--seed", std::to_string(inputs.seed)},
+                                  {"search budget", inputs.budget}};
   return facts;
 }
 
@@ -54,6 +56,26 @@ bool JoinPlaceWorld(const PlaceWorldInputs& inputs, EnvironmentFactory& make_env
     return std::make_unique<DistributedEnvironment>(*controller->pool, graph, cluster, cost, options);
   };
   return false;
+}
+
+std::optional<ChainWorld> JoinChainWorld(const PlaceWorldInputs& inputs) {
+  std::optional<WorldSpec> spec = WorldSpecFromEnvironment();
+  if (!spec || spec->size == 1) return std::nullopt;
+  if (inputs.reward != "simulated") {
+    throw Error("distributed run: --reward " + ForMessage(inputs.reward) + " with " + ForMessage(inputs.method) +
+                " across processes is not built yet (issue 51); --reward simulated is");
+  }
+  // The peers own the world: it lives as long as the chain shares through it.
+  struct OwningPeers : StoreChainPeers {
+    OwningPeers(std::unique_ptr<World> w, int32_t num_ops) : StoreChainPeers(*w, num_ops), world(std::move(w)) {}
+    std::unique_ptr<World> world;
+  };
+  std::unique_ptr<World> world = World::Join(*spec, FactsOf(inputs));
+  ChainWorld chains;
+  chains.rank = world->rank();
+  chains.seed = ChainSeed(inputs.seed, world->rank());
+  chains.peers = std::make_shared<OwningPeers>(std::move(world), inputs.graph.num_ops());
+  return chains;
 }
 
 }  // namespace devplace

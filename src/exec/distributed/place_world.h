@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 
 #include "sim/environment.h"
@@ -22,6 +24,9 @@ struct PlaceWorldInputs {
   std::string reward;
   std::string op_times_path;  // its contents are compared; "" for none
   uint64_t seed = 0;
+  // The search's budget in words (mcmc's and guided's chains must spend
+  // the same to meet at every share): compared too.
+  std::string budget;
 };
 
 // Without the variables (or WORLD_SIZE=1): false, nothing changed. Rank 0:
@@ -32,5 +37,22 @@ struct PlaceWorldInputs {
 // world's faults (World::Join, a lost controller) and for --reward other
 // than simulated.
 bool JoinPlaceWorld(const PlaceWorldInputs& inputs, EnvironmentFactory& make_environment);
+
+class ChainPeers;  // placers/chain_peers.h
+
+// A local search's chains across processes (mcmc, guided): every rank runs
+// its own chain, seeded by ChainSeed(seed, rank), sharing its best with the
+// others through `peers`; rank 0 ends with the best of all and writes every
+// output, the other ranks write nothing.
+struct ChainWorld {
+  int32_t rank = 0;
+  uint64_t seed = 0;  // this rank's chain's
+  std::shared_ptr<ChainPeers> peers;
+};
+
+// Without the variables (or WORLD_SIZE=1): nullopt, nothing changed.
+// Else joins (throwing Error for the world's faults, as JoinPlaceWorld) and
+// returns this rank's chain's part.
+std::optional<ChainWorld> JoinChainWorld(const PlaceWorldInputs& inputs);
 
 }  // namespace devplace

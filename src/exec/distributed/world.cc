@@ -228,6 +228,12 @@ void World::Put(const std::string& key, const std::string& bytes) {
 }
 
 std::optional<std::string> World::Take(const std::string& key, double timeout_s) {
+  std::optional<std::string> bytes = Read(key, timeout_s);
+  if (bytes) Delete(key);
+  return bytes;
+}
+
+std::optional<std::string> World::Read(const std::string& key, double timeout_s) {
   const std::string full = kPrefix + key;
   try {
     store_->client->wait({full}, Millis(timeout_s));
@@ -240,8 +246,15 @@ std::optional<std::string> World::Take(const std::string& key, double timeout_s)
   }
   try {
     const std::vector<uint8_t> bytes = store_->client->get(full);
-    store_->client->deleteKey(full);
     return std::string(bytes.begin(), bytes.end());
+  } catch (const std::exception& e) {
+    throw Error("distributed run: rank " + Decimal(rank()) + " lost rank 0's store at " + Where(spec_) + ": " + MessageOf(e));
+  }
+}
+
+void World::Delete(const std::string& key) {
+  try {
+    store_->client->deleteKey(kPrefix + key);
   } catch (const std::exception& e) {
     throw Error("distributed run: rank " + Decimal(rank()) + " lost rank 0's store at " + Where(spec_) + ": " + MessageOf(e));
   }

@@ -62,6 +62,10 @@ class World {
   // nullopt when none came within `timeout_s`. Throws Error when the store
   // is gone (rank 0 ended).
   std::optional<std::string> Take(const std::string& key, double timeout_s);
+  // As Take, but the bytes stay for other ranks to read too.
+  std::optional<std::string> Read(const std::string& key, double timeout_s);
+  // Removes `key` (nothing when it is not there).
+  void Delete(const std::string& key);
 
  private:
   struct Store;
