@@ -449,7 +449,9 @@ class BatchTrainer : public TrainingMode {
       const int64_t cluster = saved.contains("cluster_index") ? facts.IntegerOf(saved["cluster_index"], "cluster_index", 0, INT64_MAX) : 0;
       if (graph >= static_cast<int64_t>(graph_list_.size()) || !saved.contains("name") || saved["name"] != graph_list_[graph]->name ||
           !saved.contains("num_ops") || saved["num_ops"] != graph_list_[graph]->num_ops()) {
-        facts.Fail("checkpoint's graph " + std::to_string(i + 1) + " is not one of --graphs in the same order");
+        facts.Fail("checkpoint's graph " + std::to_string(i + 1) + " is not " +
+                   ForMessage(graph < static_cast<int64_t>(graph_list_.size()) ? graph_list_[graph]->name : std::string("one of --graphs")) +
+                   " (resume with the same --graphs in the same order)");
       }
       TrainingGraph* g = nullptr;
       if (inputs_ == nullptr) {
