@@ -28,7 +28,9 @@ struct Flags {
   // every size flag), then applies the --policy check.
   void ParseAndCheck(const CLI::Option& option, const std::string& policy_file) {
     std::vector<std::string> args;  // CLI11 parses a reversed list
-    if (option.get_expected_min() > 0) args.push_back("8");
+    // A value each flag takes: a size, or one of a choice's names.
+    const std::string name = option.get_name();
+    if (option.get_expected_min() > 0) args.push_back(name == "--gdp-head" ? "devices" : name == "--gdp-device-scoring" ? "dot" : "8");
     args.push_back(option.get_name());
     app.parse(args);
     learned.policy_file = policy_file;
@@ -50,7 +52,8 @@ TEST(LearnedFlags, EveryNetworkFlagIsEitherFixedByThePolicyFileOrASettingOfTheRu
   Flags flags;
   const std::set<std::string> fixed = {"--gdp-hidden",         "--gdp-sage-layers", "--gdp-placer-layers",
                                        "--gdp-heads",          "--gdp-segment",     "--gdp-no-attention",
-                                       "--gdp-no-superposition", "--mars-hidden",   "--mars-segment",
+                                       "--gdp-no-superposition", "--gdp-head",      "--gdp-device-scoring",
+                                       "--gdp-no-device-links",  "--mars-hidden",   "--mars-segment",
                                        "--mars-encoder-hidden",  "--mars-encoder-layers"};
   const std::set<std::string> per_run = {"--start-bias",   "--gdp-no-baseline-probes", "--stretch-noise",
                                          "--stretch-noise-steps", "--window-moves",    "--encoder",

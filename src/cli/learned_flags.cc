@@ -41,6 +41,16 @@ std::vector<const CLI::Option*> AddGdpNetworkFlags(CLI::App* command, LearnedOpt
       ->group(group));
   fixed_by_policy.push_back(command->add_flag("--gdp-no-superposition{false}", learned.gdp.network.superposition, "GDP ablation: no graph context gating the layers")
       ->group(group));
+  fixed_by_policy.push_back(command->add_option("--gdp-head", learned.gdp.network.head,
+                                                 "GDP: fixed (a logit per device of one cluster, the paper's) or devices (scores each "
+                                                 "unit against each device's features: one policy for any cluster)")
+      ->group(group)->check(CLI::IsMember({"fixed", "devices"})));
+  fixed_by_policy.push_back(command->add_option("--gdp-device-scoring", learned.gdp.network.device_scoring,
+                                                 "GDP with --gdp-head devices: mlp (default) or dot, how a unit and a device make a logit")
+      ->group(group)->check(CLI::IsMember({"dot", "mlp"})));
+  fixed_by_policy.push_back(command->add_flag("--gdp-no-device-links{false}", learned.gdp.network.device_links,
+                                              "GDP with --gdp-head devices: no round of messages between devices over their links")
+      ->group(group));
   return fixed_by_policy;
 }
 

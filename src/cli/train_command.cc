@@ -1,5 +1,5 @@
 // `devplace train`: batch training of one GDP or Mars policy over several
-// graphs for one cluster (learned/training/batch_trainer.h), written as a policy file that
+// graphs and clusters (learned/training/batch_trainer.h), written as a policy file that
 // `place --method gdp|mars --policy` uses.
 #include <chrono>
 #include <cstdio>
@@ -28,7 +28,7 @@ namespace {
 struct TrainFlags {
   std::string method = "gdp";
   std::vector<std::string> graphs;
-  std::string cluster;
+  std::vector<std::string> clusters;
   BatchTrainOptions train;
   bool quiet = false;
   bool learning_rate_given = false;
@@ -75,26 +75,40 @@ void RunTrain(TrainFlags flags) {
   if (learned.max_steps <= 0 && learned.max_seconds <= 0 && learned.max_samples <= 0) learned.max_seconds = 600;
   ValidateLearnedOptions(learned);
   RefuseToReplaceTrainedFile(flags.train.policy_out, flags.train.resume, flags.overwrite, "policy");
-  const Cluster cluster = ResolveCluster(flags.cluster);
+  if (flags.clusters.empty()) throw Error("train: --cluster names no cluster");
+  std::vector<Cluster> clusters;
+  for (const std::string& name : flags.clusters) clusters.push_back(ResolveCluster(name));
   // Graphs, cost models and simulators live as long as the training.
   std::vector<std::unique_ptr<Graph>> graphs;
-  std::vector<std::unique_ptr<CostModel>> costs;
-  std::vector<std::unique_ptr<Simulator>> simulators;
-  std::vector<PlacementProblem> problems;
   for (const std::string& name : flags.graphs) {
     graphs.push_back(std::make_unique<Graph>(ResolveGraph(name)));
-    CheckClusterCanRun(*graphs.back(), cluster);
-    costs.push_back(std::make_unique<CostModel>(MakeCostModel(cluster, *graphs.back(), OpTimesFlags())));
-    simulators.push_back(std::make_unique<Simulator>(*graphs.back(), cluster, *costs.back()));
-    problems.push_back(PlacementProblem{*graphs.back(), cluster, *costs.back(), *simulators.back(), learned.seed});
+    for (const Cluster& cluster : clusters) CheckClusterCanRun(*graphs.back(), cluster);
   }
   StopOnSignals();  // a Ctrl-C ends the training early; the policy is still written
   TrainProgressPrinter printer;
   BatchTrainProgress last;
-  BatchTrainResult result = TrainAcrossGraphs(problems, flags.train, [&](const BatchTrainProgress& p) {
+  auto on_update = [&](const BatchTrainProgress& p) {
     last = p;
     if (!flags.quiet) printer(p, false);
-  });
+  };
+  BatchTrainResult result;
+  std::vector<std::unique_ptr<CostModel>> costs;
+  std::vector<std::unique_ptr<Simulator>> simulators;
+  std::vector<PlacementProblem> problems;
+  if (clusters.size() == 1) {
+    for (const std::unique_ptr<Graph>& graph : graphs) {
+      costs.push_back(std::make_unique<CostModel>(MakeCostModel(clusters.front(), *graph, OpTimesFlags())));
+      simulators.push_back(std::make_unique<Simulator>(*graph, clusters.front(), *costs.back()));
+      problems.push_back(PlacementProblem{*graph, clusters.front(), *costs.back(), *simulators.back(), learned.seed});
+    }
+    result = TrainAcrossGraphs(problems, flags.train, on_update);
+  } else {
+    GraphsAndClusters inputs;
+    for (const std::unique_ptr<Graph>& graph : graphs) inputs.graphs.push_back(graph.get());
+    inputs.clusters = ClusterList(std::move(clusters));
+    inputs.cost_model = [](const Graph& graph, const Cluster& cluster) { return MakeCostModel(cluster, graph, OpTimesFlags()); };
+    result = TrainAcrossGraphsAndClusters(inputs, flags.train, on_update);
+  }
   if (!flags.quiet && last.update > 0) printer(last, true);
   std::printf("trained %lld updates (%lld samples) in %.1f s on %zu graphs; policy in %s\n", static_cast<long long>(result.updates),
               static_cast<long long>(result.samples), result.seconds, result.graphs.size(), flags.train.policy_out.c_str());
@@ -113,7 +127,10 @@ void AddTrainCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("train", LearnedCommandDescription("train"));
   cmd->add_option("--method", flags->method, "gdp (default) or mars: the learned methods trained across graphs");
   cmd->add_option("--graphs", flags->graphs, "Graph files or built-in model names, comma-separated")->required()->delimiter(',');
-  cmd->add_option("--cluster", flags->cluster, "Cluster preset or cluster file: the policy places on clusters of its devices")->required();
+  cmd->add_option("--cluster", flags->clusters,
+                  "Cluster presets or cluster files, comma-separated: each update places every graph on one of them, in turn "
+                  "(a fixed head needs one device count and kinds; --gdp-head devices takes any)")
+      ->required()->delimiter(',');
   cmd->add_option("-o,--out", flags->train.policy_out, "The policy file to write (also written at each checkpoint)")->required();
   cmd->add_option("--seed", learned.seed, "Seed of every random choice");
   cmd->add_option("--max-steps", learned.max_steps, "Stop after this many updates")->check(NotNegative());

@@ -94,6 +94,12 @@ void ValidateLearnedOptions(const LearnedOptions& o) {
     throw Error("--gdp-hidden (" + std::to_string(o.gdp.network.hidden) + ") must be a multiple of --gdp-heads (" + std::to_string(o.gdp.network.heads) + ")");
   }
   RequireCount(o.gdp.network.segment, 1, 1 << 20, "--gdp-segment");
+  if (o.gdp.network.head != "fixed" && o.gdp.network.head != "devices") {
+    throw Error("--gdp-head must be fixed or devices, got '" + ForMessage(o.gdp.network.head) + "'");
+  }
+  if (o.gdp.network.device_scoring != "dot" && o.gdp.network.device_scoring != "mlp") {
+    throw Error("--gdp-device-scoring must be dot or mlp, got '" + ForMessage(o.gdp.network.device_scoring) + "'");
+  }
   RequireNumber(o.unit.start_bias_or_default(), 0, 100, "--start-bias");
   RequireCount(o.mars.hidden, 1, 4096, "--mars-hidden");
   RequireCount(o.mars.segment, 1, 1 << 20, "--mars-segment");

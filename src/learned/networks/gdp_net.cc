@@ -9,10 +9,6 @@
 #include "util/error.h"
 
 namespace devplace {
-namespace {
-
-
-}  // namespace
 
 GdpNetImpl::GdpNetImpl(const GdpArchitecture& architecture, double start_bias) : architecture_(architecture) {
   if (architecture.encoder) {
@@ -25,7 +21,18 @@ GdpNetImpl::GdpNetImpl(const GdpArchitecture& architecture, double start_bias) :
   }
   SegmentAttentionOptions placer;
   placer.sizes = architecture.sizes;
-  placer.devices = architecture.devices;
+  if (architecture.sizes.head == "devices") {
+    // The placer's output is then each unit's embedding for the head.
+    placer.devices = architecture.sizes.hidden;
+    DeviceHeadArchitecture head;
+    head.features = architecture.device_features;
+    head.scoring = architecture.sizes.device_scoring;
+    head.links = architecture.sizes.device_links;
+    if (head.features.empty()) throw Error("a GDP network with a device-scoring head reads no device features");
+    device_head_ = register_module("device_head", DeviceHead(head, architecture.sizes.hidden));
+  } else {
+    placer.devices = architecture.devices;
+  }
   placer_ = register_module("placer", SegmentAttention(placer));
   start_bias_ = register_parameter("start_bias", torch::full({1}, start_bias));
 }
@@ -38,6 +45,10 @@ torch::Tensor GdpNetImpl::LogProbs(const UnitInputs& in, const torch::Tensor& st
     embeddings = sage_(torch::cat({type_embedding_(in.type), in.numeric}, 1), in.src, in.dst);
   }
   torch::Tensor logits = placer_(embeddings);
+  if (device_head_) {
+    if (!in.device_features.defined()) throw Error("internal: a device-scoring GDP network given no device features");
+    logits = device_head_(logits, in.device_features, in.device_pairs);
+  }
   logits = tanh_constant * torch::tanh(logits / temperature) + start_bias_ * start;
   return torch::log_softmax(logits.masked_fill(in.allowed.logical_not(), -1e4), 1);
 }

@@ -3,7 +3,9 @@
 // (learned/networks/graph_sage.h) over the graph's co-location units, and the segment
 // placer (learned/networks/segment_attention.h) giving every unit its device logits in one
 // pass. One network serves many graphs: nothing in it depends on a graph's
-// size or ids, only on the cluster's device count. Its policy file (a
+// size or ids; with the fixed head (the paper's) it depends on the
+// cluster's device count, with the device-scoring head on nothing of the
+// cluster but its devices' features. Its policy file (a
 // trained network with its architecture, vocabulary and cluster) is here too.
 #pragma once
 
@@ -16,6 +18,7 @@
 
 #include "cluster/cluster.h"
 #include "graph/graph.h"
+#include "learned/networks/device_head.h"
 #include "learned/networks/gdp_network_sizes.h"
 #include "learned/networks/graph_sage.h"
 #include "learned/networks/mars_encoder.h"
@@ -27,7 +30,11 @@ namespace devplace {
 
 struct GdpArchitecture {
   GdpNetworkSizes sizes;
+  // The fixed head's device count; 0 with a device-scoring head, which
+  // places on any cluster.
   int64_t devices = 0;
+  // With sizes.head "devices": the device features its head reads.
+  std::vector<std::string> device_features;
   // The op types embedded, "other" last: every other type shares its id.
   std::vector<std::string> vocabulary;
   // Issue 15's experiment: a Mars encoder (learned/networks/mars_encoder.h, pre-trained by
@@ -61,6 +68,7 @@ class GdpNetImpl : public torch::nn::Module {
   MarsEncoder encoder_{nullptr};
   torch::nn::Linear encoder_projection_{nullptr};
   SegmentAttention placer_{nullptr};
+  DeviceHead device_head_{nullptr};
   torch::Tensor start_bias_;
 };
 TORCH_MODULE(GdpNet);

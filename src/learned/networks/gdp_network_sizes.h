@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace devplace {
 
@@ -17,6 +18,13 @@ struct GdpNetworkSizes {
   int64_t segment = 128;      // units per Transformer-XL segment
   bool attention = true;      // false: the paper's ablation "segment recurrence only"
   bool superposition = true;  // false: the paper's ablation without the graph context
+  // "fixed": the placer's output layer gives a logit per device of one
+  // cluster (the paper's; a policy is bound to that device count).
+  // "devices": the device-scoring head (learned/networks/device_head.h)
+  // scores each unit against each device's features, on any cluster.
+  std::string head = "fixed";
+  std::string device_scoring = "mlp";  // the device head's: "dot" or "mlp"
+  bool device_links = true;            // the device head's round of messages over routes
 };
 
 }  // namespace devplace

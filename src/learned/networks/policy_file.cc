@@ -1,5 +1,8 @@
 #include "learned/networks/policy_file.h"
 
+#include <algorithm>
+
+#include "learned/features/device_features.h"
 #include "learned/files/checkpoint_facts.h"
 #include "learned/files/checkpoint_file.h"
 #include "learned/files/loaded_parameters.h"
@@ -28,7 +31,13 @@ void SaveGdpPolicyFile(const std::string& path, GdpNet& net, const GdpPolicyFile
                    {"superposition", a.sizes.superposition},
                    {"devices", a.devices},
                    {"vocabulary", a.vocabulary},
-                   {"encoder", a.encoder ? MarsEncoderArchitectureJson(*a.encoder) : nlohmann::json()}}}};
+                   {"encoder", a.encoder ? MarsEncoderArchitectureJson(*a.encoder) : nlohmann::json()},
+                   {"head", a.sizes.head}}}};
+  if (a.sizes.head == "devices") {
+    parts.facts["architecture"]["device_features"] = a.device_features;
+    parts.facts["architecture"]["device_scoring"] = a.sizes.device_scoring;
+    parts.facts["architecture"]["device_links"] = a.sizes.device_links;
+  }
   WritePolicyFileFacts(facts, parts.facts);
   parts.tensors = ModuleBytes(*net);
   WriteCheckpointFile(path, SealCheckpoint(parts, kGdpPolicyHeader));
@@ -47,7 +56,27 @@ GdpNet LoadGdpPolicyFile(const std::string& path, const Cluster& cluster, GdpPol
   a.sizes.segment = arch.Integer("segment", 1, 1 << 20);
   a.sizes.attention = arch.Boolean("attention");
   a.sizes.superposition = arch.Boolean("superposition");
-  a.devices = arch.Integer("devices", 1, 1 << 20);
+  // Written before the device-scoring head: no "head", the fixed one.
+  a.sizes.head = arch.facts().contains("head") ? arch.String("head") : "fixed";
+  if (a.sizes.head != "fixed" && a.sizes.head != "devices") facts.Fail("architecture's head is '" + ForMessage(a.sizes.head) + "', not fixed or devices");
+  if (a.sizes.head == "devices") {
+    a.devices = 0;
+    a.sizes.device_scoring = arch.String("device_scoring");
+    if (a.sizes.device_scoring != "dot" && a.sizes.device_scoring != "mlp") facts.Fail("architecture's device_scoring is not dot or mlp");
+    a.sizes.device_links = arch.Boolean("device_links");
+    const std::vector<std::string>& known = KnownDeviceFeatures();
+    for (const nlohmann::json& feature : arch.Array("device_features")) {
+      if (!feature.is_string()) facts.Fail("'device_features' holds something other than feature names");
+      const std::string name = feature.get<std::string>();
+      if (std::find(known.begin(), known.end(), name) == known.end()) {
+        facts.Fail("the policy reads device feature '" + ForMessage(name) + "', which this devplace does not compute from a cluster");
+      }
+      a.device_features.push_back(name);
+    }
+    if (a.device_features.empty()) facts.Fail("'device_features' lists no feature for the device-scoring head");
+  } else {
+    a.devices = arch.Integer("devices", 1, 1 << 20);
+  }
   if (a.sizes.hidden % a.sizes.heads != 0) facts.Fail("architecture's hidden width is not a multiple of its heads");
   for (const nlohmann::json& type : arch.Array("vocabulary")) {
     if (!type.is_string()) facts.Fail("'vocabulary' holds something other than op type names");
@@ -61,7 +90,8 @@ GdpNet LoadGdpPolicyFile(const std::string& path, const Cluster& cluster, GdpPol
     a.encoder = ReadMarsEncoderArchitecture(CheckpointFacts(path, arch.Object("encoder"), "GDP policy file"));
     if (a.encoder->vocabulary != a.vocabulary) facts.Fail("the encoder's vocabulary is not the policy's");
   }
-  RequireTrainedFor(path, "GDP", file_facts, a.devices, cluster);
+  // A device-scoring head places on any cluster; the fixed one only on its own.
+  if (a.sizes.head != "devices") RequireTrainedFor(path, "GDP", file_facts, a.devices, cluster);
 
   GdpNet net(a, 0.0);
   if (const std::string problem = LoadModuleBytes(*net, parts.tensors); !problem.empty()) facts.Fail("the policy " + problem);

@@ -20,8 +20,10 @@ using GdpPolicyFileFacts = PolicyFileFacts;
 void SaveGdpPolicyFile(const std::string& path, GdpNet& net, const GdpPolicyFileFacts& facts);
 
 // Loads the network of the file at `path` for `cluster`; throws Error in
-// one line naming the file when it is not a GDP policy file, is damaged, or
-// was trained for another device count or other device kinds.
+// one line naming the file when it is not a GDP policy file, is damaged,
+// has a fixed head trained for another device count or other device kinds,
+// or has a device-scoring head that reads a device feature this build does
+// not compute. A device-scoring head places on any cluster.
 GdpNet LoadGdpPolicyFile(const std::string& path, const Cluster& cluster, GdpPolicyFileFacts* facts = nullptr);
 
 // A Mars network trained across graphs (`devplace train --method mars`) as a

@@ -5,6 +5,8 @@
 #include <map>
 #include <unordered_map>
 
+#include "learned/features/device_features.h"
+
 namespace devplace {
 
 std::vector<std::string> UnitVocabulary(const std::vector<const Graph*>& graphs) {
@@ -24,7 +26,7 @@ std::vector<std::string> UnitVocabulary(const std::vector<const Graph*>& graphs)
 }
 
 UnitInputs BuildUnitInputs(const OpFeatures& f, const Graph& graph, const Cluster& cluster,
-                         const std::vector<std::string>& vocabulary) {
+                         const std::vector<std::string>& vocabulary, const std::vector<std::string>& device_features) {
   const int64_t U = f.num_units, D = cluster.num_devices();
   std::unordered_map<std::string, int64_t> index;
   for (size_t t = 0; t < vocabulary.size(); ++t) index.emplace(vocabulary[t], static_cast<int64_t>(t));
@@ -57,6 +59,11 @@ UnitInputs BuildUnitInputs(const OpFeatures& f, const Graph& graph, const Cluste
   in.allowed = torch::tensor(allowed, torch::kInt64).view({U, D}).to(torch::kBool);
   in.src = torch::tensor(std::vector<int64_t>(f.edge_src.begin(), f.edge_src.end()), torch::kInt64);
   in.dst = torch::tensor(std::vector<int64_t>(f.edge_dst.begin(), f.edge_dst.end()), torch::kInt64);
+  if (!device_features.empty()) {
+    const DeviceFeatures devices = BuildDeviceFeatures(cluster, graph, device_features);
+    in.device_features = torch::tensor(devices.values, torch::kFloat32).view({D, static_cast<int64_t>(device_features.size())});
+    in.device_pairs = torch::tensor(devices.pairs, torch::kFloat32).view({D, D, kDevicePairFeatures});
+  }
   return in;
 }
 

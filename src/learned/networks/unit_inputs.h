@@ -33,8 +33,14 @@ struct UnitInputs {
   torch::Tensor numeric;   // [U, kUnitNumericFeatures]
   torch::Tensor src, dst;  // [E] int64: unit edges
   torch::Tensor allowed;   // [U, D] bool: the devices that can run the unit
+  // For a device-scoring head (learned/networks/device_head.h), else
+  // undefined: [D, features] and [D, D, kDevicePairFeatures].
+  torch::Tensor device_features, device_pairs;
 };
+// `device_features`: the device features a device-scoring head reads
+// (learned/features/device_features.h); none without one. Throws Error
+// naming a feature this build does not compute.
 UnitInputs BuildUnitInputs(const OpFeatures& features, const Graph& graph, const Cluster& cluster,
-                         const std::vector<std::string>& vocabulary);
+                         const std::vector<std::string>& vocabulary, const std::vector<std::string>& device_features = {});
 
 }  // namespace devplace

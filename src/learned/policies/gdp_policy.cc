@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "placers/placer.h"
+#include "learned/features/device_features.h"
 #include "learned/files/loaded_parameters.h"
 #include "learned/policies/unit_policy.h"
 #include "learned/policies/window_moves.h"
@@ -157,19 +158,23 @@ class GdpPolicy : public UnitPolicy {
 GdpArchitecture GdpArchitectureOf(const LearnedOptions& options, int64_t devices, std::vector<std::string> vocabulary) {
   GdpArchitecture a;
   a.sizes = options.gdp.network;
-  a.devices = devices;
+  if (a.sizes.head == "devices") {
+    a.device_features = KnownDeviceFeatures();
+  } else {
+    a.devices = devices;
+  }
   a.vocabulary = std::move(vocabulary);
   return a;
 }
 
 std::unique_ptr<Policy> MakeGdpPolicyWithNet(const PlacementProblem& problem, GdpNet net, const LearnedOptions& options) {
-  if (net->architecture().devices != problem.cluster.num_devices()) {
+  if (net->architecture().sizes.head != "devices" && net->architecture().devices != problem.cluster.num_devices()) {
     throw Error("a GDP network for " + std::to_string(net->architecture().devices) + " devices cannot place on cluster '" +
                 ForMessage(problem.cluster.name) + "' of " + std::to_string(problem.cluster.num_devices()));
   }
   auto units = std::make_shared<const UnitDecisions>(problem, options.unit.start_bias_or_default() != 0 && options.unit.baseline_probes);
   auto inputs = std::make_shared<const UnitInputs>(
-      BuildUnitInputs(units->features(), problem.graph, problem.cluster, net->architecture().vocabulary));
+      BuildUnitInputs(units->features(), problem.graph, problem.cluster, net->architecture().vocabulary, net->architecture().device_features));
   auto moves = std::make_shared<const WindowMoves>(*units, options.gdp.window_moves);
   return std::make_unique<GdpPolicy>(std::move(units), std::move(inputs), std::move(moves), std::move(net), options);
 }

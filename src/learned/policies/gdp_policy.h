@@ -24,11 +24,13 @@ namespace devplace {
 std::unique_ptr<Policy> MakeGdpPolicy(const PlacementProblem& problem, const LearnedOptions& options);
 
 // A policy over `problem` that trains `net`, shared with the policies of
-// other graphs (batch training). Throws Error when the cluster does not
-// match the network's device count or a unit can run on no device.
+// other graphs (batch training), and, with a device-scoring head, other
+// clusters. Throws Error when the cluster does not match a fixed head's
+// device count or a unit can run on no device.
 std::unique_ptr<Policy> MakeGdpPolicyWithNet(const PlacementProblem& problem, GdpNet net, const LearnedOptions& options);
 
-// A fresh network for `devices` devices: GraphSAGE over the vocabulary of
+// A fresh network for `devices` devices (any number with options'
+// --gdp-head devices): GraphSAGE over the vocabulary of
 // `graphs`, or, with options.unit.encoder_file, the pre-trained Mars encoder in
 // its place (the encoder's vocabulary).
 GdpNet MakeGdpNet(const LearnedOptions& options, int64_t devices, const std::vector<const Graph*>& graphs);

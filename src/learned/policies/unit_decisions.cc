@@ -36,6 +36,16 @@ std::vector<int32_t> FastDevices(const Cluster& cluster) {
   for (int32_t d = 0; d < cluster.num_devices(); ++d) {
     if (cluster.devices[d].peak_flops_per_s >= 0.5 * fastest) fast.push_back(d);
   }
+  // Fastest first, so that the probes follow the devices, not their order
+  // in the cluster: a cluster listed in another order gets the same probes
+  // on the same devices (ties keep the cluster's order).
+  std::stable_sort(fast.begin(), fast.end(), [&](int32_t a, int32_t b) {
+    const Device& x = cluster.devices[a];
+    const Device& y = cluster.devices[b];
+    if (x.peak_flops_per_s != y.peak_flops_per_s) return x.peak_flops_per_s > y.peak_flops_per_s;
+    if (x.memory_bytes != y.memory_bytes) return x.memory_bytes > y.memory_bytes;
+    return x.memory_bandwidth_bytes_per_s > y.memory_bandwidth_bytes_per_s;
+  });
   return fast;
 }
 

@@ -52,7 +52,8 @@ class UnitDecisions {
   // The stretch of the locality order a unit falls in, of `stretches`.
   int64_t StretchOf(int32_t unit, int64_t stretches) const;
   int32_t num_fast_devices() const { return static_cast<int32_t>(fast_devices_.size()); }
-  // Devices of at least half the fastest one's peak, ascending.
+  // Devices of at least half the fastest one's peak, fastest first (ties
+  // in the cluster's order).
   const std::vector<int32_t>& fast_devices() const { return fast_devices_; }
 
  private:

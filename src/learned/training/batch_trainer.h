@@ -12,9 +12,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "cluster/cluster.h"
+#include "cost/cost_model.h"
 #include "placers/placer.h"
 #include "learned/learned_placer.h"
 
@@ -51,6 +54,43 @@ struct BatchTrainResult {
   double seconds = 0;
   std::vector<BatchGraphProgress> graphs;  // best step times found while training
 };
+
+// Where a training's clusters come from: the i-th of a list, cycled, or
+// (later) of a seeded generator. At(i) must give the same cluster every
+// time it is asked for the same i.
+class ClusterSource {
+ public:
+  virtual ~ClusterSource() = default;
+  // Distinct clusters: index i and i + count() name the same one.
+  virtual int64_t count() const = 0;
+  // The i-th cluster (0 <= i < count()), finalized.
+  virtual Cluster At(int64_t i) const = 0;
+  // What the policy file records it was trained on ("k80x2,p100x4").
+  virtual std::string Describe() const = 0;
+};
+
+// The clusters of a list, in its order. Throws Error when empty.
+std::shared_ptr<const ClusterSource> ClusterList(std::vector<Cluster> clusters);
+
+// Graphs to train on, each placed in turn on clusters of `clusters`.
+struct GraphsAndClusters {
+  std::vector<const Graph*> graphs;  // outlive the training
+  std::shared_ptr<const ClusterSource> clusters;
+  // The cost model of a graph on a cluster (the command line's op times).
+  std::function<CostModel(const Graph&, const Cluster&)> cost_model;
+};
+
+// Trains one policy across graphs and clusters: each update places every
+// graph on one cluster of the source, the clusters cycling through the
+// source (graph g at update t: cluster (t + g + seed) mod count),
+// so that every graph meets every cluster and one network learns them all.
+// A fixed head (the paper's) needs every cluster of one device count and
+// kinds; a device-scoring head (--gdp-head devices) takes any. Each (graph,
+// cluster) pair keeps its own baseline and start placement while it is
+// live (the most recently used kMaxLivePairs are).
+BatchTrainResult TrainAcrossGraphsAndClusters(const GraphsAndClusters& inputs, const BatchTrainOptions& options,
+                                             const std::function<void(const BatchTrainProgress&)>& on_update = nullptr);
+inline constexpr int64_t kMaxLivePairs = 64;
 
 // Trains and writes options.policy_out. All problems share one cluster.
 // Throws Error (one line) for bad options, a graph the cluster cannot run, or
