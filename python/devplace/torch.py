@@ -17,6 +17,7 @@ parallel. docs/python.md says what is not done yet.
 
 import os
 import tempfile
+import time
 
 import torch
 
@@ -82,7 +83,8 @@ def place_module(model, example_inputs, cluster, target=None, loss=None, method=
     devplace.methods(); searches spend max_evaluations / max_seconds) and
     returns `model` itself, its modules moved to their devices, with
     devplace_device_map (module -> GPU index or "cpu"), devplace_placement
-    (device per op of devplace_graph) and devplace_step_time_s (simulated).
+    (device per op of devplace_graph), devplace_step_time_s (simulated)
+    and devplace_seconds (the time of each stage: trace, place).
     `target` (default: class indices or zeros shaped like the output) and
     `loss(output, target)` (default: the exporter's, cross entropy) make the
     traced step's loss."""
@@ -92,6 +94,7 @@ def place_module(model, example_inputs, cluster, target=None, loss=None, method=
     if not any(p.requires_grad for p in model.parameters()):
         raise Error("model: no trainable parameters, so no training step to place")
     cluster = _cluster(cluster)
+    start = time.perf_counter()
     was_training = model.training
     model.train()
     try:
@@ -112,6 +115,7 @@ def place_module(model, example_inputs, cluster, target=None, loss=None, method=
         with open(path, "w") as f:
             _exporter.json.dump(document, f)
         graph = _Graph(path)
+    traced = time.perf_counter()
     simulator = Simulator(graph, cluster, workers=1)
     placed = _place(simulator, method, max_evaluations=max_evaluations, max_seconds=max_seconds, seed=seed)
     device_map = simulator.device_map(placed["placement"])
@@ -120,4 +124,5 @@ def place_module(model, example_inputs, cluster, target=None, loss=None, method=
     model.devplace_device_map = device_map
     model.devplace_placement = placed["placement"]
     model.devplace_step_time_s = placed["step_time_s"]
+    model.devplace_seconds = {"trace": traced - start, "place": time.perf_counter() - traced}
     return model
