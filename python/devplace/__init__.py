@@ -41,14 +41,26 @@ def simulate_batch(graph, cluster, placements, workers=0, op_times=None, details
     return _simulator(graph, cluster, op_times, workers).run_batch(placements, details=details)
 
 
-def place(graph, cluster, method="m_etf", max_evaluations=0, max_seconds=0.0, seed=1, op_times=None):
-    """Runs a baseline or search method (devplace.methods()) as `devplace
-    place` does and returns a dict: method, placement (int32 per op),
-    step_time_s, result (SimResult), note, evaluations, seconds. A search
-    spends `max_evaluations` simulator runs and `max_seconds` (0: its
-    default). Learned methods need torch: `devplace-learn place` runs them."""
+def place(graph, cluster, method="m_etf", max_evaluations=0, max_seconds=0.0, seed=1, op_times=None, *,
+          max_steps=None, policy=None, samples_per_step=None, learning_rate=None, algorithm=None, workers=None,
+          guided_learning=None):
+    """Runs any method of devplace.methods() as `devplace place` does and
+    returns a dict: method, placement (int32 per op), step_time_s, result
+    (SimResult), note, evaluations, seconds, zero_shot.
+
+    A search (mcmc, guided) spends `max_evaluations` simulator runs and
+    `max_seconds` (0: its default). A learned placer (rl, hdp, gdp, mars)
+    trains within max_steps updates, max_evaluations sampled placements or
+    max_seconds (none given: 120 s); `policy`, a file `devplace train`
+    wrote, places zero-shot with no budget (or max_steps=0) and is
+    fine-tuned with one. The other keywords are `devplace place`'s flags
+    of the same names; None takes the method's default, and one the method
+    would ignore is refused."""
     simulator = graph if isinstance(graph, Simulator) else _simulator(graph, cluster, op_times, workers=1)
-    return _place(simulator, method, max_evaluations=max_evaluations, max_seconds=max_seconds, seed=seed)
+    return _place(simulator, method, max_evaluations=max_evaluations, max_seconds=max_seconds, seed=seed,
+                  max_steps=max_steps, policy=None if policy is None else str(policy),
+                  samples_per_step=samples_per_step, learning_rate=learning_rate, algorithm=algorithm, workers=workers,
+                  guided_learning=guided_learning)
 
 
 from .env import PlacementEnv  # noqa: E402  (it imports the names above)

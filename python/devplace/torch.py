@@ -15,8 +15,10 @@ then computed and recorded (placed.devplace_device_map), not run in
 parallel. docs/python.md says what is not done yet.
 """
 
+import json
 import os
 import tempfile
+import time
 
 import torch
 
@@ -82,7 +84,8 @@ def place_module(model, example_inputs, cluster, target=None, loss=None, method=
     devplace.methods(); searches spend max_evaluations / max_seconds) and
     returns `model` itself, its modules moved to their devices, with
     devplace_device_map (module -> GPU index or "cpu"), devplace_placement
-    (device per op of devplace_graph) and devplace_step_time_s (simulated).
+    (device per op of devplace_graph), devplace_step_time_s (simulated)
+    and devplace_seconds (the time of each stage: trace, place).
     `target` (default: class indices or zeros shaped like the output) and
     `loss(output, target)` (default: the exporter's, cross entropy) make the
     traced step's loss."""
@@ -92,6 +95,7 @@ def place_module(model, example_inputs, cluster, target=None, loss=None, method=
     if not any(p.requires_grad for p in model.parameters()):
         raise Error("model: no trainable parameters, so no training step to place")
     cluster = _cluster(cluster)
+    start = time.perf_counter()
     was_training = model.training
     model.train()
     try:
@@ -112,12 +116,40 @@ def place_module(model, example_inputs, cluster, target=None, loss=None, method=
         with open(path, "w") as f:
             _exporter.json.dump(document, f)
         graph = _Graph(path)
+    traced = time.perf_counter()
     simulator = Simulator(graph, cluster, workers=1)
     placed = _place(simulator, method, max_evaluations=max_evaluations, max_seconds=max_seconds, seed=seed)
     device_map = simulator.device_map(placed["placement"])
     model._devplace_hooks = _apply(model, device_map)
     model.devplace_graph = graph
+    model.devplace_cluster = cluster
+    model._devplace_document = document
     model.devplace_device_map = device_map
     model.devplace_placement = placed["placement"]
     model.devplace_step_time_s = placed["step_time_s"]
+    model.devplace_seconds = {"trace": traced - start, "place": time.perf_counter() - traced}
     return model
+
+
+def save_placement(model, folder):
+    """Writes a placed module's traced training step (graph.json) and its
+    placement (placement.json, op name -> device name) into `folder`, the
+    files `devplace run --graph ... --cluster ... --placement ...` takes, so
+    that the C++ executor runs the split step for real: on the executor's
+    CPU devices (a cluster from `devplace clusters --detect --cpu-devices
+    N`) each device has its own threads and cores. Returns the two paths."""
+    if not hasattr(model, "_devplace_document"):
+        raise Error("model: not placed by devplace.torch.place_module")
+    os.makedirs(folder, exist_ok=True)
+    graph_path = os.path.join(folder, "graph.json")
+    placement_path = os.path.join(folder, "placement.json")
+    with open(graph_path, "w") as f:
+        json.dump(model._devplace_document, f)
+    names = model.devplace_cluster.device_names
+    document = {"format": "devplace-placement", "version": 1, "graph": model.devplace_graph.name,
+                "cluster": model.devplace_cluster.name,
+                "placement": {op: names[d] for op, d in zip(model.devplace_graph.op_names,
+                                                            model.devplace_placement.tolist())}}
+    with open(placement_path, "w") as f:
+        json.dump(document, f)
+    return graph_path, placement_path

@@ -37,12 +37,16 @@ py::array_t<int64_t, py::array::c_style> IntegerArray(py::handle object, int ndi
   return py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(array);
 }
 
-void CheckDevice(int64_t device, int32_t num_devices, const std::string& what, const std::string& index) {
-  if (device < 0 || device >= num_devices) {
-    throw Error(what + index + ": device " + std::to_string(device) + " is out of range: the cluster has devices 0.." +
-                std::to_string(num_devices - 1));
-  }
+// The message only: the caller tests the range itself, so that a valid
+// entry costs a comparison, not the index's text (building it for every
+// entry made run_batch 0.70x of the C++ batch API on a 10,000-op graph).
+[[noreturn]] void ThrowDeviceOutOfRange(int64_t device, int32_t num_devices, const std::string& what,
+                                        const std::string& index) {
+  throw Error(what + index + ": device " + std::to_string(device) + " is out of range: the cluster has devices 0.." +
+              std::to_string(num_devices - 1));
 }
+
+bool InRange(int64_t device, int32_t num_devices) { return device >= 0 && device < num_devices; }
 
 }  // namespace
 
@@ -59,7 +63,7 @@ std::vector<int32_t> DeviceIndices(py::handle object, int64_t length, int32_t nu
   std::vector<int32_t> devices(static_cast<size_t>(length));
   const int64_t* data = array.data();
   for (int64_t i = 0; i < length; ++i) {
-    CheckDevice(data[i], num_devices, what, "[" + std::to_string(i) + "]");
+    if (!InRange(data[i], num_devices)) ThrowDeviceOutOfRange(data[i], num_devices, what, "[" + std::to_string(i) + "]");
     devices[i] = static_cast<int32_t>(data[i]);
   }
   return devices;
@@ -77,7 +81,9 @@ std::vector<std::vector<int32_t>> DeviceIndexRows(py::handle object, int64_t len
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t i = 0; i < length; ++i) {
       const int64_t device = data[r * length + i];
-      CheckDevice(device, num_devices, what, "[" + std::to_string(r) + ", " + std::to_string(i) + "]");
+      if (!InRange(device, num_devices)) {
+        ThrowDeviceOutOfRange(device, num_devices, what, "[" + std::to_string(r) + ", " + std::to_string(i) + "]");
+      }
       placements[r][i] = static_cast<int32_t>(device);
     }
   }

@@ -1,17 +1,20 @@
 // devplace.methods() and devplace.place(): every baseline and search of
 // the one method registry, run by RunMethod as `devplace place` runs them.
-// The learned methods need torch, which this module does not load.
+// The learned methods run with libtorch, the same library `import torch`
+// loads (module.cc sets their runners).
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
 #include <csignal>
 #include <cmath>
+#include <optional>
 
 #include "bindings.h"
 #include "methods/method_registry.h"
 #include "methods/run_method.h"
 #include "sim_results.h"
 #include "simulation.h"
+#include "learned/training/one_line_errors.h"
 #include "util/error.h"
 #include "util/stop_request.h"
 
@@ -43,36 +46,106 @@ const char* KindName(MethodKind kind) {
     case MethodKind::kBaseline: return "baseline";
     case MethodKind::kSearch: return "search";
     case MethodKind::kLearned: return "learned";
+    case MethodKind::kLearnedSearch: return "learned_search";
   }
   return "?";
 }
 
-py::dict Place(Simulation& simulation, const std::string& method_name, int64_t max_evaluations, double max_seconds,
-               int64_t seed) {
-  if (FindLearnedMethod(method_name)) {
-    throw Error("method " + ForMessage(method_name) +
-                " is learned: it trains with libtorch, which the Python module does not load; run it with the "
-                "command line for now (devplace-learn place --method " + ForMessage(method_name) + " ...)");
+// The keywords of place() beyond the budget and seed: each the flag of
+// `devplace place` of the same name, None where not given (the method's
+// default).
+struct PlaceKeywords {
+  std::optional<int64_t> max_steps;
+  std::optional<std::string> policy;
+  std::optional<int32_t> samples_per_step;
+  std::optional<double> learning_rate;
+  std::optional<std::string> algorithm;
+  std::optional<int32_t> workers;
+  std::optional<std::string> guided_learning;
+};
+
+// What only a learned placer reads, refused for a method that would ignore
+// it, as the command line refuses its flags.
+void RefuseKeywordsIgnored(const MethodInfo& method, const PlaceKeywords& k) {
+  const bool learned = method.kind == MethodKind::kLearned;
+  const char* ignored = !learned && k.max_steps ? "max_steps"
+                        : !learned && k.policy ? "policy"
+                        : !learned && k.samples_per_step ? "samples_per_step"
+                        : !learned && k.algorithm ? "algorithm"
+                        : !learned && k.workers ? "workers"
+                        : nullptr;
+  if (ignored) {
+    throw Error(std::string(ignored) + " applies to the learned placers (" + MethodNames({MethodKind::kLearned}) + "); " +
+                method.name + " does not read it" +
+                (std::string(ignored) == "max_steps" ? ": its budget is max_evaluations or max_seconds" : ""));
   }
-  const MethodInfo& method = FindMethod(method_name, {MethodKind::kBaseline, MethodKind::kSearch});
+  if (k.learning_rate && !learned && method.kind != MethodKind::kLearnedSearch) {
+    throw Error("learning_rate applies to the learned methods; " + method.name + " does not learn");
+  }
+  if (k.guided_learning && method.kind != MethodKind::kLearnedSearch) {
+    throw Error("guided_learning applies to guided; " + method.name + " does not read it");
+  }
+}
+
+// LearnedOptions as `devplace place` fills them from the same flags.
+LearnedOptions PlaceOptions(const MethodInfo& method, int64_t max_evaluations, double max_seconds, int64_t seed,
+                            const PlaceKeywords& k) {
   if (max_evaluations < 0) throw Error("max_evaluations must be 0 (the method's default) or more, got " + std::to_string(max_evaluations));
   if (!(max_seconds >= 0) || !std::isfinite(max_seconds)) {
     throw Error("max_seconds must be a finite number of seconds, 0 or more (0: no limit), got " + ShowNumber(max_seconds));
   }
   if (seed < 0) throw Error("seed must be 0 or more, got " + std::to_string(seed));
-
-  LearnedOptions options;  // what RunMethod reads of it for a placer: the budget and the seed
+  RefuseKeywordsIgnored(method, k);
+  LearnedOptions options;
   options.method = method.name;
   options.max_samples = max_evaluations;
   options.max_seconds = max_seconds;
   options.seed = static_cast<uint64_t>(seed);
+  if (k.max_steps) {
+    if (*k.max_steps < 0) throw Error("max_steps must be 0 or more, got " + std::to_string(*k.max_steps));
+    options.max_steps = *k.max_steps;
+  }
+  if (k.policy) options.policy_file = *k.policy;
+  if (k.samples_per_step) {
+    if (*k.samples_per_step < 1 || *k.samples_per_step > 1024) {
+      throw Error("samples_per_step must be 1 to 1024, got " + std::to_string(*k.samples_per_step));
+    }
+    options.samples_per_step = *k.samples_per_step;
+  }
+  if (k.learning_rate) {
+    if (!(*k.learning_rate > 0) || !std::isfinite(*k.learning_rate)) {
+      throw Error("learning_rate must be a finite number over 0, got " + ShowNumber(*k.learning_rate));
+    }
+    options.learning_rate = *k.learning_rate;
+  }
+  if (k.algorithm) options.algorithm = *k.algorithm;
+  if (k.workers) {
+    if (*k.workers < 0 || *k.workers > 256) throw Error("workers must be 0 (one per core) to 256, got " + std::to_string(*k.workers));
+    options.worker_threads = *k.workers;
+  }
+  if (k.guided_learning) {
+    if (*k.guided_learning != "regression" && *k.guided_learning != "reinforce") {
+      throw Error("guided_learning must be regression or reinforce, got " + ForMessage(*k.guided_learning));
+    }
+    options.guided.learning = *k.guided_learning == "reinforce" ? GuidedLearning::kReinforce : GuidedLearning::kRegression;
+  }
+  const MethodOptionsGiven given{k.algorithm.has_value(), k.learning_rate.has_value(), k.max_steps.has_value()};
+  ApplyMethodDefaults(method, given, options);
+  if (method.kind == MethodKind::kLearned) ChooseLearnedBudget(given, options);
+  return options;
+}
+
+py::dict Place(Simulation& simulation, const std::string& method_name, int64_t max_evaluations, double max_seconds,
+               int64_t seed, const PlaceKeywords& keywords) {
+  const MethodInfo& method = FindMethod(method_name, {MethodKind::kBaseline, MethodKind::kSearch,
+                                                      MethodKind::kLearnedSearch, MethodKind::kLearned});
+  const LearnedOptions options = PlaceOptions(method, max_evaluations, max_seconds, seed, keywords);
   // Ctrl-C during a search: its progress callback runs Python's signal
   // handlers; one that raises (KeyboardInterrupt) stops the search as the
   // command line's SIGINT does, and its exception is raised once the
   // method has ended. One-shot placers take no time to speak of.
   PendingPythonError interrupt;
-  MethodProgress progress;
-  progress.search = [&interrupt](const SearchProgress&) {
+  auto check_signals = [&interrupt] {
     if (interrupt.pending()) return;
     py::gil_scoped_acquire acquire;
     if (PyErr_CheckSignals() != 0) {
@@ -80,6 +153,9 @@ py::dict Place(Simulation& simulation, const std::string& method_name, int64_t m
       RequestStop(SIGINT);
     }
   };
+  MethodProgress progress;
+  progress.search = [&check_signals](const SearchProgress&) { check_signals(); };
+  progress.learned = [&check_signals](const LearnedProgress&) { check_signals(); };
   MethodOutput output;
   SimResult result;
   {
@@ -88,7 +164,8 @@ py::dict Place(Simulation& simulation, const std::string& method_name, int64_t m
     PlacementProblem problem{simulation.graph(), simulation.cluster(), simulation.cost(), simulation.simulator()};
     problem.seed = options.seed;
     try {
-      output = RunMethod(problem, method, options, progress);
+      // torch's exceptions (a damaged policy file) as one line.
+      RunWithOneLineErrors("place", [&] { output = RunMethod(problem, method, options, progress); });
     } catch (...) {
       if (interrupt.pending()) ClearStopRequest();  // the next search must not stop at once
       throw;
@@ -111,6 +188,7 @@ py::dict Place(Simulation& simulation, const std::string& method_name, int64_t m
   out["note"] = output.note;
   out["evaluations"] = output.samples;
   out["seconds"] = output.seconds;
+  out["zero_shot"] = options.zero_shot;
   return out;
 }
 
@@ -126,14 +204,25 @@ void BindMethods(py::module_& m) {
           method["name"] = info.name;
           method["kind"] = KindName(info.kind);
           method["description"] = info.description;
-          method["available"] = info.kind != MethodKind::kLearned;
+          method["available"] = true;
           methods.append(method);
         }
         return methods;
       },
       "Every placing method (name, kind: baseline/search/learned, description, available here).");
-  m.def("_place", &Place, py::arg("simulator"), py::arg("method"), py::arg("max_evaluations") = 0,
-        py::arg("max_seconds") = 0.0, py::arg("seed") = 1);
+  m.def(
+      "_place",
+      [](Simulation& simulation, const std::string& method, int64_t max_evaluations, double max_seconds, int64_t seed,
+         std::optional<int64_t> max_steps, std::optional<std::string> policy, std::optional<int32_t> samples_per_step,
+         std::optional<double> learning_rate, std::optional<std::string> algorithm, std::optional<int32_t> workers,
+         std::optional<std::string> guided_learning) {
+        return Place(simulation, method, max_evaluations, max_seconds, seed,
+                     {max_steps, policy, samples_per_step, learning_rate, algorithm, workers, guided_learning});
+      },
+      py::arg("simulator"), py::arg("method"), py::arg("max_evaluations") = 0, py::arg("max_seconds") = 0.0,
+      py::arg("seed") = 1, py::arg("max_steps") = py::none(), py::arg("policy") = py::none(),
+      py::arg("samples_per_step") = py::none(), py::arg("learning_rate") = py::none(), py::arg("algorithm") = py::none(),
+      py::arg("workers") = py::none(), py::arg("guided_learning") = py::none());
 }
 
 }  // namespace devplace::python

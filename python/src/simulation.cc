@@ -1,10 +1,10 @@
 #include "simulation.h"
 
 #include <algorithm>
-#include <exception>
 #include <thread>
 
 #include "cli/inputs.h"
+#include "util/parallel_for.h"
 
 namespace devplace::python {
 
@@ -23,24 +23,8 @@ std::vector<SimResult> Simulation::RunBatch(const std::vector<Placement>& placem
   std::vector<SimResult> results(placements.size());
   const size_t workers = std::min(static_cast<size_t>(workers_), placements.size());
   while (simulators_.size() < workers) simulators_.push_back(std::make_unique<Simulator>(*graph_, *cluster_, *cost_));
-  std::vector<std::exception_ptr> errors(workers);
-  auto work = [&](size_t w) {
-    try {
-      for (size_t k = w; k < placements.size(); k += workers) results[k] = simulators_[w]->Run(placements[k]);
-    } catch (...) {
-      errors[w] = std::current_exception();
-    }
-  };
-  if (workers <= 1) {
-    if (!placements.empty()) work(0);
-  } else {
-    std::vector<std::thread> threads;
-    for (size_t w = 0; w < workers; ++w) threads.emplace_back(work, w);
-    for (auto& t : threads) t.join();
-  }
-  for (const auto& error : errors) {
-    if (error) std::rethrow_exception(error);
-  }
+  StridedParallelFor(placements.size(), workers,
+                     [&](size_t w, size_t k) { results[k] = simulators_[w]->Run(placements[k]); });
   return results;
 }
 

@@ -1,6 +1,8 @@
 """devplace.torch.place_module: a placed module trains as the unplaced one."""
 
 import copy
+import json
+import subprocess
 
 import pytest
 
@@ -47,6 +49,46 @@ def test_a_split_placement_trains_as_the_unplaced_module():
         torch.testing.assert_close(loss_a, loss_b)
         for a, b in zip(grads_a, grads_b):
             torch.testing.assert_close(a, b)
+
+
+def assert_trains_alike(reference, placed, steps):
+    for (out_a, loss_a, grads_a), (out_b, loss_b, grads_b) in zip(train(reference, steps), train(placed, steps)):
+        torch.testing.assert_close(out_a, out_b)
+        torch.testing.assert_close(loss_a, loss_b)
+        for a, b in zip(grads_a, grads_b):
+            torch.testing.assert_close(a, b)
+
+
+@pytest.fixture(scope="module")
+def host_cluster(devplace_binary, tmp_path_factory):
+    """This machine as two CPU devices, each its own cores, as the executor
+    runs them."""
+    path = tmp_path_factory.mktemp("host") / "host.json"
+    subprocess.run([devplace_binary, "clusters", "--detect", "--cpu-devices", "2", "--no-gpus", "-o", str(path)],
+                   capture_output=True, text=True, check=True)
+    return path
+
+
+def test_a_split_over_the_executors_cpu_devices_trains_as_the_unplaced_module_and_runs_there(
+        devplace_binary, host_cluster, tmp_path):
+    reference = make_model()
+    model = copy.deepcopy(reference)
+    x, y = torch.randn(8, 32), torch.randint(0, 10, (8,))
+    placed = devplace.torch.place_module(model, (x,), str(host_cluster), target=y, method="random", seed=3)
+    assert set(placed.devplace_placement.tolist()) == {0, 1}  # both CPU devices hold ops
+    assert_trains_alike(reference, placed, 5)
+    # the same split step run by the executor, each CPU device on its own cores
+    graph_path, placement_path = devplace.torch.save_placement(placed, tmp_path / "saved")
+    completed = subprocess.run([devplace_binary, "run", "--graph", graph_path, "--cluster", str(host_cluster),
+                                "--placement", placement_path, "--steps", "2", "--json"],
+                               capture_output=True, text=True, check=True)
+    run = json.loads(completed.stdout)
+    assert sorted(d["name"] for d in run["devices"] if d["ops"] > 0) == ["cpu:0", "cpu:1"]
+
+
+def test_save_placement_refuses_a_model_it_did_not_place(tmp_path):
+    with pytest.raises(devplace.Error, match="not placed"):
+        devplace.torch.save_placement(make_model(), tmp_path)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: the GPU path of place_module is not run")

@@ -207,6 +207,10 @@ void RequireOutFolder(const std::string& out_dir) {
   }
 }
 
+MethodOptionsGiven Given(const PlaceFlags& flags) {
+  return {flags.algorithm_given, flags.learning_rate_given, flags.max_steps_given};
+}
+
 // Every check that needs no input read: the method's name and defaults,
 // the learned options, and the flags that go together. Nothing is written
 // before they pass, so a refused run leaves no folder, curve, checkpoint or
@@ -220,17 +224,9 @@ const MethodInfo& CheckPlaceFlags(PlaceFlags& flags) {
   const MethodInfo& method =
       learned ? FindMethod(flags.method, {MethodKind::kLearned})
               : FindMethod(flags.method, {MethodKind::kBaseline, MethodKind::kSearch, MethodKind::kLearnedSearch});
-  if (learned) {
-    flags.learned.method = flags.method;
-    if (!flags.algorithm_given) flags.learned.algorithm = method.learned->algorithm;
-    if (!flags.learning_rate_given) flags.learned.learning_rate = method.learned->learning_rate;
-    ValidateLearnedOptions(flags.learned);
-  }
+  ApplyMethodDefaults(method, Given(flags), flags.learned);
   flags.learned.guided.learning =
       flags.guided_learning == "reinforce" ? GuidedLearning::kReinforce : GuidedLearning::kRegression;
-  if (method.kind == MethodKind::kLearnedSearch && !flags.learning_rate_given) {
-    flags.learned.learning_rate = method.learned_search->learning_rate;
-  }
   if (!learned && !flags.policy_flags_given.empty()) {
     const std::string& flag = flags.policy_flags_given.front();
     throw Error(flag + " applies to the learned placers (" + MethodNames({MethodKind::kLearned}) + "); " + flags.method +
@@ -291,19 +287,6 @@ void SetUpEnvironment(PlaceFlags& flags, const Graph& graph, const Cluster& clus
       runs.calibrated = std::make_unique<CalibratedEnvironment>(g, c, m, options, *runs.real);
       return std::make_unique<BorrowedEnvironment>(*runs.calibrated);
     };
-  }
-}
-
-// A learned method's budget when the flags give none: a trained GDP policy
-// places zero-shot unless given a budget to fine-tune in (`--max-steps 0`
-// asks for zero-shot explicitly); anything else trains for 120 s.
-void ChooseLearnedBudget(PlaceFlags& flags) {
-  const bool no_budget = flags.learned.max_steps <= 0 && flags.learned.max_seconds <= 0 && flags.learned.max_samples <= 0;
-  if (!flags.learned.policy_file.empty() && (no_budget || (flags.max_steps_given && flags.learned.max_steps == 0))) {
-    flags.learned.zero_shot = true;
-    ValidateLearnedOptions(flags.learned);
-  } else if (no_budget) {
-    flags.learned.max_seconds = 120;
   }
 }
 
@@ -490,7 +473,7 @@ void RunPlace(PlaceFlags flags) {
   StopOnSignals();
   RealRuns runs;
   SetUpEnvironment(flags, graph, cluster, problem, runs);
-  if (method.kind == MethodKind::kLearned) ChooseLearnedBudget(flags);
+  if (method.kind == MethodKind::kLearned) ChooseLearnedBudget(Given(flags), flags.learned);
 
   MethodOutput output = RunWithProgress(flags, problem, method);
   FinalRun final_run = RunFinal(flags, simulator, output, runs);

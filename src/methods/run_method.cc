@@ -71,6 +71,27 @@ void SavePlacerPlacement(const PlacementProblem& problem, const std::string& out
 
 }  // namespace
 
+void ApplyMethodDefaults(const MethodInfo& method, const MethodOptionsGiven& given, LearnedOptions& options) {
+  if (method.kind == MethodKind::kLearned) {
+    options.method = method.name;
+    if (!given.algorithm) options.algorithm = method.learned->algorithm;
+    if (!given.learning_rate) options.learning_rate = method.learned->learning_rate;
+    ValidateLearnedOptions(options);
+  } else if (method.kind == MethodKind::kLearnedSearch && !given.learning_rate) {
+    options.learning_rate = method.learned_search->learning_rate;
+  }
+}
+
+void ChooseLearnedBudget(const MethodOptionsGiven& given, LearnedOptions& options) {
+  const bool no_budget = options.max_steps <= 0 && options.max_seconds <= 0 && options.max_samples <= 0;
+  if (!options.policy_file.empty() && (no_budget || (given.max_steps && options.max_steps == 0))) {
+    options.zero_shot = true;
+    ValidateLearnedOptions(options);
+  } else if (no_budget) {
+    options.max_seconds = 120;
+  }
+}
+
 MethodOutput RunMethod(const PlacementProblem& problem, const MethodInfo& method, const LearnedOptions& options,
                        const MethodProgress& progress) {
   MethodOutput output;

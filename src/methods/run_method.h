@@ -48,4 +48,24 @@ struct MethodProgress {
 MethodOutput RunMethod(const PlacementProblem& problem, const MethodInfo& method, const LearnedOptions& options,
                        const MethodProgress& progress);
 
+// Which of a method's options the caller gave (a flag or a keyword);
+// what was not given takes the method's default.
+struct MethodOptionsGiven {
+  bool algorithm = false;
+  bool learning_rate = false;
+  bool max_steps = false;
+};
+
+// The defaults `place` gives `method` for the options not given: a learned
+// method's name, algorithm and learning rate (then ValidateLearnedOptions),
+// a learned search's learning rate. One place for the command line and the
+// Python module, so that both run a method alike.
+void ApplyMethodDefaults(const MethodInfo& method, const MethodOptionsGiven& given, LearnedOptions& options);
+
+// A learned method's budget when none is given: a trained policy
+// (`policy_file`) places zero-shot unless given a budget to fine-tune in
+// (`max_steps` 0, given, asks for zero-shot explicitly); anything else
+// trains for 120 s.
+void ChooseLearnedBudget(const MethodOptionsGiven& given, LearnedOptions& options);
+
 }  // namespace devplace

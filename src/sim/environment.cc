@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "sim/measure.h"
+#include "util/parallel_for.h"
 #include "util/stop_request.h"
 
 namespace devplace {
@@ -87,23 +88,13 @@ std::vector<Outcome> SimulatedEnvironment::Measure(const std::vector<Placement>&
 std::vector<Outcome> SimulatedEnvironment::MeasureSlice(const std::vector<Placement>& placements, int64_t batch,
                                                         int32_t stream, int32_t first_sample) {
   std::vector<Outcome> outcomes(placements.size());
-  const size_t workers = std::min(simulators_.size(), placements.size());
-  auto work = [&](size_t w) {
-    for (size_t k = w; k < placements.size(); k += workers) {
-      // A simulation of a big graph takes a second: the batch is dropped
-      // at the next one (below, out of the worker threads).
-      StopTestPoint("measure");
-      if (StopRequested()) return;
-      outcomes[k] = Remembered(*simulators_[w], placements[k], MixSeed(options_.seed, batch, stream, first_sample + static_cast<int32_t>(k)));
-    }
-  };
-  if (workers <= 1) {
-    if (!placements.empty()) work(0);
-  } else {
-    std::vector<std::thread> threads;
-    for (size_t w = 0; w < workers; ++w) threads.emplace_back(work, w);
-    for (auto& t : threads) t.join();
-  }
+  StridedParallelFor(placements.size(), simulators_.size(), [&](size_t w, size_t k) {
+    // A simulation of a big graph takes a second: the batch is dropped at
+    // the next one (below, out of the worker threads).
+    StopTestPoint("measure");
+    if (StopRequested()) return;
+    outcomes[k] = Remembered(*simulators_[w], placements[k], MixSeed(options_.seed, batch, stream, first_sample + static_cast<int32_t>(k)));
+  });
   ThrowIfStopRequested();
   return outcomes;
 }

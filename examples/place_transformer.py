@@ -1,0 +1,59 @@
+"""A small transformer (torch.nn.TransformerEncoder and a classifier head)
+placed with devplace.torch.place_module and trained for a few steps with
+Adam; prints each stage's time.
+
+    PYTHONPATH=build/python /usr/bin/python3 examples/place_transformer.py --steps 10
+"""
+import argparse
+import time
+
+import torch
+
+import devplace.torch
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--cluster", default="k80x2")
+parser.add_argument("--method", default="m_etf")
+parser.add_argument("--steps", type=int, default=3)
+parser.add_argument("--layers", type=int, default=2)
+parser.add_argument("--width", type=int, default=64)
+parser.add_argument("--tokens", type=int, default=16)
+parser.add_argument("--batch", type=int, default=4)
+args = parser.parse_args()
+
+
+class Classifier(torch.nn.Module):
+    def __init__(self, width, layers, classes=10):
+        super().__init__()
+        layer = torch.nn.TransformerEncoderLayer(width, nhead=4, dim_feedforward=2 * width, dropout=0.0,
+                                                 batch_first=True)
+        self.encoder = torch.nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.head = torch.nn.Linear(width, classes)
+
+    def forward(self, tokens):
+        return self.head(self.encoder(tokens).mean(dim=1))
+
+
+torch.manual_seed(0)
+model = Classifier(args.width, args.layers)
+x = torch.randn(args.batch, args.tokens, args.width)
+y = torch.randint(0, 10, (args.batch,))
+
+placed = devplace.torch.place_module(model, (x,), args.cluster, target=y, method=args.method)
+devices = sorted({str(d) for d in placed.devplace_device_map.values()})
+print(f"placed {placed.devplace_graph.num_ops} ops with {args.method} on {args.cluster}: devices {', '.join(devices)}, "
+      f"simulated step {placed.devplace_step_time_s:.6f} s")
+
+optimizer = torch.optim.Adam(placed.parameters(), lr=1e-3)
+start = time.perf_counter()
+for step in range(args.steps):
+    optimizer.zero_grad()
+    out = placed(x)
+    loss = torch.nn.functional.cross_entropy(out, y.to(out.device))
+    loss.backward()
+    optimizer.step()
+    assert torch.isfinite(loss), f"step {step}: loss {loss.item()}"
+train_s = time.perf_counter() - start
+seconds = placed.devplace_seconds
+print(f"trace {seconds['trace']:.2f} s, place {seconds['place']:.2f} s, train {args.steps} steps {train_s:.2f} s; "
+      f"last loss {loss.item():.4f}")
