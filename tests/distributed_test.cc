@@ -286,3 +286,48 @@ TEST_F(DistributedTest, SomeVariablesWithoutTheOthersAreOneLine) {
 }
 
 }  // namespace
+
+// compare's methods dealt one a rank: rank 0's table is one process's, in
+// the same order, every column but the placers' own seconds.
+class DistributedCompareTest : public DistributedTest {
+ protected:
+  std::vector<std::string> CompareArgs() const {
+    return {"compare", "--graph", "tiny", "--cluster", "k80x4", "--seed", "3", "--max-evaluations", "300", "--json",
+            "--methods", "single_gpu,expert,m_etf,m_sct,mcmc,random,dp_split"};
+  }
+  nlohmann::json OneProcessTable() {
+    std::string command = std::string("env -u RANK -u WORLD_SIZE -u MASTER_ADDR -u MASTER_PORT ") + DEVPLACE_BINARY;
+    for (const std::string& a : CompareArgs()) command += " '" + a + "'";
+    const fs::path out = dir_ / "one.json";
+    EXPECT_EQ(std::system((command + " > " + out.string() + " 2> /dev/null").c_str()), 0);
+    return WithoutPlacerSeconds(nlohmann::json::parse(ReadAll(out)));
+  }
+  static nlohmann::json WithoutPlacerSeconds(nlohmann::json table) {
+    for (nlohmann::json& row : table) row.erase("placer_seconds");
+    return table;
+  }
+};
+
+TEST_F(DistributedCompareTest, ThreeProcessesPrintOneProcessTable) {
+  const nlohmann::json one = OneProcessTable();
+  ASSERT_EQ(one.size(), 7u);
+  std::vector<RankRun> runs = RunSameCommand(3, CompareArgs());
+  for (const RankRun& run : runs) EXPECT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_EQ(runs[1].out, "");  // workers print nothing
+  EXPECT_EQ(runs[2].out, "");
+  EXPECT_EQ(WithoutPlacerSeconds(nlohmann::json::parse(runs[0].out)), one) << runs[0].out;
+}
+
+TEST_F(DistributedCompareTest, AWorkerKilledMidRunHasItsMethodsRunOnRankZero) {
+  const nlohmann::json one = OneProcessTable();
+  // Rank 2 (methods 2 and 5: m_etf, random) dies instead of sending its
+  // second result.
+  std::vector<RankRun> runs = RunSameCommand(3, CompareArgs(), {"DEVPLACE_TEST_KILL_WORKER=2:1"});
+  EXPECT_EQ(runs[2].signal, SIGKILL) << runs[2].out;
+  EXPECT_EQ(runs[0].exit_code, 0) << runs[0].out;
+  EXPECT_EQ(runs[1].exit_code, 0) << runs[1].out;
+  const size_t json_start = runs[0].out.find('[');
+  ASSERT_NE(json_start, std::string::npos) << runs[0].out;
+  EXPECT_NE(runs[0].out.find("dropped rank 2 (no result for random"), std::string::npos) << runs[0].out;
+  EXPECT_EQ(WithoutPlacerSeconds(nlohmann::json::parse(runs[0].out.substr(json_start))), one) << runs[0].out;
+}

@@ -6,14 +6,35 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
+
+#include "placers/placer.h"
+#include "report/compare_table.h"
 
 namespace devplace {
 
 void AddSimulateCommand(CLI::App& app);
-void AddCompareCommand(CLI::App& app);
+
+// What the ranks of a compare across processes must agree on besides the
+// graph, cluster and seed (compared by checksum when they join).
+struct CompareRankFacts {
+  std::string methods;        // the list, as given
+  std::string op_times_path;  // "" for none
+  std::string budget;
+};
+// `compare` under WORLD_SIZE over 1 (compare_across_ranks.h, in
+// devplace-learn): rank 0's table, or nullopt on a worker, which printed
+// nothing.
+using CompareAcrossRanks = std::function<std::optional<Comparison>(
+    const PlacementProblem& problem, const std::vector<const PlacerInfo*>& placers, const CompareRankFacts& facts,
+    bool progress)>;
+// `across` runs compare across processes in devplace-learn; devplace has
+// none and calls `hand_over` (to devplace-learn) instead.
+void AddCompareCommand(CLI::App& app, CompareAcrossRanks across, std::function<void()> hand_over);
 void AddPlaceCommand(CLI::App& app);
 void AddTrainCommand(CLI::App& app);  // GDP across graphs
 void AddPretrainCommand(CLI::App& app);  // Mars's encoder

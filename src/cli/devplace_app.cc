@@ -43,7 +43,8 @@ int RunDevplace(int argc, char** argv, const LearnedParts* learned) {
   app.require_subcommand(0, 1);
   app.fallthrough(false);
   AddSimulateCommand(app);
-  AddCompareCommand(app);
+  AddCompareCommand(app, learned ? learned->compare_across_ranks : nullptr,
+                    [argv] { ExecLearnedProgram("compare across processes", argv); });
   for (const LearnedCommand& command : LearnedCommands()) {
     if (learned) {
       learned->add_command(app, command.name);

@@ -17,6 +17,7 @@ struct LearnedParts {
   // Registers the learned command `name`; called once per LearnedCommands().
   std::function<void(CLI::App&, const std::string& name)> add_command;
   std::function<void(const DetectFlags&)> detect;  // clusters --detect
+  CompareAcrossRanks compare_across_ranks;          // compare under WORLD_SIZE over 1
 };
 
 // Registers every command, parses `argv`, runs the command asked for and

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/compare_across_ranks.h"
 #include "cli/devplace_app.h"
 #include "learned/learned_placer.h"
 #include "learned/learned_search.h"
@@ -25,5 +26,6 @@ int main(int argc, char** argv) {
     throw devplace::Error("internal: devplace-learn has no command " + name);
   };
   learned.detect = devplace::RunDetect;
+  learned.compare_across_ranks = devplace::CompareAcrossRanksOfWorld;
   return devplace::RunDevplace(argc, argv, &learned);
 }

@@ -443,7 +443,7 @@ void RunPlace(PlaceFlags flags) {
     if (method.kind != MethodKind::kLearned && !chains) {
       throw Error("WORLD_SIZE is over 1: across processes place spreads the learned placers' batches (" +
                   MethodNames({MethodKind::kLearned}) + ") and runs mcmc's and guided's chains one a rank; " +
-                  flags.method + " runs in one process (unset WORLD_SIZE)");
+                  flags.method + " runs in one process (unset WORLD_SIZE; devplace compare spreads the baselines one a rank)");
     }
     if (chains && flags.learned.max_seconds > 0) {
       throw Error("--max-seconds with WORLD_SIZE over 1: " + flags.method +

@@ -22,7 +22,9 @@ struct Controller {
   ~Controller() { pool.reset(); }
 };
 
-std::vector<WorldFact> FactsOf(const PlaceWorldInputs& inputs) {
+}  // namespace
+
+std::vector<WorldFact> WorldFactsOf(const PlaceWorldInputs& inputs) {
   std::vector<WorldFact> facts = {ProgramFact(),
                                   {"graph", GraphToJson(inputs.graph).dump()},
                                   {"cluster", ClusterToJson(inputs.cluster).dump()},
@@ -34,8 +36,6 @@ std::vector<WorldFact> FactsOf(const PlaceWorldInputs& inputs) {
   return facts;
 }
 
-}  // namespace
-
 bool JoinPlaceWorld(const PlaceWorldInputs& inputs, EnvironmentFactory& make_environment) {
   std::optional<WorldSpec> spec = WorldSpecFromEnvironment();
   if (!spec || spec->size == 1) return false;
@@ -43,7 +43,7 @@ bool JoinPlaceWorld(const PlaceWorldInputs& inputs, EnvironmentFactory& make_env
     throw Error("distributed run: --reward " + ForMessage(inputs.reward) +
                 " across processes is not built yet (issue 51); --reward simulated is");
   }
-  std::unique_ptr<World> world = World::Join(*spec, FactsOf(inputs));
+  std::unique_ptr<World> world = World::Join(*spec, WorldFactsOf(inputs));
   if (world->rank() != 0) {
     ServeEvaluations(*world, inputs.graph, inputs.cluster, inputs.cost);
     return true;
@@ -70,7 +70,7 @@ std::optional<ChainWorld> JoinChainWorld(const PlaceWorldInputs& inputs) {
     OwningPeers(std::unique_ptr<World> w, int32_t num_ops) : StoreChainPeers(*w, num_ops), world(std::move(w)) {}
     std::unique_ptr<World> world;
   };
-  std::unique_ptr<World> world = World::Join(*spec, FactsOf(inputs));
+  std::unique_ptr<World> world = World::Join(*spec, WorldFactsOf(inputs));
   ChainWorld chains;
   chains.rank = world->rank();
   chains.seed = ChainSeed(inputs.seed, world->rank());

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "sim/environment.h"
 
@@ -28,6 +29,13 @@ struct PlaceWorldInputs {
   // the same to meet at every share): compared too.
   std::string budget;
 };
+
+struct WorldFact;  // exec/distributed/world.h
+
+// What every rank of a command's world must agree on, by checksum: the
+// program, the graph, the cluster, the --op-times table, the method, the
+// reward, the seed, the budget.
+std::vector<WorldFact> WorldFactsOf(const PlaceWorldInputs& inputs);
 
 // Without the variables (or WORLD_SIZE=1): false, nothing changed. Rank 0:
 // joins, sets `make_environment` to measure across the ranks (the world

@@ -168,10 +168,20 @@ void World::CompareFacts(const std::vector<WorldFact>& facts) {
                   " while the world filled (rank 0 ends when some rank has not joined within " + Seconds(timeout_s()) +
                   "): " + MessageOf(e));
     }
-    store_->client = Connect(spec_, false);
     std::string absent;
-    for (int32_t r = 0; r < size(); ++r) {
-      if (!store_->client->check({hellos[r]})) absent += (absent.empty() ? "" : ", ") + Decimal(r);
+    try {
+      store_->client = Connect(spec_, false);
+      for (int32_t r = 0; r < size(); ++r) {
+        if (!store_->client->check({hellos[r]})) absent += (absent.empty() ? "" : ", ") + Decimal(r);
+      }
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      // Rank 0 timed out too and ended between this rank's reconnecting
+      // and asking: the store went (a broken pipe), not this rank's fault.
+      throw Error("distributed run: rank " + Decimal(rank()) + " lost rank 0's store at " + Where(spec_) +
+                  " while the world filled (rank 0 ends when some rank has not joined within " + Seconds(timeout_s()) +
+                  "): " + MessageOf(e));
     }
     throw Error("distributed run: rank(s) " + absent + " of WORLD_SIZE=" + Decimal(size()) + " did not join within " +
                 Seconds(timeout_s()) + " (DEVPLACE_DIST_TIMEOUT_S); rank 0's store is at " + Where(spec_));
