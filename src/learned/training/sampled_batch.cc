@@ -27,6 +27,7 @@ SampledBatch SampleAndMeasure(Policy& policy, PolicyPass& pass, Environment& env
   SampleOptions sampling;
   sampling.logit_noise_std = step < options.logit_noise_steps ? options.logit_noise_std : 0.0;
   sampling.step = step;
+  sampling.will_score = true;
   PolicySamples samples;
   {
     ScopedStepPhase timed(StepPhase::kSample);
