@@ -83,6 +83,13 @@ MarsNetImpl::Scored MarsNetImpl::Score(const Encoded& e, const torch::Tensor& ch
   const torch::Tensor input = torch::cat({device_embedding_(previous), e.values.unsqueeze(0).expand({K, U, H})}, 2);
   auto state = std::make_tuple(e.h0.unsqueeze(0).expand({1, K, H}).contiguous(), e.c0.unsqueeze(0).expand({1, K, H}).contiguous());
   const torch::Tensor h = std::get<0>(decoder_->forward(input, state));  // [K, U, H]
+  return ScoreOutputs(e, h, chosen, start, allowed, tanh_constant, temperature);
+}
+
+MarsNetImpl::Scored MarsNetImpl::ScoreOutputs(const Encoded& e, const torch::Tensor& h, const torch::Tensor& chosen,
+                                              const torch::Tensor& start, const torch::Tensor& allowed, double tanh_constant,
+                                              double temperature) {
+  const int64_t K = chosen.size(0), U = chosen.size(1), H = architecture_.hidden, S = architecture_.segment;
 
   // Attention within each segment: pad the units to whole segments.
   const int64_t segments = (U + S - 1) / S, padded = segments * S;
@@ -111,14 +118,24 @@ MarsNetImpl::Scored MarsNetImpl::Score(const Encoded& e, const torch::Tensor& ch
 
 MarsNetImpl::Sampled MarsNetImpl::Sample(const Encoded& e, int64_t K, torch::Generator& generator, const torch::Tensor& start,
                                          const torch::Tensor& allowed, double tanh_constant, double temperature,
-                                         double logit_noise_std, bool greedy) {
-  torch::NoGradGuard no_grad;
+                                         double logit_noise_std, bool greedy, torch::Tensor* decoder_outputs) {
+  const bool keep = decoder_outputs != nullptr;
+  const Encoded& grad_e = e;  // what the kept steps differentiate
+  const Encoded fixed = e.detach();
   const int64_t U = e.values.size(0), H = architecture_.hidden, S = architecture_.segment;
   // Step by step with the decoder LSTM's own weights (as the 2017 policy).
   auto weights = decoder_->named_parameters();
   const torch::Tensor w_ih = weights["weight_ih_l0"], w_hh = weights["weight_hh_l0"];
   const torch::Tensor b_ih = weights["bias_ih_l0"], b_hh = weights["bias_hh_l0"];
-  torch::Tensor h = e.h0.expand({K, H}).contiguous(), c = e.c0.expand({K, H}).contiguous();
+  torch::Tensor h, c;
+  {
+    torch::AutoGradMode grad(keep);
+    const Encoded& from = keep ? grad_e : fixed;
+    h = from.h0.expand({K, H}).contiguous();
+    c = from.c0.expand({K, H}).contiguous();
+  }
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> outputs;
   torch::Tensor previous = torch::full({K}, architecture_.devices, torch::kInt64);
   torch::Tensor log_prob = torch::zeros({K}), entropy = torch::zeros({K});
   std::vector<torch::Tensor> choices;
@@ -126,13 +143,19 @@ MarsNetImpl::Sampled MarsNetImpl::Sample(const Encoded& e, int64_t K, torch::Gen
   const double scale = std::sqrt(static_cast<double>(H));
   for (int64_t u = 0; u < U; ++u) {
     ThrowIfStopRequested();  // a stop drops the samples drawn so far
-    const torch::Tensor input = torch::cat({device_embedding_(previous), e.values[u].unsqueeze(0).expand({K, H})}, 1);
-    std::tie(h, c) = torch::lstm_cell(input, {h, c}, w_ih, w_hh, b_ih, b_hh);
+    {
+      torch::AutoGradMode grad(keep);
+      const Encoded& from = keep ? grad_e : fixed;
+      const torch::Tensor input = torch::cat({device_embedding_(previous), from.values[u].unsqueeze(0).expand({K, H})}, 1);
+      std::tie(h, c) = torch::lstm_cell(input, {h, c}, w_ih, w_hh, b_ih, b_hh);
+      if (keep) outputs.push_back(h);
+    }
+    const torch::Tensor state = h.detach();
     const int64_t first = (u / S) * S, length = std::min(S, U - first);
-    const torch::Tensor scores = torch::matmul(query_(h), e.keys.narrow(0, first, length).t()) / scale;  // [K, length]
-    const torch::Tensor context = torch::matmul(torch::softmax(scores, 1), e.values.narrow(0, first, length));
+    const torch::Tensor scores = torch::matmul(query_(state), fixed.keys.narrow(0, first, length).t()) / scale;  // [K, length]
+    const torch::Tensor context = torch::matmul(torch::softmax(scores, 1), fixed.values.narrow(0, first, length));
     const torch::Tensor log_probs =
-        LogProbs(h.unsqueeze(1), context.unsqueeze(1), u, start, allowed, tanh_constant, temperature).squeeze(1);  // [K, D]
+        LogProbs(state.unsqueeze(1), context.unsqueeze(1), u, start, allowed, tanh_constant, temperature).squeeze(1);  // [K, D]
     torch::Tensor choice;
     if (greedy) {
       choice = log_probs.argmax(1);
@@ -146,6 +169,10 @@ MarsNetImpl::Sampled MarsNetImpl::Sample(const Encoded& e, int64_t K, torch::Gen
     entropy -= (log_probs.exp() * log_probs).sum(1);
     choices.push_back(choice);
     previous = choice;
+  }
+  if (keep) {
+    torch::AutoGradMode grad(true);
+    *decoder_outputs = torch::stack(outputs, 1);  // [K, U, H]
   }
   Sampled out;
   out.chosen = torch::stack(choices, 1);

@@ -58,6 +58,10 @@ class MarsNetImpl : public torch::nn::Module {
   // float, bool).
   Scored Score(const Encoded& encoded, const torch::Tensor& chosen, const torch::Tensor& start, const torch::Tensor& allowed,
                double tanh_constant, double temperature);
+  // Score given the decoder's outputs h [K, U, hidden] for `chosen` (as
+  // Sample keeps them): the same without running the decoder again.
+  Scored ScoreOutputs(const Encoded& encoded, const torch::Tensor& h, const torch::Tensor& chosen, const torch::Tensor& start,
+                      const torch::Tensor& allowed, double tanh_constant, double temperature);
 
   struct Sampled {
     torch::Tensor chosen;    // [K, U] int64
@@ -66,8 +70,12 @@ class MarsNetImpl : public torch::nn::Module {
   };
   // Unit by unit; `logit_noise_std` > 0 draws from noisy logits (the
   // log-probabilities stay the policy's own); `greedy` takes the most likely.
+  // No gradient, except with `decoder_outputs`: then the decoder's steps run
+  // with gradients from `encoded` and their outputs [K, U, hidden] go there
+  // (for ScoreOutputs).
   Sampled Sample(const Encoded& encoded, int64_t count, torch::Generator& generator, const torch::Tensor& start,
-                 const torch::Tensor& allowed, double tanh_constant, double temperature, double logit_noise_std, bool greedy);
+                 const torch::Tensor& allowed, double tanh_constant, double temperature, double logit_noise_std, bool greedy,
+                 torch::Tensor* decoder_outputs = nullptr);
 
   MarsEncoder& encoder() { return encoder_; }
   const MarsEncoder& encoder() const { return encoder_; }

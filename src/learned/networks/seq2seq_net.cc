@@ -81,8 +81,10 @@ Seq2SeqNetImpl::Samples Seq2SeqNetImpl::Sample(int64_t count, torch::Generator& 
 }
 
 Seq2SeqNetImpl::Samples Seq2SeqNetImpl::Sample(const Encoded& encoded, int64_t count, torch::Generator& generator,
-                                                     double logit_noise_std, bool greedy) {
+                                                     double logit_noise_std, bool greedy, torch::Tensor* decoder_outputs) {
   const int64_t G = num_groups_;
+  const bool keep = decoder_outputs != nullptr;
+  const Encoded fixed = encoded.detach();
   // Step by step with the decoder LSTM's own weights: the functional cell
   // skips the module's per-call checks, and computes what it computes.
   auto decoder_weights = decoder_->named_parameters();
@@ -90,20 +92,31 @@ Seq2SeqNetImpl::Samples Seq2SeqNetImpl::Sample(const Encoded& encoded, int64_t c
   torch::Tensor w_hh = decoder_weights["weight_hh_l0"];
   torch::Tensor b_ih = decoder_weights["bias_ih_l0"];
   torch::Tensor b_hh = decoder_weights["bias_hh_l0"];
-  torch::Tensor h = encoded.h0.squeeze(0).expand({count, encoded.h0.size(2)}).contiguous();
-  torch::Tensor c = encoded.c0.squeeze(0).expand({count, encoded.c0.size(2)}).contiguous();
+  torch::Tensor h, c;
+  {
+    torch::AutoGradMode grad(keep);
+    const Encoded& start = keep ? encoded : fixed;
+    h = start.h0.squeeze(0).expand({count, start.h0.size(2)}).contiguous();
+    c = start.c0.squeeze(0).expand({count, start.c0.size(2)}).contiguous();
+  }
+  torch::NoGradGuard no_grad;
   torch::Tensor previous = torch::full({count}, num_devices_, torch::kInt64);  // the start token
   torch::Tensor log_prob = torch::zeros({count});
   torch::Tensor entropy = torch::zeros({count});
-  std::vector<torch::Tensor> choices;
+  std::vector<torch::Tensor> choices, outputs;
   choices.reserve(G);
+  if (keep) outputs.reserve(G);
   for (int64_t g = 0; g < G; ++g) {
     // One step is milliseconds, the whole decision minutes on 5,000 groups:
     // a stop drops the samples drawn so far.
     ThrowIfStopRequested();
     if (g == G / 2) StopTestPoint("sample");
-    std::tie(h, c) = torch::lstm_cell(device_embedding_(previous), {h, c}, w_ih, w_hh, b_ih, b_hh);
-    torch::Tensor logits = Logits(encoded, h.unsqueeze(1), g, previous.unsqueeze(1)).squeeze(1);  // [K, D]
+    {
+      torch::AutoGradMode grad(keep);
+      std::tie(h, c) = torch::lstm_cell(device_embedding_(previous), {h, c}, w_ih, w_hh, b_ih, b_hh);
+      if (keep) outputs.push_back(h);
+    }
+    torch::Tensor logits = Logits(fixed, h.detach().unsqueeze(1), g, previous.unsqueeze(1)).squeeze(1);  // [K, D]
     if (logit_noise_std > 0) {
       logits = logits + torch::randn(logits.sizes(), generator) * logit_noise_std;
       logits = logits.masked_fill(allowed_[g].logical_not().unsqueeze(0), -1e9);
@@ -115,6 +128,10 @@ Seq2SeqNetImpl::Samples Seq2SeqNetImpl::Sample(const Encoded& encoded, int64_t c
     entropy = entropy - (log_probs.exp() * log_probs).sum(1);
     choices.push_back(choice);
     previous = choice;
+  }
+  if (keep) {
+    torch::AutoGradMode grad(true);
+    *decoder_outputs = torch::stack(outputs, 1);  // [K, G, decoder]
   }
   Samples out;
   out.log_prob = log_prob;
@@ -132,19 +149,37 @@ Seq2SeqNetImpl::Samples Seq2SeqNetImpl::Score(const std::vector<std::vector<int3
   return Score(Encode(), devices);
 }
 
+namespace {
+
+// [K, G] int64 of the given placements.
+torch::Tensor ChosenDevices(const std::vector<std::vector<int32_t>>& devices, int64_t groups) {
+  std::vector<int64_t> flat;
+  flat.reserve(devices.size() * groups);
+  for (const auto& placement : devices) flat.insert(flat.end(), placement.begin(), placement.end());
+  return torch::tensor(flat, torch::kInt64).view({static_cast<int64_t>(devices.size()), groups});
+}
+
+}  // namespace
+
 Seq2SeqNetImpl::Samples Seq2SeqNetImpl::Score(const Encoded& encoded, const std::vector<std::vector<int32_t>>& devices) {
   const int64_t G = num_groups_;
   const int64_t K = static_cast<int64_t>(devices.size());
-  std::vector<int64_t> flat;
-  flat.reserve(K * G);
-  for (const auto& placement : devices) flat.insert(flat.end(), placement.begin(), placement.end());
-  torch::Tensor chosen = torch::tensor(flat, torch::kInt64).view({K, G});
+  torch::Tensor chosen = ChosenDevices(devices, G);
   // Teacher forcing: step g sees the device chosen at g - 1.
   torch::Tensor previous = torch::cat({torch::full({K, 1}, num_devices_, torch::kInt64), chosen.narrow(1, 0, G - 1)}, 1);
   auto state = std::make_tuple(encoded.h0.expand({1, K, encoded.h0.size(2)}).contiguous(),
                                encoded.c0.expand({1, K, encoded.c0.size(2)}).contiguous());
   torch::Tensor outputs = std::get<0>(decoder_->forward(device_embedding_(previous), state));  // [K, G, decoder]
-  torch::Tensor log_probs = torch::log_softmax(Logits(encoded, outputs, 0, previous), 2);     // [K, G, D]
+  return ScoreOutputs(encoded, outputs, devices);
+}
+
+Seq2SeqNetImpl::Samples Seq2SeqNetImpl::ScoreOutputs(const Encoded& encoded, const torch::Tensor& decoder_outputs,
+                                                         const std::vector<std::vector<int32_t>>& devices) {
+  const int64_t G = num_groups_;
+  const int64_t K = static_cast<int64_t>(devices.size());
+  torch::Tensor chosen = ChosenDevices(devices, G);
+  torch::Tensor previous = torch::cat({torch::full({K, 1}, num_devices_, torch::kInt64), chosen.narrow(1, 0, G - 1)}, 1);
+  torch::Tensor log_probs = torch::log_softmax(Logits(encoded, decoder_outputs, 0, previous), 2);  // [K, G, D]
   Samples out;
   out.devices = devices;
   out.log_prob = log_probs.gather(2, chosen.unsqueeze(2)).squeeze(2).sum(1);

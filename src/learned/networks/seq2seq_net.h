@@ -57,9 +57,17 @@ class Seq2SeqNetImpl : public torch::nn::Module {
     Encoded detach() const { return {values.detach(), keys.detach(), h0.detach(), c0.detach()}; }
   };
   Encoded Encode();
+  // With `decoder_outputs`, the decoder's steps run with gradients (from
+  // `encoded`'s first state) and their outputs [K, G, decoder] go there, for
+  // ScoreOutputs; the rest of sampling has none. Without, nothing has.
   Samples Sample(const Encoded& encoded, int64_t count, torch::Generator& generator, double logit_noise_std = 0,
-                 bool greedy = false);
+                 bool greedy = false, torch::Tensor* decoder_outputs = nullptr);
   Samples Score(const Encoded& encoded, const std::vector<std::vector<int32_t>>& devices);
+  // Score given the decoder's outputs for `devices` (teacher-forced, as
+  // Sample kept them): the same log-probabilities without running the
+  // decoder again.
+  Samples ScoreOutputs(const Encoded& encoded, const torch::Tensor& decoder_outputs,
+                       const std::vector<std::vector<int32_t>>& devices);
 
   // The log-probability (and entropy) of given placements under the policy,
   // differentiable: what REINFORCE needs.

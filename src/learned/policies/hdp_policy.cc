@@ -187,18 +187,30 @@ class HdpNetImpl : public torch::nn::Module {
     torch::Tensor log_prob, entropy;
   };
 
-  // Step by step, no gradient: each group's device is fed to the next step.
-  Placed SamplePlacement(const Encoded& e, torch::Generator& generator, double noise_std, bool greedy) {
+  // Step by step: each group's device is fed to the next step. No
+  // gradient, except with `decoder_outputs`: then the decoder's steps run
+  // with gradients from `e`'s first state and their outputs [K, N, decoder]
+  // go there (for ScoreOutputs).
+  Placed SamplePlacement(const Encoded& e, torch::Generator& generator, double noise_std, bool greedy,
+                         torch::Tensor* decoder_outputs = nullptr) {
+    const bool keep = decoder_outputs != nullptr;
     const int64_t K = e.h0.size(0);
     auto weights = decoder_->named_parameters();
-    torch::Tensor h = e.h0, c = e.c0;
+    torch::Tensor h = keep ? e.h0 : e.h0.detach(), c = keep ? e.c0 : e.c0.detach();
+    const Encoded fixed{e.values.detach(), e.keys.detach(), e.h0.detach(), e.c0.detach()};
+    torch::NoGradGuard no_grad;
+    std::vector<torch::Tensor> outputs;
     torch::Tensor previous = torch::full({K}, devices_, torch::kInt64);
     Placed out{torch::empty({K, groups_}, torch::kInt64), torch::zeros({K}), torch::zeros({K})};
     for (int64_t g = 0; g < groups_; ++g) {
       ThrowIfStopRequested();  // a stop drops the samples drawn so far
-      std::tie(h, c) = torch::lstm_cell(device_embedding_(previous), {h, c}, weights["weight_ih_l0"], weights["weight_hh_l0"],
-                                        weights["bias_ih_l0"], weights["bias_hh_l0"]);
-      torch::Tensor logits = PlacerLogits(e, h.unsqueeze(1), previous.unsqueeze(1)).squeeze(1);  // [K, D]
+      {
+        torch::AutoGradMode grad(keep);
+        std::tie(h, c) = torch::lstm_cell(device_embedding_(previous), {h, c}, weights["weight_ih_l0"], weights["weight_hh_l0"],
+                                          weights["bias_ih_l0"], weights["bias_hh_l0"]);
+        if (keep) outputs.push_back(h);
+      }
+      torch::Tensor logits = PlacerLogits(fixed, h.detach().unsqueeze(1), previous.unsqueeze(1)).squeeze(1);  // [K, D]
       if (noise_std > 0) logits = logits + torch::randn(logits.sizes(), generator) * noise_std;
       torch::Tensor log_probs = torch::log_softmax(logits, 1);
       torch::Tensor choice = greedy ? log_probs.argmax(1) : torch::multinomial(log_probs.exp(), 1, true, generator).squeeze(1);
@@ -207,20 +219,36 @@ class HdpNetImpl : public torch::nn::Module {
       out.devices.select(1, g).copy_(choice);
       previous = choice;
     }
+    if (keep) {
+      torch::AutoGradMode grad(true);
+      *decoder_outputs = torch::stack(outputs, 1);
+    }
     return out;
   }
 
   // Teacher-forced: the decoder runs over the whole sequence at once.
   Placed ScorePlacement(const Encoded& e, const torch::Tensor& devices) {
-    const int64_t K = devices.size(0);
-    torch::Tensor previous = torch::cat({torch::full({K, 1}, devices_, torch::kInt64), devices.narrow(1, 0, groups_ - 1)}, 1);
+    const torch::Tensor previous = PreviousDevices(devices);
     auto state = std::make_tuple(e.h0.unsqueeze(0).contiguous(), e.c0.unsqueeze(0).contiguous());
     torch::Tensor outputs = std::get<0>(decoder_->forward(device_embedding_(previous), state));  // [K, N, decoder]
-    torch::Tensor log_probs = torch::log_softmax(PlacerLogits(e, outputs, previous), 2);
+    return ScoreOutputs(e, outputs, devices);
+  }
+
+  // ScorePlacement given the decoder's outputs for `devices` (as
+  // SamplePlacement kept them).
+  Placed ScoreOutputs(const Encoded& e, const torch::Tensor& decoder_outputs, const torch::Tensor& devices) {
+    const torch::Tensor previous = PreviousDevices(devices);
+    torch::Tensor log_probs = torch::log_softmax(PlacerLogits(e, decoder_outputs, previous), 2);
     return {devices, log_probs.gather(2, devices.unsqueeze(2)).squeeze(2).sum(1), -(log_probs.exp() * log_probs).sum({1, 2})};
   }
 
  private:
+  // [K, N]: what each step of the decoder is fed, the device before (D: the start token).
+  torch::Tensor PreviousDevices(const torch::Tensor& devices) const {
+    const int64_t K = devices.size(0);
+    return torch::cat({torch::full({K, 1}, devices_, torch::kInt64), devices.narrow(1, 0, groups_ - 1)}, 1);
+  }
+
   torch::Tensor Squash(const torch::Tensor& logits) const {
     return options_.tanh_constant * torch::tanh(logits / options_.temperature);
   }
@@ -254,8 +282,12 @@ class HdpPass : public PolicyPass, public HdpPassParts {
       : net_(std::move(net)), options_(options), grouper_logits_(net_->GrouperLogits()) {}
 
   PolicySamples Sample(int64_t count, torch::Generator& generator, const SampleOptions& options) override {
+    kept_ = Kept();
     torch::NoGradGuard no_grad;
     const bool noisy = options_.hdp.grouper_noise_std > 0 && options.step < options_.hdp.grouper_noise_steps;
+    // The Placer's encoding and decoder states depend only on the groups and
+    // devices chosen, so they are the scoring's even when logits were noisy.
+    const bool keep = options.will_score;
     torch::Tensor grouping;  // [K, U]
     torch::Tensor entropy;
     if (!noisy) {
@@ -282,12 +314,22 @@ class HdpPass : public PolicyPass, public HdpPassParts {
       parts_.grouping = torch::stack(log_prob);
       entropy = torch::stack(entropies);
     }
-    HdpNetImpl::Placed placed =
-        net_->SamplePlacement(net_->EncodeGroups(net_->GroupEmbedding(grouping)), generator, options.logit_noise_std, options.greedy);
+    HdpNetImpl::Placed placed;
+    if (keep) {
+      // The Placer's encoder and decoder run with gradients here, once, and
+      // Score reads them.
+      torch::AutoGradMode grad(true);
+      kept_.encoded = net_->EncodeGroups(net_->GroupEmbedding(grouping));
+      placed = net_->SamplePlacement(kept_.encoded, generator, options.logit_noise_std, options.greedy, &kept_.decoder_outputs);
+    } else {
+      placed = net_->SamplePlacement(net_->EncodeGroups(net_->GroupEmbedding(grouping)), generator, options.logit_noise_std,
+                                     options.greedy);
+    }
     parts_.placement = placed.log_prob;
 
     PolicySamples out;
     out.decisions = ToDecisions(grouping, placed.devices);
+    if (keep) kept_.decisions = out.decisions;
     out.log_prob = parts_.grouping + parts_.placement;
     out.entropy = entropy + placed.entropy;
     return out;
@@ -308,7 +350,20 @@ class HdpPass : public PolicyPass, public HdpPassParts {
     torch::Tensor log_probs = torch::log_softmax(grouper_logits_, 1);  // [U, N]
     parts_.grouping = log_probs.gather(1, grouping.t()).sum(0);
     torch::Tensor grouping_entropy = (-(log_probs.exp() * log_probs).sum()).expand({K});
-    HdpNetImpl::Placed placed = net_->ScorePlacement(net_->EncodeGroups(net_->GroupEmbedding(grouping)), devices);
+    // The first Score of sampled decisions reads what sampling kept (its
+    // graph is backpropagated once); any other encodes and decodes afresh.
+    Kept kept = std::move(kept_);
+    kept_ = Kept();
+    const std::vector<int64_t> rows = kept.decoder_outputs.defined() ? RowsOfSampled(decisions, kept.decisions) : std::vector<int64_t>();
+    HdpNetImpl::Placed placed;
+    if (!rows.empty()) {
+      const torch::Tensor r = torch::tensor(rows, torch::kInt64);
+      const HdpNetImpl::Encoded& e = kept.encoded;
+      placed = net_->ScoreOutputs({e.values.index_select(0, r), e.keys.index_select(0, r), e.h0.index_select(0, r), e.c0.index_select(0, r)},
+                                  kept.decoder_outputs.index_select(0, r), devices);
+    } else {
+      placed = net_->ScorePlacement(net_->EncodeGroups(net_->GroupEmbedding(grouping)), devices);
+    }
     parts_.placement = placed.log_prob;
 
     PolicySamples out;
@@ -330,10 +385,18 @@ class HdpPass : public PolicyPass, public HdpPassParts {
     return out;
   }
 
+  // What Sample kept for Score, with gradients.
+  struct Kept {
+    HdpNetImpl::Encoded encoded;   // the Placer's encoding of each sample's groups
+    torch::Tensor decoder_outputs;  // [K, N, decoder]
+    std::vector<Decision> decisions;
+  };
+
   HdpNet net_;
   LearnedOptions options_;
   torch::Tensor grouper_logits_;  // [U, N]
   HdpLogProbs parts_;
+  Kept kept_;
 };
 
 class HdpPolicy : public Policy {

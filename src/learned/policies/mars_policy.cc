@@ -35,22 +35,36 @@ class MarsPass : public PolicyPass {
   }
 
   PolicySamples Sample(int64_t count, torch::Generator& generator, const SampleOptions& options) override {
+    kept_outputs_ = torch::Tensor();
+    kept_decisions_.clear();
+    // With will_score the decoder's states are kept for Score (they depend
+    // only on the devices chosen, noisy logits or not).
     const MarsNetImpl::Sampled s =
-        module_->net->Sample(encoded_.detach(), count, generator, module_->start, allowed_, options_.tanh_constant,
-                             options_.temperature, options.greedy ? 0 : options.logit_noise_std, options.greedy);
+        module_->net->Sample(options.will_score ? encoded_ : encoded_.detach(), count, generator, module_->start, allowed_,
+                             options_.tanh_constant, options_.temperature, options.greedy ? 0 : options.logit_noise_std,
+                             options.greedy, options.will_score ? &kept_outputs_ : nullptr);
     PolicySamples out;
     const torch::Tensor chosen = s.chosen.to(torch::kInt32).contiguous();
     const int64_t U = chosen.size(1);
     for (int64_t k = 0; k < count; ++k) out.decisions.emplace_back(chosen[k].data_ptr<int32_t>(), chosen[k].data_ptr<int32_t>() + U);
     out.log_prob = s.log_prob;
     out.entropy = s.entropy;
+    if (options.will_score) kept_decisions_ = out.decisions;
     return out;
   }
 
+  // The first Score of sampled decisions reads the decoder's states sampling
+  // kept (their graph is backpropagated once); any other runs the decoder.
   PolicySamples Score(const std::vector<Decision>& decisions) override {
     const torch::Tensor chosen = DecisionsTensor(decisions, allowed_.size(0), allowed_.size(1));
+    torch::Tensor outputs = std::move(kept_outputs_);
+    kept_outputs_ = torch::Tensor();
+    const std::vector<int64_t> rows = outputs.defined() ? RowsOfSampled(decisions, kept_decisions_) : std::vector<int64_t>();
+    kept_decisions_.clear();
     const MarsNetImpl::Scored s =
-        module_->net->Score(encoded_, chosen, module_->start, allowed_, options_.tanh_constant, options_.temperature);
+        rows.empty() ? module_->net->Score(encoded_, chosen, module_->start, allowed_, options_.tanh_constant, options_.temperature)
+                     : module_->net->ScoreOutputs(encoded_, outputs.index_select(0, torch::tensor(rows, torch::kInt64)), chosen,
+                                                  module_->start, allowed_, options_.tanh_constant, options_.temperature);
     PolicySamples out;
     out.decisions = decisions;
     out.log_prob = s.log_prob;
@@ -63,6 +77,8 @@ class MarsPass : public PolicyPass {
   torch::Tensor allowed_;
   const LearnedOptions options_;
   MarsNetImpl::Encoded encoded_;
+  torch::Tensor kept_outputs_;           // [K, U, hidden], with gradients: what Sample kept for Score
+  std::vector<Decision> kept_decisions_;  // the decisions they are of
 };
 
 class MarsPolicy : public UnitPolicy {

@@ -30,7 +30,20 @@ struct SampleOptions {
   double logit_noise_std = 0;  // Gaussian noise on logits while sampling (exploration)
   bool greedy = false;         // the most likely choice at every step instead of a draw
   int64_t step = 0;            // the update being sampled for: a policy's own schedules (HDP's grouper noise) use it
+  // The caller scores (some of) these decisions on the same pass next, as a
+  // training step does: a pass may keep, with gradients, what sampling
+  // computed that scoring would compute again (the decoder's states), and
+  // its Score uses it once. Sampling costs the same; the update saves a
+  // forward pass.
+  bool will_score = false;
 };
+
+// The rows of `sampled` that `decisions` are, in order: each decision is
+// matched to the first row after the previous match that equals it. Empty
+// when one is not found (then a pass scores them from scratch). What a pass
+// that kept its sampling's states needs to score the samples the loop kept
+// (after the cut-over, only those that ran).
+std::vector<int64_t> RowsOfSampled(const std::vector<Decision>& decisions, const std::vector<Decision>& sampled);
 
 // One forward pass of a policy's encoder over the graph, shared by the
 // sampling and the scoring of one update (the encoder is the costly part on

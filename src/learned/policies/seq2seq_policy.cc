@@ -34,11 +34,32 @@ class Seq2SeqPass : public PolicyPass {
   explicit Seq2SeqPass(Seq2SeqNet network) : network_(std::move(network)), encoded_(network_->Encode()) {}
 
   PolicySamples Sample(int64_t count, torch::Generator& generator, const SampleOptions& options) override {
-    torch::NoGradGuard no_grad;
-    return Convert(network_->Sample(encoded_.detach(), count, generator, options.logit_noise_std, options.greedy));
+    kept_outputs_ = torch::Tensor();
+    kept_decisions_.clear();
+    if (!options.will_score) {
+      torch::NoGradGuard no_grad;
+      return Convert(network_->Sample(encoded_.detach(), count, generator, options.logit_noise_std, options.greedy));
+    }
+    // The decoder's states depend only on the devices chosen, so they are
+    // the scoring's even when the logits were noisy.
+    Seq2SeqNetImpl::Samples samples =
+        network_->Sample(encoded_, count, generator, options.logit_noise_std, options.greedy, &kept_outputs_);
+    kept_decisions_ = samples.devices;
+    return Convert(std::move(samples));
   }
 
+  // The first Score of sampled decisions reads the decoder's states sampling
+  // kept (their graph is backpropagated once); any other runs the decoder.
   PolicySamples Score(const std::vector<Decision>& decisions) override {
+    if (kept_outputs_.defined()) {
+      torch::Tensor outputs = std::move(kept_outputs_);
+      kept_outputs_ = torch::Tensor();
+      const std::vector<int64_t> rows = RowsOfSampled(decisions, kept_decisions_);
+      kept_decisions_.clear();
+      if (!rows.empty()) {
+        return Convert(network_->ScoreOutputs(encoded_, outputs.index_select(0, torch::tensor(rows, torch::kInt64)), decisions));
+      }
+    }
     return Convert(network_->Score(encoded_, decisions));
   }
 
@@ -49,6 +70,8 @@ class Seq2SeqPass : public PolicyPass {
 
   Seq2SeqNet network_;
   Seq2SeqNetImpl::Encoded encoded_;
+  torch::Tensor kept_outputs_;           // [K, G, decoder], with gradients: what Sample kept for Score
+  std::vector<Decision> kept_decisions_;  // the decisions they are of
 };
 
 class Seq2SeqPlacer : public Policy {

@@ -28,6 +28,7 @@
 #include "learned/training/optimizer.h"
 #include "learned/training/sampled_batch.h"
 #include "learned/training/start_probes.h"
+#include "learned/training/step_profile.h"
 #include "learned/training/training_budget.h"
 #include "learned/training/training_loop.h"
 #include "learned/training/warm_start.h"
@@ -111,6 +112,7 @@ class PlaceTrainer : public TrainingMode {
     budget_.Start();
     on_step_ = on_step;
     RunTrainingLoop(*this);
+    PrintStepProfile();
     LearnedResult result;
     result.steps = step_;
     result.samples = samples_;
@@ -250,13 +252,18 @@ class PlaceTrainer : public TrainingMode {
 
   // Sample K, measure, update (REINFORCE or PPO).
   void StepOrThrow(Controller& controller) {
+    ScopedStepPhase timed_step(StepPhase::kStep);
     int64_t step;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       step = step_;
     }
     // One encoder pass serves both sampling and scoring.
-    std::unique_ptr<PolicyPass> pass = controller.policy->Begin();
+    std::unique_ptr<PolicyPass> pass;
+    {
+      ScopedStepPhase timed(StepPhase::kEncode);
+      pass = controller.policy->Begin();
+    }
     SampledBatch sampled = SampleAndMeasure(*controller.policy, *pass, *controller.environment, controller.generator, step,
                                             controller.id, options_, failing_reward_, grade_failures_);
     std::vector<Placement>& placements = sampled.placements;
@@ -336,6 +343,7 @@ class PlaceTrainer : public TrainingMode {
   // With the lock held: clip, step the shared optimiser, and refresh the
   // controller's copy.
   void ApplyGradients(Controller& controller, int64_t step) {
+    ScopedStepPhase timed(StepPhase::kOptimizer);
     if (controller.policy != shared_.get()) {
       auto local = controller.policy->module().parameters();
       auto shared = shared_->module().parameters();

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "learned/learned_placer.h"
+#include "learned/training/step_profile.h"
 #include "util/error.h"
 #include "util/stop_request.h"
 
@@ -63,10 +64,15 @@ void PpoAlgorithm::Update(Policy& policy, PolicyPass& pass, const UpdateBatch& b
     torch::Tensor loss;
     try {
       if (epoch > 0) {
+        ScopedStepPhase timed(StepPhase::kEncode);
         fresh = policy.Begin();
         current = fresh.get();
       }
-      PolicySamples scored = current->Score(batch.decisions);
+      PolicySamples scored;
+      {
+        ScopedStepPhase timed(StepPhase::kScore);
+        scored = current->Score(batch.decisions);
+      }
       if (epoch == 0) {
         old_log_prob = scored.log_prob.detach();
         advantage = torch::tensor(std::vector<double>(advantages), scored.log_prob.options().requires_grad(false));
@@ -74,7 +80,10 @@ void PpoAlgorithm::Update(Policy& policy, PolicyPass& pass, const UpdateBatch& b
       loss = PpoClippedLoss(scored.log_prob, old_log_prob, advantage, settings_.clip);
       if (settings_.entropy_weight > 0) loss = loss - settings_.entropy_weight * scored.entropy.mean();
       policy.module().zero_grad();
-      loss.backward();
+      {
+        ScopedStepPhase timed(StepPhase::kBackward);
+        loss.backward();
+      }
     } catch (const Stopped&) {
       if (epoch == 0) throw;
       return;

@@ -1,6 +1,7 @@
 #include "learned/training/reinforce.h"
 
 #include "learned/training/ppo.h"
+#include "learned/training/step_profile.h"
 
 namespace devplace {
 namespace {
@@ -16,7 +17,11 @@ class Reinforce : public Algorithm {
   void Update(Policy& policy, PolicyPass& pass, const UpdateBatch& batch, double& baseline,
               const std::function<void()>& apply) override {
     if (batch.decisions.empty()) return;
-    PolicySamples scored = pass.Score(batch.decisions);
+    PolicySamples scored;
+    {
+      ScopedStepPhase timed(StepPhase::kScore);
+      scored = pass.Score(batch.decisions);
+    }
     std::vector<float> advantages;
     for (double a : BaselineAdvantages(batch.rewards, batch_mean_, baseline_decay_, baseline)) {
       advantages.push_back(static_cast<float>(a));
@@ -25,7 +30,10 @@ class Reinforce : public Algorithm {
     torch::Tensor loss = -(torch::tensor(advantages) * scored.log_prob).mean();
     if (entropy_weight_ > 0) loss = loss - entropy_weight_ * scored.entropy.mean();
     policy.module().zero_grad();
-    loss.backward();
+    {
+      ScopedStepPhase timed(StepPhase::kBackward);
+      loss.backward();
+    }
     apply();
   }
 

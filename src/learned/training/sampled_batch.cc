@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "learned/learned_placer.h"
+#include "learned/training/step_profile.h"
 #include "util/error.h"
 
 namespace devplace {
@@ -26,10 +27,22 @@ SampledBatch SampleAndMeasure(Policy& policy, PolicyPass& pass, Environment& env
   SampleOptions sampling;
   sampling.logit_noise_std = step < options.logit_noise_steps ? options.logit_noise_std : 0.0;
   sampling.step = step;
-  PolicySamples samples = pass.Sample(options.samples_per_step, generator, sampling);
+  sampling.will_score = true;
+  PolicySamples samples;
+  {
+    ScopedStepPhase timed(StepPhase::kSample);
+    samples = pass.Sample(options.samples_per_step, generator, sampling);
+  }
   SampledBatch batch;
-  for (const Decision& decision : samples.decisions) batch.placements.push_back(policy.ToPlacement(decision));
-  batch.outcomes = environment.Measure(batch.placements, step, stream);
+  {
+    ScopedStepPhase timed(StepPhase::kToPlacement);
+    for (const Decision& decision : samples.decisions) batch.placements.push_back(policy.ToPlacement(decision));
+  }
+  {
+    ScopedStepPhase timed(StepPhase::kMeasure);
+    batch.outcomes = environment.Measure(batch.placements, step, stream);
+  }
+  CountProfiledSamples(static_cast<int64_t>(batch.outcomes.size()));
   const bool after_cutover = step >= options.cutover_step;
   for (size_t k = 0; k < batch.outcomes.size(); ++k) {
     if (batch.outcomes[k].ok) {
