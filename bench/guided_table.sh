@@ -8,18 +8,32 @@
 # the geometric mean, and each method's median wall time and evaluations a
 # second.
 #
+# ROWS=memory is the memory-bound rows (no single device holds the graph,
+# the cluster is tight): an imported ResNet-50 at batch 128 (bench/data,
+# tools/export_pytorch.py) on a cluster of four 3 GiB GPUs and on a
+# heterogeneous one, Inception-V3 at batch 64 on four 2.5 GiB GPUs, and
+# GNMT-4 at batch 256 on the four 3 GiB GPUs (the two generated here).
+#
 #   ROWS="rnnlm:p100x2 gnmt2:p100x2" bash bench/guided_table.sh
+#   ROWS=memory bash bench/guided_table.sh
 #   EVALUATIONS=0 WALL_SECONDS=120 ROWS="..." bash bench/guided_table.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${GUIDED_VS_MCMC:-build/bench/guided_vs_mcmc}
-[ -x "$bin" ] || bash scripts/build.sh
+[ -x "$bin" ] && [ -x build/devplace ] || bash scripts/build.sh
 evaluations=${EVALUATIONS:-2000}
 seeds=${SEEDS:-1 2 3}
-[ -n "${ROWS:-}" ] || { echo "guided_table.sh: set ROWS=\"model:cluster ...\"" >&2; exit 2; }
+[ -n "${ROWS:-}" ] || { echo "guided_table.sh: set ROWS=\"model:cluster ...\" or ROWS=memory" >&2; exit 2; }
 
 lines=$(mktemp)
-trap 'rm -f "$lines"' EXIT
+graphs=$(mktemp -d)
+trap 'rm -rf "$lines" "$graphs"' EXIT
+if [ "$ROWS" = memory ]; then
+  build/devplace generate inception_v3 --batch 64 -o "$graphs/inception_v3-b64.json" > /dev/null
+  build/devplace generate gnmt4 --batch 256 -o "$graphs/gnmt4-b256.json" > /dev/null
+  ROWS="bench/data/resnet50.json:bench/data/tight4.json bench/data/resnet50.json:bench/data/hetero4.json
+        $graphs/inception_v3-b64.json:bench/data/tight4_small.json $graphs/gnmt4-b256.json:bench/data/tight4.json"
+fi
 for row in $ROWS; do
   IFS=: read -r model cluster <<< "$row"
   for seed in $seeds; do
@@ -36,6 +50,7 @@ for line in open(sys.argv[1]):
     if not m:
         continue
     model, cluster, method, seed, ok, step, evals, wall, rate = m.groups()
+    model, cluster = model.split('/')[-1].removesuffix('.json'), cluster.split('/')[-1].removesuffix('.json')
     r = runs.setdefault((model, cluster), {}).setdefault(method, [])
     r.append((float(step) if ok == 'ok' else math.inf, int(evals), float(wall), int(rate)))
 print('| model | cluster | mcmc (s) | guided (s) | mcmc over guided | mcmc wall (s) | guided wall (s) | mcmc evals/s | guided evals/s |')

@@ -41,6 +41,12 @@ int main(int argc, char** argv) {
     if (const char* v = std::getenv("GUIDED_BATCH_ROWS")) guided.batch_rows = std::atoi(v);
     if (const char* v = std::getenv("GUIDED_HISTORY")) guided.read_history = std::atoi(v) != 0;
     if (const char* v = std::getenv("GUIDED_PAIRS")) guided.pair_moves = std::atoi(v) != 0;
+    if (const char* v = std::getenv("GUIDED_SCREEN")) {
+      const std::string target = v;
+      guided.screen_target = target == "reward"     ? GuidedScreenTarget::kReward
+                             : target == "accepted" ? GuidedScreenTarget::kAcceptedChange
+                                                    : GuidedScreenTarget::kRewardUnlessRefused;
+    }
     const bool only_guided = std::getenv("GUIDED_ONLY") != nullptr;
     for (const std::string method : {"mcmc", "guided"}) {
       if (only_guided && method == "mcmc") continue;

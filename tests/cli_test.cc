@@ -238,7 +238,8 @@ TEST(CliTest, CompareNotesNameTheirMethodOnce) {
 // A chain of 12 layers of 100 MB parameters passing 30 MB tensors, on two
 // 1 GB GPUs joined at 1 GB/s: all on one GPU is the fastest step and out of
 // memory, m-ETF's split fits. mcmc's answer, through compare and place,
-// fits (it started from single_gpu and answered out of memory before).
+// fits (it started from single_gpu and answered out of memory before), and
+// so does every other search's and every learned method's through place.
 TEST(CliTest, SearchesAnswerAPlacementThatFitsWhereTheFastestBaselineDoesNot) {
   TempDir dir;
   nlohmann::json ops = nlohmann::json::array();
@@ -270,7 +271,7 @@ TEST(CliTest, SearchesAnswerAPlacementThatFitsWhereTheFastestBaselineDoesNot) {
   EXPECT_FALSE(rows[2]["oom"].get<bool>()) << rows[2].dump();
   EXPECT_LE(rows[2]["step_time_s"].get<double>(), rows[1]["step_time_s"].get<double>()) << rows[2].dump();
 
-  for (const char* method : {"mcmc", "exact", "guided"}) {
+  for (const char* method : {"mcmc", "exact", "guided", "rl", "hdp", "gdp", "mars"}) {
     Outcome place = Devplace("place --graph " + graph + " --cluster " + cluster + " --method " + method +
                              " --max-samples 300 --json --out " + dir.File(std::string("run_") + method));
     ASSERT_EQ(place.exit_code, 0) << place.out;

@@ -51,6 +51,24 @@ MoveFeatureRow RandomRow(Random& random) {
   return row;
 }
 
+// A move the chain refuses for certain (out of memory from a placement
+// that fits) is labelled as one that changes nothing, not with its -5;
+// every other move keeps its reward, or under kAcceptedChange a loss is
+// weighted by the Metropolis test's exp(reward).
+TEST(GuidedSearchTest, ScreenLabelsARefusedMoveAsOneThatChangesNothing) {
+  for (const GuidedScreenTarget target : {GuidedScreenTarget::kRewardUnlessRefused, GuidedScreenTarget::kAcceptedChange}) {
+    EXPECT_EQ(ScreenLabel(-5, true, target), 0);
+    EXPECT_EQ(ScreenLabel(2.5, false, target), 2.5);
+    EXPECT_EQ(ScreenLabel(0, false, target), 0);
+  }
+  EXPECT_EQ(ScreenLabel(-5, true, GuidedScreenTarget::kReward), -5);
+  EXPECT_EQ(ScreenLabel(-1.5, false, GuidedScreenTarget::kReward), -1.5);
+  EXPECT_EQ(ScreenLabel(-1.5, false, GuidedScreenTarget::kRewardUnlessRefused), -1.5);
+  EXPECT_NEAR(ScreenLabel(-1.5, false, GuidedScreenTarget::kAcceptedChange), -1.5 * std::exp(-1.5), 1e-12);
+  // A loss the test takes with probability e^-4 counts for next to nothing.
+  EXPECT_GT(ScreenLabel(-4, false, GuidedScreenTarget::kAcceptedChange), -0.1);
+}
+
 TEST(GuidedSearchTest, MoveRegressorLearnsASyntheticRelationToWithinAMargin) {
   for (uint64_t seed = 1; seed <= 3; ++seed) {
     MoveRegressor regressor({}, seed);
@@ -114,7 +132,9 @@ TEST(GuidedSearchTest, MoveHistoryReadsTheLastRewardOfTheMoveAndOfTheMoveBack) {
 
 // The default and the designs it was measured against (BENCHMARKS.md).
 std::vector<GuidedSearchOptions> GuidedDesigns() {
-  std::vector<GuidedSearchOptions> designs(4);
+  std::vector<GuidedSearchOptions> designs(6);
+  designs[4].screen_target = GuidedScreenTarget::kReward;
+  designs[5].screen_target = GuidedScreenTarget::kAcceptedChange;
   designs[1].learning = GuidedLearning::kReinforce;
   designs[1].read_history = false;
   designs[1].pair_moves = false;
@@ -198,7 +218,8 @@ TEST(GuidedSearchTest, FindsAPlacementThatFitsWhereNoBaselineDoes) {
     }
     // Learned proposals differ across CPUs' float kernels: asserted over seeds.
     EXPECT_GE(fitted, 4) << "learning " << static_cast<int>(options.learning) << ", history "
-                         << options.read_history << ", pairs " << options.pair_moves;
+                         << options.read_history << ", pairs " << options.pair_moves << ", screen target "
+                         << static_cast<int>(options.screen_target);
   }
 }
 

@@ -34,7 +34,8 @@ nlohmann::json Identity(const PlacementProblem& problem, const MovableUnits& mov
           {"moves_per_update", options.moves_per_update},
           {"learning", options.learning == GuidedLearning::kRegression ? "regression" : "reinforce"},
           {"read_history", options.read_history},
-          {"pair_moves", options.pair_moves}};
+          {"pair_moves", options.pair_moves},
+          {"screen_target", static_cast<int>(options.screen_target)}};
 }
 
 Placement ReadPlacement(const CheckpointFacts& facts, const char* key, const PlacementProblem& problem) {

@@ -192,9 +192,10 @@ class Proposer {
     return taken_;
   }
 
-  void Learn(int64_t now, double reward) {
+  // `refused`: the chain refused the move for certain.
+  void Learn(int64_t now, double reward, bool refused) {
     moves_.Record(taken_, now, reward);
-    LearnReward(reward);
+    LearnReward(reward, refused);
   }
 
   int64_t updates() const { return updates_; }
@@ -228,7 +229,7 @@ class Proposer {
   virtual void LoadOwn(const CheckpointFacts& facts, torch::serialize::InputArchive& archive) = 0;
   virtual std::vector<float> Scores() = 0;
   virtual void Taken(size_t k) = 0;
-  virtual void LearnReward(double reward) = 0;
+  virtual void LearnReward(double reward, bool refused) = 0;
 
   GuidedSearchOptions options_;
   int32_t width_;
@@ -275,8 +276,8 @@ class RegressionProposer : public Proposer {
     if (const std::string problem = regressor_.Load(archive); !problem.empty()) facts.Fail("checkpoint's move regressor " + problem);
   }
 
-  void LearnReward(double reward) override {
-    regressor_.Add(taken_row_, reward);
+  void LearnReward(double reward, bool refused) override {
+    regressor_.Add(taken_row_, ScreenLabel(reward, refused, options_.screen_target));
     if (++since_update_ < options_.moves_per_update) return;
     since_update_ = 0;
     regressor_.Train(options_.train_steps, train_random_);
@@ -362,7 +363,7 @@ class ReinforceProposer : public Proposer {
 
   // Records the reward of the last proposal, and every moves_per_update
   // proposals takes one REINFORCE step on them.
-  void LearnReward(double reward) override {
+  void LearnReward(double reward, bool /*refused*/) override {
     proposal_.reward = reward;
     batch_.push_back(proposal_);
     if (static_cast<int32_t>(batch_.size()) < options_.moves_per_update) return;
@@ -414,6 +415,19 @@ class ReinforceProposer : public Proposer {
 };
 
 }  // namespace
+
+double ScreenLabel(double reward, bool refused, GuidedScreenTarget target) {
+  switch (target) {
+    case GuidedScreenTarget::kReward:
+      return reward;
+    case GuidedScreenTarget::kRewardUnlessRefused:
+      return refused ? 0 : reward;
+    case GuidedScreenTarget::kAcceptedChange:
+      break;
+  }
+  if (refused) return 0;
+  return reward >= 0 ? reward : reward * std::exp(reward);
+}
 
 std::vector<double> ProposalProbabilities(const std::vector<float>& scores, double uniform_share) {
   std::vector<double> probability(scores.size());
@@ -502,7 +516,8 @@ PlacerOutput PlaceGuided(const PlacementProblem& problem, const GuidedSearchOpti
     Placement next = chain->current();
     for (int32_t op : ops) next[op] = move.device;
     const SearchCost after = chain->Offer(std::move(next), ops, random);
-    proposer->Learn(chain->evaluations(), Reward(before, after, movable.overflow_scale_bytes));
+    // The Metropolis test refuses any step to a worse tier.
+    proposer->Learn(chain->evaluations(), Reward(before, after, movable.overflow_scale_bytes), after.tier > before.tier);
     if (chain->evaluations() % 100 == 0) {
       report();
       if (folder.CheckpointDue(chain->seconds())) folder.WriteCheckpoint(CheckpointOf(*chain, random, *proposer));

@@ -26,6 +26,23 @@ namespace devplace {
 // of the predictions over `temperature`.
 enum class GuidedLearning { kReinforce, kRegression };
 
+// What the regression screen is fitted to predict of a move.
+// - kReward: its reward.
+// - kRewardUnlessRefused: its reward, but 0 for a move the chain refuses
+//   for certain (one that leaves a placement that fits out of memory):
+//   such a move costs its evaluation and changes nothing, as a move that
+//   does not change the step. Fitted to the reward instead, the bound
+//   (-5) of every such move drags down the prediction of every move into
+//   a nearly full device, and on a cluster tight on memory, where those
+//   are the moves that speed the step up, the screen stops proposing them
+//   (BENCHMARKS.md, "Learned against search").
+// - kAcceptedChange: its reward where it gains, and where it loses, the
+//   loss times exp(reward), the probability that the Metropolis test takes
+//   it (the reward is in the test's units): the change it makes to where
+//   the chain stands. Kinder to every loss than kRewardUnlessRefused, and
+//   behind it where losses matter (BENCHMARKS.md).
+enum class GuidedScreenTarget { kReward, kRewardUnlessRefused, kAcceptedChange };
+
 struct GuidedSearchOptions {
   // Units drawn uniformly per move; the policy chooses among their moves.
   int32_t candidate_units = 32;
@@ -50,6 +67,8 @@ struct GuidedSearchOptions {
   // heaviest neighbour (by bytes between them) that shares its device,
   // scored by the same network (the partner's own features beside).
   bool pair_moves = true;
+  // kRegression: what the screen predicts of a move (GuidedScreenTarget).
+  GuidedScreenTarget screen_target = GuidedScreenTarget::kRewardUnlessRefused;
 };
 
 // Where a guided search keeps its files (`place --out`), and whether it
@@ -63,6 +82,11 @@ struct GuidedRunFiles {
   // is always written at the end, a stop's included. 0: only at the end.
   double checkpoint_seconds = 30;
 };
+
+// What the regression screen is fitted to for a move with `reward` (the
+// chain's relative speed-up in percent, or overflow saved, bounded at +-5)
+// that the chain refused for certain or not (GuidedScreenTarget).
+double ScreenLabel(double reward, bool refused, GuidedScreenTarget target);
 
 // The proposal distribution over candidate moves given their scores: the
 // softmax of the scores mixed with `uniform_share` of the uniform one. What
