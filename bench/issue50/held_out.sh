@@ -2,7 +2,7 @@
 # Issue 50's targets for the shipped policy (policies/gdp_any_cluster.pt) on
 # pairs held out from its training: four models (two imported torchvision
 # models, two built-in ones at sizes training never used) x four clusters
-# (two 9-device presets, training saw 2-8 devices; two generated with seeds
+# (two 9-device presets, training saw 3-8 devices; two generated with seeds
 # training never used: one hetero, one tight). Per pair and seed:
 #   zero-shot: `place --method gdp` (the shipped policy) step time and the
 #              wall time of the whole process, start included;
