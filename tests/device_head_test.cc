@@ -281,5 +281,47 @@ TEST(DeviceHeadTest, TrainingAcrossClustersWritesAPolicyForAnyCluster) {
   EXPECT_FALSE(std::ifstream(train.policy_out).good());
 }
 
+// Training on --random-clusters: the source's i-th cluster is the
+// generator's, the same seed visits the same (graph, cluster) pairs, and
+// the policy places on a preset it never saw.
+TEST(DeviceHeadTest, TrainingOnGeneratedClustersIsRepeatableAndPlacesOnAPreset) {
+  testing::TempDir dir;
+  const Graph branches = BranchesGraph();
+  const Graph chains = testing::Chains(3);
+  ClusterGeneratorOptions generator = ClusterGeneratorOptions::ForProfile(ClusterProfile::kMixed);
+  generator.max_devices = 6;
+  GraphsAndClusters inputs;
+  inputs.graphs = {&branches, &chains};
+  inputs.clusters = GeneratedClusters(generator, 11, 4);
+  ASSERT_EQ(inputs.clusters->count(), 4);
+  for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(inputs.clusters->At(i).name, GenerateClusterAt(generator, 11, i).name);
+  EXPECT_EQ(inputs.clusters->At(5).name, inputs.clusters->At(1).name);
+  inputs.cost_model = [](const Graph&, const Cluster& cluster) { return CostModel(cluster, {}, testing::PerfectEfficiency()); };
+  BatchTrainOptions train;
+  train.learned = DeviceHeadOptions();
+  train.learned.samples_per_step = 4;
+  train.learned.max_steps = 4;
+  train.learned.worker_threads = 1;
+  train.learned.checkpoint_seconds = 0;
+  std::vector<std::vector<std::string>> visited;
+  for (const char* name : {"first.pt", "second.pt"}) {
+    train.policy_out = dir.File(name);
+    const BatchTrainResult result = TrainAcrossGraphsAndClusters(inputs, train);
+    EXPECT_EQ(result.updates, 4);
+    std::vector<std::string> pairs;
+    for (const BatchGraphProgress& g : result.graphs) pairs.push_back(g.graph);
+    std::sort(pairs.begin(), pairs.end());
+    visited.push_back(pairs);
+  }
+  EXPECT_EQ(visited[0], visited[1]);
+  EXPECT_EQ(visited[0].size(), 8u);  // 2 graphs x 4 clusters over 4 updates
+  for (const std::string& pair : visited[0]) EXPECT_NE(pair.find("@gen-mixed-11-"), std::string::npos) << pair;
+
+  testing::OwnedProblem preset(BranchesGraph(), *MakeClusterPreset("k80x4"));
+  LearnedOptions place = DeviceHeadOptions();
+  place.policy_file = dir.File("first.pt");
+  EXPECT_LT(StepTime(preset, ZeroShot(preset, place)), std::numeric_limits<double>::infinity());
+}
+
 }  // namespace
 }  // namespace devplace

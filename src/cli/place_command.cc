@@ -12,6 +12,7 @@
 #include "cli/inputs.h"
 #include "cli/learned_commands.h"
 #include "cli/learned_flags.h"
+#include "cli/shipped_policy.h"
 #include "cluster/cluster_json.h"
 #include "exec/distributed/place_world.h"
 #include "exec/executor.h"
@@ -287,6 +288,26 @@ void SetUpEnvironment(PlaceFlags& flags, const Graph& graph, const Cluster& clus
       runs.calibrated = std::make_unique<CalibratedEnvironment>(g, c, m, options, *runs.real);
       return std::make_unique<BorrowedEnvironment>(*runs.calibrated);
     };
+  }
+}
+
+// `place --method gdp` with no --policy, no budget and no architecture
+// flags places zero-shot with the shipped policy (policies/), where a build
+// has one; a budget or an architecture flag trains a fresh network, as before.
+void UseShippedPolicyWhenNoneGiven(PlaceFlags& flags, const CLI::App& cmd, const std::vector<const CLI::Option*>& fixed_by_policy) {
+  if (flags.method != "gdp" || !flags.learned.policy_file.empty() || flags.learned.resume || !flags.learned.warm_start.empty()) return;
+  for (const char* budget : {"--max-steps", "--max-seconds", "--max-samples"}) {
+    if (cmd.count(budget) > 0) return;
+  }
+  for (const CLI::Option* option : fixed_by_policy) {
+    if (option->count() > 0) return;
+  }
+  const std::optional<std::string> shipped = FindShippedPolicy(kShippedGdpPolicy);
+  if (!shipped) return;
+  flags.learned.policy_file = *shipped;
+  if (!flags.json) {
+    std::fprintf(stderr, "place: no --policy given: the shipped policy %s (a budget such as --max-seconds trains a fresh network instead)\n",
+                 shipped->c_str());
   }
 }
 
@@ -648,6 +669,7 @@ void AddPlaceCommand(CLI::App& app) {
       flags->algorithm_given = cmd->count("--algorithm") > 0;
       flags->learning_rate_given = cmd->count("--learning-rate") > 0;
       flags->measure_steps_given = cmd->count("--measure-steps") > 0 && cmd->count("--run-steps") == 0;
+      UseShippedPolicyWhenNoneGiven(*flags, *cmd, fixed_by_policy);
       RefuseFlagsFixedByPolicy(fixed_by_policy, flags->learned);
       RunPlace(*flags);
     });

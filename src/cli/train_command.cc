@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -29,6 +30,12 @@ struct TrainFlags {
   std::string method = "gdp";
   std::vector<std::string> graphs;
   std::vector<std::string> clusters;
+  // --random-clusters: that many clusters of the generator's stream.
+  int64_t random_clusters = 0;
+  std::string cluster_profile = "mixed";
+  uint64_t cluster_seed = 1;
+  int32_t cluster_min_devices = 0;  // 0: the profile's
+  int32_t cluster_max_devices = 0;
   BatchTrainOptions train;
   bool quiet = false;
   bool learning_rate_given = false;
@@ -64,6 +71,29 @@ class TrainProgressPrinter {
   int64_t printed_update_ = -1;
 };
 
+// The clusters of --random-clusters: the generator's stream --cluster-seed
+// with --cluster-profile's settings. Only a device-scoring head places on
+// clusters of any device count.
+std::shared_ptr<const ClusterSource> GeneratedClusterSource(const TrainFlags& flags, const LearnedOptions& learned) {
+  if (learned.method != "gdp" || learned.gdp.network.head != "devices") {
+    throw Error("train: --random-clusters needs --method gdp --gdp-head devices (a fixed head places on one device count and kinds)");
+  }
+  const std::optional<ClusterProfile> profile = ParseClusterProfile(flags.cluster_profile);
+  if (!profile) {
+    std::string names;
+    for (const std::string& name : ClusterProfileNames()) names += (names.empty() ? "" : ", ") + name;
+    throw Error("train: unknown --cluster-profile '" + ForMessage(flags.cluster_profile) + "' (profiles: " + names + ")");
+  }
+  ClusterGeneratorOptions options = ClusterGeneratorOptions::ForProfile(*profile);
+  if (flags.cluster_min_devices > 0) options.min_devices = flags.cluster_min_devices;
+  if (flags.cluster_max_devices > 0) options.max_devices = flags.cluster_max_devices;
+  if (options.min_devices > options.max_devices) {
+    throw Error("train: --cluster-min-devices " + std::to_string(options.min_devices) + " is above --cluster-max-devices " +
+                std::to_string(options.max_devices));
+  }
+  return GeneratedClusters(options, flags.cluster_seed, flags.random_clusters);
+}
+
 void RunTrain(TrainFlags flags) {
   if (flags.method != "gdp" && flags.method != "mars") {
     throw Error("train: --method must be gdp or mars (the learned methods trained across graphs), got '" + ForMessage(flags.method) + "'");
@@ -75,7 +105,13 @@ void RunTrain(TrainFlags flags) {
   if (learned.max_steps <= 0 && learned.max_seconds <= 0 && learned.max_samples <= 0) learned.max_seconds = 600;
   ValidateLearnedOptions(learned);
   RefuseToReplaceTrainedFile(flags.train.policy_out, flags.train.resume, flags.overwrite, "policy");
-  if (flags.clusters.empty()) throw Error("train: --cluster names no cluster");
+  std::shared_ptr<const ClusterSource> generated;
+  if (flags.random_clusters > 0) {
+    if (!flags.clusters.empty()) throw Error("train: --cluster and --random-clusters do not go together (give one)");
+    generated = GeneratedClusterSource(flags, learned);
+  } else if (flags.clusters.empty()) {
+    throw Error("train: --cluster names no cluster (or give --random-clusters N)");
+  }
   std::vector<Cluster> clusters;
   for (const std::string& name : flags.clusters) clusters.push_back(ResolveCluster(name));
   // Graphs, cost models and simulators live as long as the training.
@@ -95,7 +131,7 @@ void RunTrain(TrainFlags flags) {
   std::vector<std::unique_ptr<CostModel>> costs;
   std::vector<std::unique_ptr<Simulator>> simulators;
   std::vector<PlacementProblem> problems;
-  if (clusters.size() == 1) {
+  if (clusters.size() == 1 && !generated) {
     for (const std::unique_ptr<Graph>& graph : graphs) {
       costs.push_back(std::make_unique<CostModel>(MakeCostModel(clusters.front(), *graph, OpTimesFlags())));
       simulators.push_back(std::make_unique<Simulator>(*graph, clusters.front(), *costs.back()));
@@ -105,7 +141,7 @@ void RunTrain(TrainFlags flags) {
   } else {
     GraphsAndClusters inputs;
     for (const std::unique_ptr<Graph>& graph : graphs) inputs.graphs.push_back(graph.get());
-    inputs.clusters = ClusterList(std::move(clusters));
+    inputs.clusters = generated ? generated : ClusterList(std::move(clusters));
     inputs.cost_model = [](const Graph& graph, const Cluster& cluster) { return MakeCostModel(cluster, graph, OpTimesFlags()); };
     result = TrainAcrossGraphsAndClusters(inputs, flags.train, on_update);
   }
@@ -130,7 +166,19 @@ void AddTrainCommand(CLI::App& app) {
   cmd->add_option("--cluster", flags->clusters,
                   "Cluster presets or cluster files, comma-separated: each update places every graph on one of them, in turn "
                   "(a fixed head needs one device count and kinds; --gdp-head devices takes any)")
-      ->required()->delimiter(',');
+      ->delimiter(',');
+  cmd->add_option("--random-clusters", flags->random_clusters,
+                  "Train on this many random clusters of the generator (devplace generate cluster) instead of --cluster; "
+                  "needs --gdp-head devices")
+      ->check(InRange(1, 1000000));
+  cmd->add_option("--cluster-profile", flags->cluster_profile, "With --random-clusters: mixed (default), hetero or tight");
+  cmd->add_option("--cluster-seed", flags->cluster_seed, "With --random-clusters: the generator's seed (default 1)");
+  cmd->add_option("--cluster-min-devices", flags->cluster_min_devices,
+                  "With --random-clusters: at least this many devices, the CPU included (default 2)")
+      ->check(InRange(1, kMaxDevices));
+  cmd->add_option("--cluster-max-devices", flags->cluster_max_devices,
+                  "With --random-clusters: at most this many devices, the CPU included (default 16)")
+      ->check(InRange(1, kMaxDevices));
   cmd->add_option("-o,--out", flags->train.policy_out, "The policy file to write (also written at each checkpoint)")->required();
   cmd->add_option("--seed", learned.seed, "Seed of every random choice");
   cmd->add_option("--max-steps", learned.max_steps, "Stop after this many updates")->check(NotNegative());

@@ -534,7 +534,32 @@ class ListedClusters : public ClusterSource {
   std::vector<Cluster> clusters_;
 };
 
+class GeneratorClusters : public ClusterSource {
+ public:
+  GeneratorClusters(const ClusterGeneratorOptions& options, uint64_t seed, int64_t count)
+      : options_(options), seed_(seed), count_(count) {
+    if (count_ < 1) throw Error("train: --random-clusters must be at least 1, got " + std::to_string(count_));
+    CheckClusterGeneratorOptions(options_);
+  }
+  int64_t count() const override { return count_; }
+  Cluster At(int64_t i) const override { return GenerateClusterAt(options_, seed_, static_cast<uint64_t>(i % count_)); }
+  // Recorded in the policy file: enough to draw the same clusters again.
+  std::string Describe() const override {
+    return std::to_string(count_) + " generated clusters (profile " + options_.profile_name + ", seed " + std::to_string(seed_) + ", " +
+           std::to_string(options_.min_devices) + "-" + std::to_string(options_.max_devices) + " devices)";
+  }
+
+ private:
+  ClusterGeneratorOptions options_;
+  uint64_t seed_;
+  int64_t count_;
+};
+
 }  // namespace
+
+std::shared_ptr<const ClusterSource> GeneratedClusters(const ClusterGeneratorOptions& options, uint64_t seed, int64_t count) {
+  return std::make_shared<GeneratorClusters>(options, seed, count);
+}
 
 std::shared_ptr<const ClusterSource> ClusterList(std::vector<Cluster> clusters) {
   return std::make_shared<ListedClusters>(std::move(clusters));

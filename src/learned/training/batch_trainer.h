@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cluster/cluster.h"
+#include "cluster/cluster_generator.h"
 #include "cost/cost_model.h"
 #include "placers/placer.h"
 #include "learned/learned_placer.h"
@@ -71,6 +72,12 @@ class ClusterSource {
 
 // The clusters of a list, in its order. Throws Error when empty.
 std::shared_ptr<const ClusterSource> ClusterList(std::vector<Cluster> clusters);
+
+// `count` clusters of the generator's stream `seed`: At(i) is
+// GenerateClusterAt(options, seed, i), so the same options, seed and count
+// give the same clusters in every run. Throws Error (one line) for count < 1
+// or options out of range.
+std::shared_ptr<const ClusterSource> GeneratedClusters(const ClusterGeneratorOptions& options, uint64_t seed, int64_t count);
 
 // Graphs to train on, each placed in turn on clusters of `clusters`.
 struct GraphsAndClusters {
