@@ -7,11 +7,12 @@ Every bad input raises devplace.Error (a ValueError) carrying the command
 line's one-line message.
 """
 
-from ._devplace import (Cluster, Error, Graph, SimResult, Simulator, cluster_presets, methods, models)
+from ._devplace import (Cluster, Error, Graph, SimResult, Simulator, cluster_presets, generate_cluster, methods,
+                        models)
 from ._devplace import _place
 
 __all__ = ["Cluster", "Error", "Graph", "SimResult", "Simulator", "cluster_presets", "methods", "models",
-           "simulate", "simulate_batch", "place", "PlacementEnv"]
+           "simulate", "simulate_batch", "place", "PlacementEnv", "generate_cluster", "detect_cluster"]
 
 
 def _graph(graph):
@@ -61,6 +62,46 @@ def place(graph, cluster, method="m_etf", max_evaluations=0, max_seconds=0.0, se
                   max_steps=max_steps, policy=None if policy is None else str(policy),
                   samples_per_step=samples_per_step, learning_rate=learning_rate, algorithm=algorithm, workers=workers,
                   guided_learning=guided_learning)
+
+
+def _devplace_program():
+    """The devplace program: $DEVPLACE_BINARY, else the one built beside
+    this package (build/python/devplace -> build/devplace), else PATH's."""
+    import os
+    import pathlib
+    import shutil
+    if os.environ.get("DEVPLACE_BINARY"):
+        return os.environ["DEVPLACE_BINARY"]
+    beside = pathlib.Path(__file__).resolve().parents[2] / "devplace"
+    if beside.is_file():
+        return str(beside)
+    found = shutil.which("devplace")
+    if not found:
+        raise Error("detect_cluster: the devplace program is not found: set DEVPLACE_BINARY or put devplace on PATH")
+    return found
+
+
+def detect_cluster(cpu_devices=1, gpus=True, path=None):
+    """This machine measured as `devplace clusters --detect` measures it
+    (CPU devices owning disjoint cores, one device per CUDA GPU, copy links
+    timed), run by the devplace program (the executor is not in this
+    module, so that importing it stays light): a Cluster. With `path`, the
+    cluster file is also kept there."""
+    import os
+    import subprocess
+    import tempfile
+    if isinstance(cpu_devices, bool) or not isinstance(cpu_devices, int) or not 1 <= cpu_devices <= 64:
+        raise Error(f"detect_cluster: cpu_devices must be an integer from 1 to 64, not {cpu_devices!r}")
+    with tempfile.TemporaryDirectory() as folder:
+        out = os.path.join(folder, "cluster.json") if path is None else str(path)
+        command = [_devplace_program(), "clusters", "--detect", "--cpu-devices", str(cpu_devices), "-o", out]
+        if not gpus:
+            command.append("--no-gpus")
+        run = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if run.returncode != 0:
+            lines = run.stderr.strip().splitlines()
+            raise Error(lines[-1] if lines else f"detect_cluster: devplace exited with status {run.returncode}")
+        return Cluster(out)
 
 
 from .env import PlacementEnv  # noqa: E402  (it imports the names above)

@@ -4,6 +4,7 @@
 
 #include "bindings.h"
 #include "cli/inputs.h"
+#include "cluster/cluster_generator.h"
 #include "cluster/cluster_json.h"
 #include "cluster/presets.h"
 #include "graph/grouping.h"
@@ -127,6 +128,29 @@ void BindGraphs(py::module_& m) {
         return models;
       },
       "The built-in models: name, description and each parameter's (min, max).");
+  m.def(
+      "generate_cluster",
+      [](uint64_t seed, const std::string& profile, int32_t devices, int32_t min_devices, int32_t max_devices,
+         bool include_cpu) {
+        const std::optional<ClusterProfile> parsed = ParseClusterProfile(profile);
+        if (!parsed) throw Error("profile: unknown cluster profile '" + ForMessage(profile) + "' (mixed, hetero or tight)");
+        ClusterGeneratorOptions options = ClusterGeneratorOptions::ForProfile(*parsed);
+        if (devices > 0) {
+          options.min_devices = devices;
+          options.max_devices = devices;
+        } else {
+          if (min_devices > 0) options.min_devices = min_devices;
+          if (max_devices > 0) options.max_devices = max_devices;
+        }
+        options.include_cpu = include_cpu;
+        CheckClusterGeneratorOptions(options);
+        return std::make_shared<Cluster>(GenerateCluster(options, seed));
+      },
+      py::arg("seed"), py::arg("profile") = "mixed", py::arg("devices") = 0, py::arg("min_devices") = 0,
+      py::arg("max_devices") = 0, py::arg("include_cpu") = true,
+      "A random cluster as `devplace generate cluster` draws it: the same seed and options give the same cluster "
+      "(profile mixed, hetero or tight; devices, or min_devices..max_devices, count the CPU; 0 takes the profile's "
+      "range).");
   m.def(
       "cluster_presets",
       [] {
