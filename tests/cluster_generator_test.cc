@@ -222,7 +222,8 @@ TEST(ClusterGeneratorTest, TightClustersAreTightOnMemory) {
       tight_total += static_cast<double>(gpu->usable_memory_bytes());
     }
     EXPECT_LE(t.devices[0].memory_bytes, 64 * kGiB);
-    for (const Device* gpu : Gpus(GenerateCluster(mixed, seed))) mixed_total += static_cast<double>(gpu->usable_memory_bytes());
+    const Cluster m = GenerateCluster(mixed, seed);
+    for (const Device* gpu : Gpus(m)) mixed_total += static_cast<double>(gpu->usable_memory_bytes());
   }
   // Same device-count distribution: totals compare per GPU on average.
   EXPECT_LT(tight_total * 4, mixed_total);
@@ -267,7 +268,8 @@ TEST(ClusterGeneratorTest, EveryGenerationHasAPartnerAtTheLargestSpeedRatio) {
   options.min_speed_ratio = 8;
   options.min_devices = 3;
   for (int seed = 0; seed < 200; ++seed) {
-    const auto gpus = Gpus(GenerateCluster(options, seed));
+    const Cluster c = GenerateCluster(options, seed);
+    const auto gpus = Gpus(c);
     auto [slow, fast] = std::ranges::minmax_element(gpus, {}, [](const Device* d) { return d->peak_flops_per_s; });
     EXPECT_GE((*fast)->peak_flops_per_s, 8 * (*slow)->peak_flops_per_s) << seed;
   }

@@ -66,9 +66,13 @@ std::vector<int32_t> DevicesFromParts(const PlacementProblem& problem, const Par
   const Cluster& cluster = problem.cluster;
   std::vector<int32_t> device_of_unit(input.num_vertices());
   for (int32_t v = 0; v < input.num_vertices(); ++v) {
-    int32_t d = device_of_part[part[v]];
+    // A partitioner may leave a vertex outside every part (Scotch's fixed
+    // mapping can answer -1): such a unit takes the first device that can
+    // run it, as a unit on a device of the wrong kind does.
+    const int32_t p = part[v];
+    int32_t d = p >= 0 && p < static_cast<int32_t>(device_of_part.size()) ? device_of_part[p] : -1;
     DeviceKindMask kinds = input.units.groups[v].device_kinds;
-    if (!(kinds & MaskOf(cluster.devices[d].kind))) {
+    if (d < 0 || !(kinds & MaskOf(cluster.devices[d].kind))) {
       for (int32_t other = 0; other < cluster.num_devices(); ++other) {
         if (kinds & MaskOf(cluster.devices[other].kind)) {
           d = other;
