@@ -17,6 +17,12 @@
 #   ROWS="rnnlm:p100x2 gnmt2:p100x2" bash bench/guided_table.sh
 #   ROWS=memory bash bench/guided_table.sh
 #   EVALUATIONS=0 WALL_SECONDS=120 ROWS="..." bash bench/guided_table.sh
+#
+# PAIRED=1 runs mcmc and guided of one row and seed at the same time, one
+# process each (MCMC_ONLY / GUIDED_ONLY), instead of one after the other: on
+# a machine that other work also loads, both then see the same load, which
+# is what an equal-wall-time comparison needs. On 2 cores the pair takes
+# both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${GUIDED_VS_MCMC:-build/bench/guided_vs_mcmc}
@@ -38,7 +44,16 @@ for row in $ROWS; do
   IFS=: read -r model cluster <<< "$row"
   for seed in $seeds; do
     echo "== $model $cluster seed $seed" >&2
-    "$bin" "$model" "$cluster" "$evaluations" "$seed" ${WALL_SECONDS:+"$WALL_SECONDS"} >> "$lines"
+    if [ -n "${PAIRED:-}" ]; then
+      pair=$(mktemp)
+      MCMC_ONLY=1 "$bin" "$model" "$cluster" "$evaluations" "$seed" ${WALL_SECONDS:+"$WALL_SECONDS"} > "$pair.mcmc" &
+      GUIDED_ONLY=1 "$bin" "$model" "$cluster" "$evaluations" "$seed" ${WALL_SECONDS:+"$WALL_SECONDS"} > "$pair.guided"
+      wait $!
+      cat "$pair.mcmc" "$pair.guided" >> "$lines"
+      rm -f "$pair" "$pair.mcmc" "$pair.guided"
+    else
+      "$bin" "$model" "$cluster" "$evaluations" "$seed" ${WALL_SECONDS:+"$WALL_SECONDS"} >> "$lines"
+    fi
   done
 done
 

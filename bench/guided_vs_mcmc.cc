@@ -48,8 +48,10 @@ int main(int argc, char** argv) {
                                                     : GuidedScreenTarget::kRewardUnlessRefused;
     }
     const bool only_guided = std::getenv("GUIDED_ONLY") != nullptr;
+    const bool only_mcmc = std::getenv("MCMC_ONLY") != nullptr;
     for (const std::string method : {"mcmc", "guided"}) {
       if (only_guided && method == "mcmc") continue;
+      if (only_mcmc && method == "guided") continue;
       Simulator sim(graph, cluster, cost);
       PlacementProblem problem{graph, cluster, cost, sim, seed, budget};
       const auto started = std::chrono::steady_clock::now();
