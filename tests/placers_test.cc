@@ -5,6 +5,7 @@
 #include "cluster/presets.h"
 #include "models/synthetic.h"
 #include "placers/methods.h"
+#include "placers/partition_input.h"
 #include "placers/placer.h"
 #include "placers/search_cost.h"
 #include "report/compare_table.h"
@@ -556,6 +557,33 @@ TEST(LowerBoundTest, IsTheLargerOfCriticalPathAndWork) {
   EXPECT_NEAR(bound.critical_path_us, 30'000, 1);  // one chain on a GPU
   EXPECT_NEAR(bound.work_us, 60'000.0 / 3, 1);      // six 10 ms ops over three devices
   EXPECT_NEAR(bound.step_time_us(), 30'000, 1);
+}
+
+// Whatever part a partitioner answers for a vertex (outside every part, past
+// the last part, or a part on a device of the wrong kind), its unit lands on
+// a device that can run it.
+TEST(PartitionInputTest, EveryPartAnswerGivesARunnableDevice) {
+  Graph g = TwoHeavyBranches();
+  g.mutable_op(0).device_kinds = MaskOf(DeviceKind::kCpu);
+  g.mutable_op(3).device_kinds = MaskOf(DeviceKind::kGpu);
+  Harness h(std::move(g), testing::MakeTestCluster());
+  PlacementProblem problem{h.graph, h.cluster, h.cost, h.simulator, 0};
+  const PartitionInput input = BuildPartitionInput(problem);
+  ASSERT_GT(input.num_vertices(), 1);
+  const std::vector<int32_t> device_of_part = {2, 0};  // part 0 on gpu:1, part 1 on cpu:0
+  for (const int32_t answer : {-1, 0, 1, 2, 1000, -1000}) {
+    const std::vector<int32_t> part(input.num_vertices(), answer);
+    const std::vector<int32_t> devices = DevicesFromParts(problem, input, part, device_of_part);
+    ASSERT_EQ(devices.size(), static_cast<size_t>(input.num_vertices()));
+    for (int32_t v = 0; v < input.num_vertices(); ++v) {
+      ASSERT_GE(devices[v], 0) << "part " << answer;
+      ASSERT_LT(devices[v], h.cluster.num_devices()) << "part " << answer;
+      EXPECT_TRUE(input.units.groups[v].device_kinds & MaskOf(h.cluster.devices[devices[v]].kind)) << "part " << answer;
+      if (answer == 0 && (input.units.groups[v].device_kinds & MaskOf(DeviceKind::kGpu))) {
+        EXPECT_EQ(devices[v], 2);
+      }
+    }
+  }
 }
 
 }  // namespace
