@@ -346,6 +346,52 @@ TEST_F(DistributedTrainTest, TwoProcessesKeepOneNetworkAndTrainAsOneProcessDoes)
   EXPECT_GT(moved, 100 * apart + 1e-4) << "apart " << apart;
 }
 
+// Rank 0 killed after update 3, before its checkpoint: the same command
+// with --resume continues from update 2's checkpoint (every update, here)
+// and ends where an uninterrupted run ends.
+TEST_F(DistributedTrainTest, AKilledControllerResumesWithTheSameCommand) {
+  std::vector<std::string> args = TrainArgs("p", "5");
+  args.insert(args.end(), {"--checkpoint-every", "1"});
+  std::vector<RankRun> killed = RunSameCommand(2, args, {"DEVPLACE_TEST_KILL_RANK=0:3"});
+  EXPECT_EQ(killed[0].signal, SIGKILL) << killed[0].out;
+  ExpectOneErrorLine(killed[1], "lost rank 0's store");
+  ASSERT_TRUE(fs::exists(dir_ / "p.checkpoint"));
+
+  args.push_back("--resume");
+  std::vector<RankRun> resumed = RunSameCommand(2, args, {"DEVPLACE_TEST_TRAIN_PARAMETERS=" + (dir_ / "resumed").string()});
+  for (const RankRun& run : resumed) ASSERT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_NE(resumed[0].out.find("trained 5 updates"), std::string::npos) << resumed[0].out;
+  EXPECT_EQ(resumed[1].out, "");
+
+  std::vector<std::string> whole = TrainArgs("whole", "5");
+  whole.insert(whole.end(), {"--checkpoint-every", "1"});
+  std::vector<RankRun> uninterrupted = RunSameCommand(2, whole, {"DEVPLACE_TEST_TRAIN_PARAMETERS=" + (dir_ / "whole").string()});
+  for (const RankRun& run : uninterrupted) ASSERT_EQ(run.exit_code, 0) << run.out;
+  const std::vector<double> after_resume = Values(dir_ / "resumed.trained.rank0");
+  ASSERT_FALSE(after_resume.empty());
+  // The checkpoint holds every rank's state (its pairs' baselines and start
+  // placements, Adam's moments): the resumed run is the uninterrupted one.
+  EXPECT_EQ(after_resume, Values(dir_ / "resumed.trained.rank1"));
+  EXPECT_EQ(after_resume, Values(dir_ / "whole.trained.rank0"));
+}
+
+// A checkpoint written by two processes resumes in one (the checkpoint
+// holds every graph, in graph order).
+TEST_F(DistributedTrainTest, OneProcessResumesWhatTwoProcessesWrote) {
+  std::vector<RankRun> runs = RunSameCommand(2, TrainArgs("p", "2"));
+  for (const RankRun& run : runs) ASSERT_EQ(run.exit_code, 0) << run.out;
+  std::vector<std::string> args = TrainArgs("p", "4");
+  args.push_back("--resume");
+  ASSERT_EQ(OneProcess(args, ""), 0);
+}
+
+TEST_F(DistributedTrainTest, ResumingWithoutACheckpointIsOneLineOnEveryRank) {
+  std::vector<std::string> args = TrainArgs("none");
+  args.push_back("--resume");
+  std::vector<RankRun> runs = RunSameCommand(2, args);
+  for (const RankRun& run : runs) ExpectOneErrorLine(run, "no training checkpoint to resume from");
+}
+
 TEST_F(DistributedTrainTest, MoreProcessesThanGraphsIsOneLineOnEveryRank) {
   std::vector<RankRun> runs = RunSameCommand(3, TrainArgs("p"));
   for (const RankRun& run : runs) ExpectOneErrorLine(run, "WORLD_SIZE=3 is more than the 2 graphs");

@@ -1,5 +1,7 @@
 #include "exec/distributed/train_world.h"
 
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -11,6 +13,19 @@ namespace devplace {
 namespace {
 
 std::string Seconds(double s) { return ShowNumber(s) + " s"; }
+
+// DEVPLACE_TEST_KILL_RANK=RANK:N: that rank sends itself SIGKILL at its
+// N-th report to rank 0 (0 after the start, N after update N, before that
+// update's checkpoint), so that a test kills a controller or a worker
+// mid-training exactly, with no sleep and no race.
+void KillPointForTests(int32_t rank, int64_t report) {
+  const char* spec = std::getenv("DEVPLACE_TEST_KILL_RANK");
+  if (!spec) return;
+  const std::string text = spec;
+  const size_t colon = text.find(':');
+  if (colon == std::string::npos) return;
+  if (std::atoi(text.substr(0, colon).c_str()) == rank && std::atoll(text.substr(colon + 1).c_str()) == report) std::raise(SIGKILL);
+}
 
 // The messages of a training live under train/KIND/N/RANK, N counting the
 // calls of each kind (every rank makes the same calls in the same order).
@@ -58,6 +73,7 @@ class StoreTrainingRanks : public TrainingRanks {
   }
 
   std::vector<std::string> ToRankZero(const std::string& bytes) override {
+    KillPointForTests(rank(), gathers_);
     const std::string at = "train/to0/" + std::to_string(gathers_++) + "/";
     if (rank() != 0) {
       world_->Put(at + std::to_string(rank()), bytes);
