@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -283,6 +284,126 @@ TEST_F(DistributedTest, SomeVariablesWithoutTheOthersAreOneLine) {
   run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   run.out = out;
   ExpectOneErrorLine(run, "WORLD_SIZE, MASTER_ADDR, MASTER_PORT not set");
+}
+
+// `devplace train` across processes: the graphs dealt one a rank, the
+// gradients summed every optimiser step.
+class DistributedTrainTest : public DistributedTest {
+ protected:
+  void SetUp() override {
+    DistributedTest::SetUp();
+    const std::string command = std::string(DEVPLACE_BINARY) + " generate synthetic --ops 60 --seed 2 -o " + (dir_ / "b.json").string() +
+                                " > /dev/null 2>&1";
+    ASSERT_EQ(std::system(command.c_str()), 0);
+  }
+  std::vector<std::string> TrainArgs(const std::string& policy, const std::string& steps = "3") const {
+    return {"train", "--graphs", "tiny," + (dir_ / "b.json").string(), "--cluster", "k80x2", "--max-steps", steps,
+            "--samples-per-step", "6", "--seed", "3", "--workers", "1", "--quiet", "-o", (dir_ / policy).string()};
+  }
+  static std::vector<double> Values(const fs::path& path) {
+    std::ifstream in(path);
+    std::vector<double> values;
+    for (double x; in >> x;) values.push_back(x);
+    return values;
+  }
+  int OneProcess(const std::vector<std::string>& args, const std::string& env) {
+    std::string command = std::string("env -u RANK -u WORLD_SIZE -u MASTER_ADDR -u MASTER_PORT ") + env + " " + DEVPLACE_BINARY;
+    for (const std::string& a : args) command += " '" + a + "'";
+    return std::system((command + " > /dev/null 2>&1").c_str());
+  }
+};
+
+TEST_F(DistributedTrainTest, TwoProcessesKeepOneNetworkAndTrainAsOneProcessDoes) {
+  ASSERT_EQ(OneProcess(TrainArgs("one.policy"), "DEVPLACE_TEST_TRAIN_PARAMETERS=" + (dir_ / "one").string()), 0);
+  std::vector<RankRun> runs = RunSameCommand(2, TrainArgs("two.policy"), {"DEVPLACE_TEST_TRAIN_PARAMETERS=" + (dir_ / "two").string()});
+  for (const RankRun& run : runs) ASSERT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_EQ(runs[1].out, "");  // the worker prints nothing and writes nothing
+  EXPECT_NE(runs[0].out.find("trained 3 updates"), std::string::npos) << runs[0].out;
+  EXPECT_NE(runs[0].out.find("on 2 graphs across 2 processes"), std::string::npos) << runs[0].out;
+  EXPECT_TRUE(fs::exists(dir_ / "two.policy"));
+  EXPECT_TRUE(fs::exists(dir_ / "two.policy.checkpoint"));
+
+  // Every optimiser step applied the same summed gradients on both ranks:
+  // the same network, to the bit.
+  const std::vector<double> rank0 = Values(dir_ / "two.trained.rank0"), rank1 = Values(dir_ / "two.trained.rank1");
+  ASSERT_GT(rank0.size(), 100u);
+  EXPECT_EQ(rank0, rank1);
+
+  // One process training both graphs: the same samples (each graph its own
+  // stream) and the same mean loss, whose gradient one process sums inside
+  // autograd and two processes sum after it, so the parameters agree to
+  // float rounding, far closer than the training moved them.
+  const std::vector<double> one = Values(dir_ / "one.trained.rank0"), initial = Values(dir_ / "one.initial.rank0");
+  ASSERT_EQ(one.size(), rank0.size());
+  ASSERT_EQ(initial.size(), rank0.size());
+  EXPECT_EQ(initial, Values(dir_ / "two.initial.rank1"));
+  double apart = 0, moved = 0;
+  for (size_t i = 0; i < one.size(); ++i) {
+    apart = std::max(apart, std::abs(one[i] - rank0[i]));
+    moved = std::max(moved, std::abs(one[i] - initial[i]));
+  }
+  EXPECT_LT(apart, 1e-5) << "moved " << moved;
+  EXPECT_GT(moved, 100 * apart + 1e-4) << "apart " << apart;
+}
+
+// Rank 0 killed after update 3, before its checkpoint: the same command
+// with --resume continues from update 2's checkpoint (every update, here)
+// and ends where an uninterrupted run ends.
+TEST_F(DistributedTrainTest, AKilledControllerResumesWithTheSameCommand) {
+  std::vector<std::string> args = TrainArgs("p", "5");
+  args.insert(args.end(), {"--checkpoint-every", "1"});
+  std::vector<RankRun> killed = RunSameCommand(2, args, {"DEVPLACE_TEST_KILL_RANK=0:3"});
+  EXPECT_EQ(killed[0].signal, SIGKILL) << killed[0].out;
+  ExpectOneErrorLine(killed[1], "lost rank 0's store");
+  ASSERT_TRUE(fs::exists(dir_ / "p.checkpoint"));
+
+  args.push_back("--resume");
+  std::vector<RankRun> resumed = RunSameCommand(2, args, {"DEVPLACE_TEST_TRAIN_PARAMETERS=" + (dir_ / "resumed").string()});
+  for (const RankRun& run : resumed) ASSERT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_NE(resumed[0].out.find("trained 5 updates"), std::string::npos) << resumed[0].out;
+  EXPECT_EQ(resumed[1].out, "");
+
+  std::vector<std::string> whole = TrainArgs("whole", "5");
+  whole.insert(whole.end(), {"--checkpoint-every", "1"});
+  std::vector<RankRun> uninterrupted = RunSameCommand(2, whole, {"DEVPLACE_TEST_TRAIN_PARAMETERS=" + (dir_ / "whole").string()});
+  for (const RankRun& run : uninterrupted) ASSERT_EQ(run.exit_code, 0) << run.out;
+  const std::vector<double> after_resume = Values(dir_ / "resumed.trained.rank0");
+  ASSERT_FALSE(after_resume.empty());
+  // The checkpoint holds every rank's state (its pairs' baselines and start
+  // placements, Adam's moments): the resumed run is the uninterrupted one.
+  EXPECT_EQ(after_resume, Values(dir_ / "resumed.trained.rank1"));
+  EXPECT_EQ(after_resume, Values(dir_ / "whole.trained.rank0"));
+}
+
+// A checkpoint written by two processes resumes in one (the checkpoint
+// holds every graph, in graph order).
+TEST_F(DistributedTrainTest, OneProcessResumesWhatTwoProcessesWrote) {
+  std::vector<RankRun> runs = RunSameCommand(2, TrainArgs("p", "2"));
+  for (const RankRun& run : runs) ASSERT_EQ(run.exit_code, 0) << run.out;
+  std::vector<std::string> args = TrainArgs("p", "4");
+  args.push_back("--resume");
+  ASSERT_EQ(OneProcess(args, ""), 0);
+}
+
+TEST_F(DistributedTrainTest, ResumingWithoutACheckpointIsOneLineOnEveryRank) {
+  std::vector<std::string> args = TrainArgs("none");
+  args.push_back("--resume");
+  std::vector<RankRun> runs = RunSameCommand(2, args);
+  for (const RankRun& run : runs) ExpectOneErrorLine(run, "no training checkpoint to resume from");
+}
+
+TEST_F(DistributedTrainTest, MoreProcessesThanGraphsIsOneLineOnEveryRank) {
+  std::vector<RankRun> runs = RunSameCommand(3, TrainArgs("p"));
+  for (const RankRun& run : runs) ExpectOneErrorLine(run, "WORLD_SIZE=3 is more than the 2 graphs");
+  EXPECT_FALSE(fs::exists(dir_ / "p"));
+}
+
+TEST_F(DistributedTrainTest, RanksWithOtherFlagsAreRefusedOnEveryRank) {
+  std::vector<std::string> other = TrainArgs("p");
+  other[10] = "4";  // --seed
+  const int port = FreePort();
+  std::vector<RankRun> runs = RunRanks({TrainArgs("p"), other}, 2, {port, port});
+  for (const RankRun& run : runs) ExpectOneErrorLine(run, "rank 1's command line differs from rank 0's");
 }
 
 }  // namespace

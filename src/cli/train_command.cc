@@ -17,6 +17,9 @@
 #include "cli/learned_commands.h"
 #include "cli/learned_flags.h"
 #include "cluster/cluster_json.h"
+#include "exec/distributed/train_world.h"
+#include "exec/distributed/world.h"
+#include "graph/graph_json.h"
 #include "learned/training/batch_trainer.h"
 #include "learned/training/one_line_errors.h"
 #include "sim/simulator.h"
@@ -94,7 +97,18 @@ std::shared_ptr<const ClusterSource> GeneratedClusterSource(const TrainFlags& fl
   return GeneratedClusters(options, flags.cluster_seed, flags.random_clusters);
 }
 
-void RunTrain(TrainFlags flags) {
+// What every rank of a training across processes must have alike: the
+// program, every graph and cluster, and every flag (a learning rate that
+// differs would part the ranks' networks).
+std::vector<WorldFact> TrainWorldFacts(const std::vector<std::unique_ptr<Graph>>& graphs, const std::vector<Cluster>& clusters,
+                                       const std::string& flags_text) {
+  std::string graph_text, cluster_text;
+  for (const std::unique_ptr<Graph>& graph : graphs) graph_text += GraphToJson(*graph).dump() + "\n";
+  for (const Cluster& cluster : clusters) cluster_text += ClusterToJson(cluster).dump() + "\n";
+  return {ProgramFact(), {"--graphs", graph_text}, {"--cluster", cluster_text}, {"command line", flags_text}};
+}
+
+void RunTrain(TrainFlags flags, const std::string& flags_text) {
   if (flags.method != "gdp" && flags.method != "mars") {
     throw Error("train: --method must be gdp or mars (the learned methods trained across graphs), got '" + ForMessage(flags.method) + "'");
   }
@@ -120,6 +134,11 @@ void RunTrain(TrainFlags flags) {
     graphs.push_back(std::make_unique<Graph>(ResolveGraph(name)));
     for (const Cluster& cluster : clusters) CheckClusterCanRun(*graphs.back(), cluster);
   }
+  // Under RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT: data-parallel, the
+  // graphs dealt across the ranks; only rank 0 prints and writes.
+  flags.train.ranks = JoinTrainWorld(TrainWorldFacts(graphs, clusters, flags_text));
+  const bool controller = !flags.train.ranks || flags.train.ranks->rank() == 0;
+  if (!controller) flags.quiet = true;
   StopOnSignals();  // a Ctrl-C ends the training early; the policy is still written
   TrainProgressPrinter printer;
   BatchTrainProgress last;
@@ -145,9 +164,12 @@ void RunTrain(TrainFlags flags) {
     inputs.cost_model = [](const Graph& graph, const Cluster& cluster) { return MakeCostModel(cluster, graph, OpTimesFlags()); };
     result = TrainAcrossGraphsAndClusters(inputs, flags.train, on_update);
   }
+  if (!controller) return;
   if (!flags.quiet && last.update > 0) printer(last, true);
-  std::printf("trained %lld updates (%lld samples) in %.1f s on %zu graphs; policy in %s\n", static_cast<long long>(result.updates),
-              static_cast<long long>(result.samples), result.seconds, result.graphs.size(), flags.train.policy_out.c_str());
+  std::printf("trained %lld updates (%lld samples) in %.1f s on %zu graphs%s; policy in %s\n", static_cast<long long>(result.updates),
+              static_cast<long long>(result.samples), result.seconds, result.graphs.size(),
+              flags.train.ranks ? (" across " + std::to_string(flags.train.ranks->size()) + " processes").c_str() : "",
+              flags.train.policy_out.c_str());
   for (const BatchGraphProgress& g : result.graphs) {
     std::printf("  %s: best %.6f s while training\n", ForMessage(g.graph).c_str(), g.best_step_time_s);
   }
@@ -209,7 +231,8 @@ void AddTrainCommand(CLI::App& app) {
   cmd->callback([flags, cmd] {
     RunWithOneLineErrors("train", [&] {
       flags->learning_rate_given = cmd->count("--learning-rate") > 0;
-      RunTrain(*flags);
+      // Every flag's value, defaults included: compared across ranks.
+      RunTrain(*flags, cmd->config_to_str(/*default_also=*/true, /*write_description=*/false));
     });
   });
 }

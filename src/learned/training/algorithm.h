@@ -30,6 +30,17 @@ struct UpdateBatch {
 // One graph's part of an update across graphs (`devplace train`): its
 // policy (every graph's shares one network), the encoder pass its batch was
 // sampled from, the placements that count and the graph's baseline.
+class TrainingRanks;  // learned/training/training_ranks.h
+
+// An update across graphs trained data-parallel: the other ranks train the
+// other graphs, and every optimiser step sums their gradients.
+struct UpdateAcrossRanks {
+  TrainingRanks* ranks = nullptr;  // null: one process
+  // This rank dropped its part of the update (a stop while it sampled):
+  // every rank drops the update with it.
+  bool stopped_here = false;
+};
+
 struct GraphBatch {
   Policy* policy = nullptr;
   std::unique_ptr<PolicyPass> pass;
@@ -55,8 +66,13 @@ class Algorithm {
   // graph's baseline minus its reward over the spread of the graph's rewards,
   // (b_g - r) / std_g, so that a slow graph (or one whose placements differ
   // more) does not drown the others. `apply` as in Update; the first graph's
-  // policy holds the parameters it steps.
-  virtual void UpdateAcrossGraphs(std::vector<GraphBatch>& graphs, const std::function<void()>& apply) = 0;
+  // policy holds the parameters it steps. Across ranks (`across.ranks`),
+  // the loss is the mean over every rank's graphs: each rank's gradients are
+  // summed before `apply`, which every rank calls alike; a stop on any rank
+  // drops the update on every rank (Stopped), or ends it after the epochs
+  // made.
+  virtual void UpdateAcrossGraphs(std::vector<GraphBatch>& graphs, const std::function<void()>& apply,
+                                  const UpdateAcrossRanks& across = {}) = 0;
 };
 
 // The step times Policy::ChooseStart takes for measured start probes: the

@@ -24,6 +24,8 @@
 
 namespace devplace {
 
+class TrainingRanks;  // learned/training/training_ranks.h
+
 struct BatchTrainOptions {
   // Network sizes, learning rates, K, PPO's epochs and clip, the failing
   // signal, the environment's noise, the seed and the budgets
@@ -33,6 +35,10 @@ struct BatchTrainOptions {
   // Continue from the training checkpoint next to policy_out
   // (policy_out + ".checkpoint"): same graphs, cluster and architecture.
   bool resume = false;
+  // Data-parallel across processes (learned/training/training_ranks.h):
+  // this rank trains graphs g with g mod WORLD_SIZE == its rank, and only
+  // rank 0 writes the policy file and the checkpoint. Null: one process.
+  std::shared_ptr<TrainingRanks> ranks;
 };
 
 struct BatchGraphProgress {

@@ -1,10 +1,12 @@
 #include "learned/training/ppo.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "learned/learned_placer.h"
 #include "learned/training/step_profile.h"
+#include "learned/training/training_ranks.h"
 #include "util/error.h"
 #include "util/stop_request.h"
 
@@ -92,41 +94,115 @@ void PpoAlgorithm::Update(Policy& policy, PolicyPass& pass, const UpdateBatch& b
   }
 }
 
-void PpoUpdateAcrossGraphs(std::vector<GraphBatch>& graphs, const PpoSettings& settings, const std::function<void()>& apply) {
-  if (graphs.empty()) return;
-  std::vector<torch::Tensor> old_log_probs(graphs.size()), advantages(graphs.size());
-  for (size_t i = 0; i < graphs.size(); ++i) {
-    GraphBatch& g = graphs[i];
-    if (g.batch.decisions.empty()) continue;
-    // Normalised per graph: the advantage is in units of the graph's own
-    // spread of rewards this update, so graphs of 0.1 s and of 10 s, and
-    // graphs whose placements differ by 1 % or by 10x, weigh the same.
-    const std::vector<double>& rewards = g.batch.rewards;
-    std::vector<double> advantage =
-        BaselineAdvantages(rewards, settings.batch_mean_baseline, settings.baseline_decay, *g.baseline);
-    double mean = 0, square = 0;
-    for (double r : rewards) mean += r / rewards.size();
-    for (double r : rewards) square += (r - mean) * (r - mean) / rewards.size();
-    const double spread = std::sqrt(square);
-    if (!(spread > 1e-9 * std::abs(mean))) {
-      g.batch.decisions.clear();
-      continue;
+namespace {
+
+// The parameters an optimiser step moves (a frozen one, such as a policy's
+// start placement, differs from graph to graph and is no rank's business).
+std::vector<torch::Tensor> TrainedParameters(torch::nn::Module& module) {
+  std::vector<torch::Tensor> trained;
+  for (const torch::Tensor& p : module.parameters()) {
+    if (p.requires_grad()) trained.push_back(p);
+  }
+  return trained;
+}
+
+struct SharedEpoch {
+  int64_t parts = 0;     // graphs that took part, on every rank
+  bool dropped = false;  // some rank was stopped in this epoch
+};
+
+// Sums this rank's gradients over the ranks and leaves in `module` those of
+// the mean loss over every rank's `parts` graphs. A gradient no rank has
+// stays undefined, as in one process (Adam skips such a parameter); a rank
+// with none for a parameter others have adds zeros, as autograd would.
+SharedEpoch ShareGradients(torch::nn::Module& module, int32_t parts, bool dropped, TrainingRanks& ranks) {
+  const std::vector<torch::Tensor> trained = TrainedParameters(module);
+  int64_t count = 0;
+  for (const torch::Tensor& p : trained) count += p.numel();
+  // The gradients, then per parameter whether this rank has one, then the
+  // parts and the stop.
+  std::vector<double> values(static_cast<size_t>(count), 0.0);
+  values.reserve(values.size() + trained.size() + 2);
+  int64_t offset = 0;
+  for (const torch::Tensor& p : trained) {
+    const bool has = !dropped && p.grad().defined();
+    if (has) {
+      const torch::Tensor g = p.grad().detach().to(torch::kFloat64).contiguous();
+      std::copy(g.data_ptr<double>(), g.data_ptr<double>() + g.numel(), values.begin() + offset);
     }
-    for (double& a : advantage) a /= spread;
-    advantages[i] = torch::tensor(advantage, torch::kFloat32);
-    old_log_probs[i] = g.pass->Score(g.batch.decisions).log_prob.detach();
+    offset += p.numel();
+  }
+  for (const torch::Tensor& p : trained) values.push_back(!dropped && p.grad().defined() ? 1 : 0);
+  values.push_back(dropped ? 0 : parts);
+  values.push_back(dropped ? 1 : 0);
+  ranks.Sum(values);
+  SharedEpoch shared;
+  shared.parts = static_cast<int64_t>(values[values.size() - 2]);
+  shared.dropped = values.back() > 0;
+  if (shared.dropped || shared.parts == 0) return shared;
+  torch::NoGradGuard no_grad;
+  offset = 0;
+  for (size_t i = 0; i < trained.size(); ++i) {
+    torch::Tensor p = trained[i];
+    if (values[static_cast<size_t>(count) + i] > 0) {
+      torch::Tensor sum = torch::from_blob(values.data() + offset, p.sizes(), torch::kFloat64);
+      p.mutable_grad() = (sum / static_cast<double>(shared.parts)).to(p.dtype());
+    } else {
+      p.mutable_grad() = torch::Tensor();
+    }
+    offset += p.numel();
+  }
+  return shared;
+}
+
+}  // namespace
+
+void PpoUpdateAcrossGraphs(std::vector<GraphBatch>& graphs, const PpoSettings& settings, const std::function<void()>& apply,
+                           const UpdateAcrossRanks& across) {
+  if (graphs.empty()) return;
+  TrainingRanks* ranks = across.ranks;
+  bool stopped_here = across.stopped_here;
+  std::vector<torch::Tensor> old_log_probs(graphs.size()), advantages(graphs.size());
+  try {
+    for (size_t i = 0; i < graphs.size() && !stopped_here; ++i) {
+      GraphBatch& g = graphs[i];
+      if (g.batch.decisions.empty()) continue;
+      // Normalised per graph: the advantage is in units of the graph's own
+      // spread of rewards this update, so graphs of 0.1 s and of 10 s, and
+      // graphs whose placements differ by 1 % or by 10x, weigh the same.
+      const std::vector<double>& rewards = g.batch.rewards;
+      std::vector<double> advantage =
+          BaselineAdvantages(rewards, settings.batch_mean_baseline, settings.baseline_decay, *g.baseline);
+      double mean = 0, square = 0;
+      for (double r : rewards) mean += r / rewards.size();
+      for (double r : rewards) square += (r - mean) * (r - mean) / rewards.size();
+      const double spread = std::sqrt(square);
+      if (!(spread > 1e-9 * std::abs(mean))) {
+        g.batch.decisions.clear();
+        continue;
+      }
+      for (double& a : advantage) a /= spread;
+      advantages[i] = torch::tensor(advantage, torch::kFloat32);
+      old_log_probs[i] = g.pass->Score(g.batch.decisions).log_prob.detach();
+    }
+  } catch (const Stopped&) {
+    if (!ranks) throw;
+    stopped_here = true;  // said to the other ranks at the first epoch's sum
   }
 
   Policy& first = *graphs.front().policy;
   for (int32_t epoch = 0; epoch < settings.epochs; ++epoch) {
     // A stop after the first epoch's optimiser step ends the update with
     // the epochs it made; one in the first drops the update (Stopped).
-    if (epoch > 0 && StopRequested()) break;
+    // Across ranks the stop is said at the epoch's sum, so that every rank
+    // ends (or drops) the update alike.
+    if (!ranks && epoch > 0 && StopRequested()) break;
+    if (ranks && epoch > 0 && StopRequested()) stopped_here = true;
     first.module().zero_grad();
     torch::Tensor loss = torch::zeros({});
     int32_t parts = 0;
     try {
-      for (size_t i = 0; i < graphs.size(); ++i) {
+      for (size_t i = 0; i < graphs.size() && !stopped_here; ++i) {
         GraphBatch& g = graphs[i];
         if (g.batch.decisions.empty()) continue;
         if (epoch > 0) g.pass = g.policy->Begin();
@@ -135,11 +211,28 @@ void PpoUpdateAcrossGraphs(std::vector<GraphBatch>& graphs, const PpoSettings& s
         if (settings.entropy_weight > 0) loss = loss - settings.entropy_weight * scored.entropy.mean();
         ++parts;
       }
-      if (parts == 0) break;
-      (loss / parts).backward();
+      if (!ranks) {
+        if (parts == 0) break;
+        (loss / parts).backward();
+      } else if (parts > 0 && !stopped_here) {
+        // The sum of this rank's losses: ShareGradients divides by every
+        // rank's parts.
+        loss.backward();
+      }
     } catch (const Stopped&) {
-      if (epoch == 0) throw;
-      break;
+      if (!ranks) {
+        if (epoch == 0) throw;
+        break;
+      }
+      stopped_here = true;
+    }
+    if (ranks) {
+      const SharedEpoch shared = ShareGradients(first.module(), parts, stopped_here, *ranks);
+      if (shared.dropped) {
+        if (epoch == 0) throw Stopped();
+        break;
+      }
+      if (shared.parts == 0) break;
     }
     apply();
   }

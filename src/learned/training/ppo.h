@@ -44,7 +44,8 @@ struct PpoSettings {
 // `settings`: `settings.epochs` passes of one loss over every graph's batch
 // (REINFORCE across graphs takes one pass of the same loss). A graph whose
 // samples all scored alike has nothing to teach and takes no part.
-void PpoUpdateAcrossGraphs(std::vector<GraphBatch>& graphs, const PpoSettings& settings, const std::function<void()>& apply);
+void PpoUpdateAcrossGraphs(std::vector<GraphBatch>& graphs, const PpoSettings& settings, const std::function<void()>& apply,
+                           const UpdateAcrossRanks& across = {});
 
 class PpoAlgorithm : public Algorithm {
  public:
@@ -58,8 +59,9 @@ class PpoAlgorithm : public Algorithm {
   // controllers may call it concurrently on their own policies.
   void Update(Policy& policy, PolicyPass& pass, const UpdateBatch& batch, double& baseline,
               const std::function<void()>& apply) override;
-  void UpdateAcrossGraphs(std::vector<GraphBatch>& graphs, const std::function<void()>& apply) override {
-    PpoUpdateAcrossGraphs(graphs, settings_, apply);
+  void UpdateAcrossGraphs(std::vector<GraphBatch>& graphs, const std::function<void()>& apply,
+                          const UpdateAcrossRanks& across = {}) override {
+    PpoUpdateAcrossGraphs(graphs, settings_, apply, across);
   }
 
   const PpoSettings& settings() const { return settings_; }

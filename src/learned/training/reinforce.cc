@@ -39,14 +39,15 @@ class Reinforce : public Algorithm {
 
   // Across graphs: one pass of the same clipped loss as PPO's (at the
   // sampled parameters the ratio is 1, so its gradient is REINFORCE's).
-  void UpdateAcrossGraphs(std::vector<GraphBatch>& graphs, const std::function<void()>& apply) override {
+  void UpdateAcrossGraphs(std::vector<GraphBatch>& graphs, const std::function<void()>& apply,
+                          const UpdateAcrossRanks& across = {}) override {
     PpoSettings one_pass;
     one_pass.epochs = 1;
     one_pass.clip = clip_;
     one_pass.batch_mean_baseline = batch_mean_;
     one_pass.baseline_decay = baseline_decay_;
     one_pass.entropy_weight = entropy_weight_;
-    PpoUpdateAcrossGraphs(graphs, one_pass, apply);
+    PpoUpdateAcrossGraphs(graphs, one_pass, apply, across);
   }
 
  private:
