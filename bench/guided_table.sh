@@ -16,6 +16,12 @@
 #
 #   ROWS="rnnlm:p100x2 gnmt2:p100x2" bash bench/guided_table.sh
 #   ROWS=memory bash bench/guided_table.sh
+#   ROWS=untuned bash bench/guided_table.sh
+#
+# ROWS=untuned is issue 49's rows nobody tuned for (bench/data/README.md):
+# ResNet-50, ViT-B/16 and ConvNeXt-T exported from torchvision at a batch no
+# single GPU holds, on a generated heterogeneous cluster and a generated one
+# tight on memory. RAW=FILE keeps every run's line (each seed) in FILE.
 #   EVALUATIONS=0 WALL_SECONDS=120 ROWS="..." bash bench/guided_table.sh
 #
 # PAIRED=1 runs mcmc and guided of one row and seed at the same time, one
@@ -40,6 +46,12 @@ if [ "$ROWS" = memory ]; then
   ROWS="bench/data/resnet50.json:bench/data/tight4.json bench/data/resnet50.json:bench/data/hetero4.json
         $graphs/inception_v3-b64.json:bench/data/tight4_small.json $graphs/gnmt4-b256.json:bench/data/tight4.json"
 fi
+if [ "$ROWS" = untuned ]; then
+  ROWS=""
+  for model in resnet50 vit_b16 convnext_tiny; do
+    for cluster in hetero7154 tight7100; do ROWS="$ROWS bench/data/$model.json:bench/data/$cluster.json"; done
+  done
+fi
 for row in $ROWS; do
   IFS=: read -r model cluster <<< "$row"
   for seed in $seeds; do
@@ -57,6 +69,7 @@ for row in $ROWS; do
   done
 done
 
+[ -z "${RAW:-}" ] || cp "$lines" "$RAW"
 python3 - "$lines" <<'EOF'
 import math, re, statistics, sys
 runs = {}
