@@ -56,6 +56,10 @@ py::dict DeviceDict(const Device& device) {
   d["memory_bytes"] = device.memory_bytes;
   d["usable_memory_bytes"] = device.usable_memory_bytes();
   d["parallel_ops"] = device.parallel_ops;
+  // Where it runs on this machine (a detected cluster): the cores a CPU
+  // device owns, a GPU's CUDA index; empty / -1 for a modelled device.
+  d["cores"] = device.cores;
+  d["cuda_index"] = device.cuda_index;
   return d;
 }
 

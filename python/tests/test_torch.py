@@ -107,3 +107,163 @@ def test_bad_models_raise_one_line():
     with pytest.raises(devplace.Error, match="cannot trace") as e:
         devplace.torch.place_module(torch.nn.Linear(3, 2), (torch.randn(2, 5),), "k80x2")  # wrong input width
     assert "\n" not in str(e.value)
+
+
+class TwoTowers(torch.nn.Module):
+    """Two parallel towers merged by a head: a split puts a tower on each device."""
+
+    def __init__(self):
+        super().__init__()
+        self.tower_a = torch.nn.Sequential(torch.nn.Linear(32, 48), torch.nn.ReLU(), torch.nn.Linear(48, 48))
+        self.tower_b = torch.nn.Sequential(torch.nn.Linear(32, 48), torch.nn.Tanh(), torch.nn.Linear(48, 48))
+        self.head = torch.nn.Linear(96, 10)
+
+    def forward(self, x):
+        return self.head(torch.relu(torch.cat([self.tower_a(x), self.tower_b(x)], dim=1)))
+
+
+def make_towers():
+    torch.manual_seed(0)
+    return TwoTowers()
+
+
+TOWERS_SPLIT = {"tower_a": 0, "tower_b": "cpu:1", "head": 0}
+
+
+def test_a_parallel_split_runs_each_device_on_a_thread_of_its_own_and_trains_as_the_unplaced_module(host_cluster):
+    import threading
+    reference = make_towers()
+    x, y = torch.randn(8, 32), torch.randint(0, 10, (8,))
+    placed = devplace.torch.place_module(copy.deepcopy(reference), (x,), str(host_cluster), target=y,
+                                         pin_modules=TOWERS_SPLIT)
+    assert placed.devplace_parallel is True
+    executor = placed.devplace_executor
+    assert [s.device for s in executor.stages] == [0, 1, 0]  # tower a, tower b, the head
+    assert_trains_alike(reference, placed, 4)
+    threads = executor.last_threads  # of the last step's forward and backward
+    assert sorted(threads) == [0, 1]
+    for phase in ("forward", "backward"):
+        assert len(threads[0][phase]) == 1 and len(threads[1][phase]) == 1, threads
+        assert threads[0][phase] != threads[1][phase], threads
+        assert threading.get_ident() not in threads[0][phase] | threads[1][phase]
+    # without autograd (no_grad, eval) the same outputs too
+    with torch.no_grad():
+        torch.testing.assert_close(placed.eval()(x), reference.eval()(x))
+
+
+def test_a_random_split_with_many_stages_trains_as_the_unplaced_module(host_cluster):
+    # random: modules alternate between the devices, so values cross back
+    # and forth and each device runs several stages in each direction.
+    reference = make_towers()
+    x, y = torch.randn(8, 32), torch.randint(0, 10, (8,))
+    tried = 0
+    for seed in range(1, 30):
+        placed = devplace.torch.place_module(copy.deepcopy(reference), (x,), str(host_cluster), target=y,
+                                             method="random", seed=seed)
+        assert placed.devplace_parallel is True
+        if len(placed.devplace_executor.stages) < 5:
+            continue
+        assert_trains_alike(copy.deepcopy(reference), placed, 3)
+        tried += 1
+        if tried == 2:
+            break
+    assert tried == 2, "no random placement of 29 split the towers into 5 stages or more"
+
+
+def test_inputs_that_need_gradients_get_them_from_the_parallel_backward(host_cluster):
+    reference = make_towers()
+    placed = devplace.torch.place_module(copy.deepcopy(reference), (torch.randn(8, 32),), str(host_cluster),
+                                         pin_modules=TOWERS_SPLIT)
+    x = torch.randn(8, 32)
+    gradients = []
+    for model in (reference, placed):
+        leaf = x.clone().requires_grad_()
+        model(leaf).square().sum().backward()
+        gradients.append(leaf.grad)
+    torch.testing.assert_close(gradients[0], gradients[1])
+
+
+def test_an_error_on_a_device_thread_raises_in_the_caller_and_the_module_still_runs(host_cluster):
+    reference = make_towers()
+    placed = devplace.torch.place_module(copy.deepcopy(reference), (torch.randn(8, 32),), str(host_cluster),
+                                         pin_modules=TOWERS_SPLIT)
+    with pytest.raises(RuntimeError, match="shapes cannot be multiplied"):
+        placed(torch.randn(8, 31))  # each tower's first Linear refuses it, on its own thread
+    assert_trains_alike(reference, placed, 2)
+
+
+class ChecksBatchSize(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(32, 10)
+
+    def forward(self, x):
+        y = self.linear(x)
+        return y if x.shape[0] > 4 else -y  # control flow on a shape: torch.fx.symbolic_trace cannot trace it
+
+
+class ScalesInPlace(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(32, 10)
+        self.b = torch.nn.Tanh()
+
+    def forward(self, x):
+        a = self.a(x)
+        b = self.b(a)
+        a.mul_(2)  # after b read it, on another device
+        return a + b
+
+
+def test_forwards_the_executor_cannot_split_run_in_order_and_say_why(host_cluster):
+    x, y = torch.randn(8, 32), torch.randint(0, 10, (8,))
+    torch.manual_seed(0)
+    reference = ChecksBatchSize()
+    placed = devplace.torch.place_module(copy.deepcopy(reference), (x,), str(host_cluster), target=y)
+    assert "torch.fx cannot trace" in placed.devplace_parallel and "\n" not in placed.devplace_parallel
+    assert_trains_alike(reference, placed, 2)
+    torch.manual_seed(0)
+    reference = ScalesInPlace()
+    placed = devplace.torch.place_module(copy.deepcopy(reference), (x,), str(host_cluster), target=y,
+                                         pin_modules={"a": 0, "b": 1})
+    assert placed.devplace_parallel.endswith("'mul_' modifies 'a' in place, which another device reads")
+    assert_trains_alike(reference, placed, 2)
+
+
+def test_parallel_false_runs_the_forward_as_written(host_cluster):
+    reference = make_towers()
+    placed = devplace.torch.place_module(copy.deepcopy(reference), (torch.randn(8, 32),), str(host_cluster),
+                                         pin_modules=TOWERS_SPLIT, parallel=False)
+    assert placed.devplace_executor is None and "parallel=False" in placed.devplace_parallel
+    assert "forward" not in placed.__dict__
+    assert_trains_alike(reference, placed, 2)
+
+
+def test_placing_a_placed_module_again_places_it_anew(host_cluster):
+    reference = make_towers()
+    x = torch.randn(8, 32)
+    placed = devplace.torch.place_module(copy.deepcopy(reference), (x,), str(host_cluster), pin_modules=TOWERS_SPLIT)
+    again = devplace.torch.place_module(placed, (x,), str(host_cluster), pin_modules={"tower_a": 1, "tower_b": 0})
+    assert [s.device for s in again.devplace_executor.stages][:2] == [1, 0]
+    assert_trains_alike(reference, again, 2)
+
+
+def test_pin_modules_refuses_unknown_modules_and_devices_in_one_line(host_cluster):
+    x = torch.randn(8, 32)
+    with pytest.raises(devplace.Error, match="no module 'tower_c'"):
+        devplace.torch.place_module(make_towers(), (x,), str(host_cluster), pin_modules={"tower_c": 0})
+    with pytest.raises(devplace.Error, match="no device 2 in cluster") as e:
+        devplace.torch.place_module(make_towers(), (x,), str(host_cluster), pin_modules={"tower_a": 2})
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2,
+                    reason="fewer than 2 CUDA devices: the parallel GPU path of place_module is not run")
+def test_a_split_over_two_gpus_runs_on_cuda_devices_and_trains_as_the_unplaced_module():
+    reference = make_towers()
+    x, y = torch.randn(8, 32), torch.randint(0, 10, (8,))
+    placed = devplace.torch.place_module(copy.deepcopy(reference), (x,), "k80x2", target=y,
+                                         pin_modules={"tower_a": "gpu:0", "tower_b": "gpu:1", "head": "gpu:0"})
+    assert placed.devplace_parallel is True
+    assert next(placed.tower_b.parameters()).device == torch.device("cuda", 1)
+    assert_trains_alike(reference, placed, 3)
