@@ -160,10 +160,12 @@ class PlacedExecutor:
     """The placed module's forward (set as model.forward by place_module):
     `graph` is trace_module_graph(model)'s, `device_of_node` the cluster
     device of each of its call and get_attr nodes, `torch_devices` and
-    `cores` per cluster device. last_threads says which threads ran each
-    device's stages in the last forward and backward."""
+    `cores` per cluster device (a device's thread has as many intra-op
+    threads, and with pin_threads runs on them only). last_threads says
+    which threads ran each device's stages in the last forward and
+    backward."""
 
-    def __init__(self, model, graph, device_of_node, torch_devices, cores):
+    def __init__(self, model, graph, device_of_node, torch_devices, cores, pin_threads=True):
         self.model = model
         self.graph = graph
         self._modules = dict(model.named_modules())
@@ -180,7 +182,7 @@ class PlacedExecutor:
         for d in self.devices:
             own = cores[d] if d < len(cores) else []
             intra_op = len(own) if own else max(1, main_threads // max(1, len(cpu_devices)))
-            self._threads[d] = _DeviceThread(torch_devices[d], intra_op, own)
+            self._threads[d] = _DeviceThread(torch_devices[d], intra_op, own if pin_threads else [])
         torch.set_num_threads(main_threads)  # the default new threads take, which the device threads changed
 
     def close(self):

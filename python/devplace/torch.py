@@ -90,7 +90,7 @@ def _device_of_node(fx_graph, device_of_module, fallback):
     return devices
 
 
-def _parallel_executor(model, document, graph, cluster, placement):
+def _parallel_executor(model, document, graph, cluster, placement, pin_threads):
     """A PlacedExecutor running `model`'s forward and backward with each of
     the placement's devices on a thread of its own, or the one-line reason
     why not (a forward torch.fx cannot trace, an in-place change of a value
@@ -105,7 +105,7 @@ def _parallel_executor(model, document, graph, cluster, placement):
     cores = [list(d["cores"]) for d in cluster.devices]
     try:
         return _placed_executor.PlacedExecutor(model, fx_graph, device_of_node, _cluster_torch_devices(cluster),
-                                               cores), None
+                                               cores, pin_threads), None
     except _placed_executor.NotParallel as why:
         return None, f"{type(model).__name__}'s forward runs in order: {why}"
 
@@ -196,7 +196,7 @@ def _unplace(model):
 
 
 def place_module(model, example_inputs, cluster, target=None, loss=None, method="m_etf", max_evaluations=0,
-                 max_seconds=0.0, seed=1, parallel=True, pin_modules=None):
+                 max_seconds=0.0, seed=1, parallel=True, pin_modules=None, pin_threads=True):
     """Places `model`'s training step on `cluster` (a devplace.Cluster, a
     preset name or a cluster file) with `method` (a baseline or search of
     devplace.methods(); searches spend max_evaluations / max_seconds) and
@@ -211,7 +211,8 @@ def place_module(model, example_inputs, cluster, target=None, loss=None, method=
     parallel (default): the model's forward becomes a PlacedExecutor
     (devplace_executor) that runs each device's part of the forward and of
     the backward on a thread of its own, so that a split runs in parallel
-    (also over the executor's CPU devices, each its own cores);
+    (also over the executor's CPU devices, each its own cores, its thread
+    pinned to them unless pin_threads=False);
     devplace_parallel says whether it does, or why not. parallel=False:
     the modules only move to their devices and the forward runs as
     written, one op after the other.
@@ -256,7 +257,7 @@ def place_module(model, example_inputs, cluster, target=None, loss=None, method=
     model._devplace_hooks = _apply(model, device_map)
     model.devplace_executor, model.devplace_parallel = None, "not asked for (parallel=False)"
     if parallel:
-        executor, why_not = _parallel_executor(model, document, graph, cluster, placed["placement"])
+        executor, why_not = _parallel_executor(model, document, graph, cluster, placed["placement"], pin_threads)
         if executor is not None:
             model.forward = executor  # nn.Module.__call__ (and its hooks) now runs the placed forward
             model.devplace_executor, model.devplace_parallel = executor, True
