@@ -37,11 +37,19 @@ from torch.utils import _pytree as pytree
 
 class _ModulePathTracer(torch.fx.Tracer):
     """symbolic_trace's tracer, recording in node.meta["devplace_module"]
-    the innermost module whose forward made the node."""
+    the innermost module whose forward made the node. `split_modules`:
+    modules torch.fx would keep whole (torch.nn's own) that it traces
+    into instead, so that their children can go to different devices."""
 
-    def __init__(self):
+    def __init__(self, split_modules=()):
         super().__init__()
         self._modules = []
+        self._split = set(split_modules)
+
+    def is_leaf_module(self, module, qualified_name):
+        if qualified_name in self._split and any(True for _ in module.children()):
+            return False
+        return super().is_leaf_module(module, qualified_name)
 
     def call_module(self, module, forward, args, kwargs):
         self._modules.append(self.path_of_module(module))
@@ -56,9 +64,17 @@ class _ModulePathTracer(torch.fx.Tracer):
         return node
 
 
-def trace_module_graph(model):
+def trace_module_graph(model, split_modules=()):
     """The torch.fx graph of model's forward, each node tagged with its
-    module. Raises what torch.fx raises for a forward it cannot trace."""
+    module, torch.nn's modules of `split_modules` traced into where torch.fx
+    can (where it cannot, such as TransformerEncoder's checks on its input,
+    they are kept whole). Raises what torch.fx raises for a forward it
+    cannot trace."""
+    if split_modules:
+        try:
+            return _ModulePathTracer(split_modules).trace(model)
+        except Exception:  # noqa: BLE001 -- a torch.nn module whose forward only runs on tensors
+            pass
     return _ModulePathTracer().trace(model)
 
 

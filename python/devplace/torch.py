@@ -54,37 +54,41 @@ def _cluster_torch_devices(cluster):
     return devices
 
 
-def _device_of_module(document, graph, placement):
-    """Module path -> the cluster device holding most of its ops (its
-    parameters, its forward ops) under `placement`."""
+def _module_device_counts(document, graph, placement):
+    """Module path -> {cluster device: ops of the module and of its
+    submodules there} under `placement` (parameters and forward ops)."""
     device_of_op = dict(zip(graph.op_names, placement.tolist()))
-    votes = {}
+    counts = {}
     for op in document["ops"]:
         module = op.get("colocation_group")
         if module is None or (op.get("phase", "forward") != "forward" and op.get("type") != "VariableV2"):
             continue
-        counts = votes.setdefault(module, {})
         device = device_of_op[op["name"]]
-        counts[device] = counts.get(device, 0) + 1
-    return {m: max(sorted(c), key=c.get) for m, c in votes.items()}
+        path = module
+        while True:
+            below = counts.setdefault(path, {})
+            below[device] = below.get(device, 0) + 1
+            if not path:
+                break
+            path = path.rpartition(".")[0]
+    return counts
 
 
-def _device_of_node(fx_graph, device_of_module, fallback):
-    """Each call and get_attr node of the module's forward graph: its
-    module's device (the innermost module the placement names), else its
-    first input's, else `fallback`."""
+def _device_of_node(fx_graph, counts, fallback):
+    """Each call and get_attr node of the module's forward graph: the
+    device holding most ops of its module (the innermost one the placement
+    knows); a node of the root module's own forward (a concatenation of two
+    branches): its first input's device, else `fallback`."""
     devices = {}
     for n in fx_graph.nodes:
         if n.op not in ("call_module", "call_function", "call_method", "get_attr"):
             continue
         path = n.target if n.op in ("call_module", "get_attr") else n.meta.get("devplace_module", "")
-        device = None
-        while device is None:
-            device = device_of_module.get(path)
-            if not path:
-                break
+        while path and path not in counts:
             path = path.rpartition(".")[0]
-        if device is None:
+        if path:
+            device = max(sorted(counts[path]), key=counts[path].get)
+        else:
             device = next((devices[i] for i in n.all_input_nodes if i in devices), fallback)
         devices[n] = device
     return devices
@@ -95,13 +99,15 @@ def _parallel_executor(model, document, graph, cluster, placement, pin_threads):
     the placement's devices on a thread of its own, or the one-line reason
     why not (a forward torch.fx cannot trace, an in-place change of a value
     two devices read)."""
+    counts = _module_device_counts(document, graph, placement)
+    split = [path for path, below in counts.items() if path and len(below) > 1]
     try:
-        fx_graph = _placed_executor.trace_module_graph(model)
+        fx_graph = _placed_executor.trace_module_graph(model, split)
     except Exception as error:  # data-dependent control flow and the like
         return None, f"torch.fx cannot trace {type(model).__name__}'s forward: {_exporter._one_line(error)}"
     used = placement.tolist()
     fallback = max(sorted(set(used)), key=used.count)
-    device_of_node = _device_of_node(fx_graph, _device_of_module(document, graph, placement), fallback)
+    device_of_node = _device_of_node(fx_graph, counts, fallback)
     cores = [list(d["cores"]) for d in cluster.devices]
     try:
         return _placed_executor.PlacedExecutor(model, fx_graph, device_of_node, _cluster_torch_devices(cluster),

@@ -267,3 +267,42 @@ def test_a_split_over_two_gpus_runs_on_cuda_devices_and_trains_as_the_unplaced_m
     assert placed.devplace_parallel is True
     assert next(placed.tower_b.parameters()).device == torch.device("cuda", 1)
     assert_trains_alike(reference, placed, 3)
+
+
+class EncoderClassifier(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        layer = torch.nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, dropout=0.0, batch_first=True)
+        self.encoder = torch.nn.TransformerEncoder(layer, 2)
+        self.head = torch.nn.Linear(16, 10)
+
+    def forward(self, x):
+        return self.head(self.encoder(x).mean(dim=1))
+
+
+def test_a_torch_nn_module_split_over_devices_is_traced_into(host_cluster):
+    # torch.fx keeps torch.nn's own modules whole; one whose layers the
+    # placement splits is traced into, each layer on its device.
+    torch.manual_seed(0)
+    reference = EncoderClassifier()
+    x, y = torch.randn(4, 6, 16), torch.randint(0, 10, (4,))
+    placed = devplace.torch.place_module(copy.deepcopy(reference), (x,), str(host_cluster), target=y,
+                                         pin_modules={"encoder.layers.0": 0, "encoder.layers.1": 1, "head": 1})
+    assert placed.devplace_parallel is True
+    devices = {n.target: s.device for s in placed.devplace_executor.stages for n in s.nodes
+               if n.op == "call_module"}
+    assert devices == {"encoder.layers.0": 0, "encoder.layers.1": 1, "head": 1}
+    generator = torch.Generator().manual_seed(1)
+    optimizers = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (reference, placed)]
+    for _ in range(3):
+        batch = torch.randn(4, 6, 16, generator=generator)
+        results = []
+        for model, optimizer in zip((reference, placed), optimizers):
+            optimizer.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(batch), y)
+            loss.backward()
+            results.append((loss.detach(), [p.grad.clone() for p in model.parameters()]))
+            optimizer.step()
+        torch.testing.assert_close(results[0][0], results[1][0])
+        for a, b in zip(results[0][1], results[1][1]):
+            torch.testing.assert_close(a, b)
