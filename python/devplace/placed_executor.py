@@ -26,6 +26,7 @@ as the device has cores, pinned to them (the executor's CPU devices: `devplace
 clusters --detect --cpu-devices N`); a GPU device's thread drives cuda:i.
 """
 
+import copy
 import operator
 import os
 import queue
@@ -186,28 +187,52 @@ class PlacedExecutor:
         self.graph = graph
         self._modules = dict(model.named_modules())
         self._torch_devices = torch_devices
+        self._cores = cores
+        self._pin_threads = pin_threads
         self._placeholders = [n for n in graph.nodes if n.op == "placeholder"]
         self._output = next(n for n in graph.nodes if n.op == "output")
         self._build_stages(device_of_node)
         self.devices = sorted({s.device for s in self.stages})
         self._stages_of = {d: [s for s in self.stages if s.device == d] for d in self.devices}
         self.last_threads = {}
-        main_threads = torch.get_num_threads()
-        cpu_devices = [d for d in self.devices if torch_devices[d].type == "cpu"]
         self._threads = {}
+        self._start_threads()
+
+    def _start_threads(self):
+        main_threads = torch.get_num_threads()
+        cpu_devices = [d for d in self.devices if self._torch_devices[d].type == "cpu"]
         for d in self.devices:
-            own = cores[d] if d < len(cores) else []
+            own = self._cores[d] if d < len(self._cores) else []
             intra_op = len(own) if own else max(1, main_threads // max(1, len(cpu_devices)))
-            self._threads[d] = _DeviceThread(torch_devices[d], intra_op, own if pin_threads else [])
+            self._threads[d] = _DeviceThread(self._torch_devices[d], intra_op, own if self._pin_threads else [])
         torch.set_num_threads(main_threads)  # the default new threads take, which the device threads changed
 
     def close(self):
+        """Stops the device threads; the next call starts new ones."""
         for thread in getattr(self, "_threads", {}).values():
             thread.stop()
         self._threads = {}
 
     def __del__(self):
         self.close()
+
+    def __deepcopy__(self, memo):
+        """The executor of the copied model (copy.deepcopy of a placed
+        module): the same stages, the copy's modules, threads of its own
+        started at its first call."""
+        clone = object.__new__(PlacedExecutor)
+        clone.__dict__.update(self.__dict__)
+        memo[id(self)] = clone
+        clone.model = copy.deepcopy(self.model, memo)
+        clone._modules = None  # the copy's modules, looked up once the copy is whole
+        clone._threads = {}
+        clone.last_threads = {}
+        return clone
+
+    def _module(self, name):
+        if self._modules is None:
+            self._modules = dict(self.model.named_modules())
+        return self._modules[name]
 
     # -- the stages --------------------------------------------------------
 
@@ -299,7 +324,7 @@ class PlacedExecutor:
                 args = torch.fx.node.map_arg(n.args, value_of)
                 kwargs = torch.fx.node.map_arg(n.kwargs, value_of)
                 if n.op == "call_module":
-                    env[n] = self._modules[n.target](*args, **kwargs)
+                    env[n] = self._module(n.target)(*args, **kwargs)
                 elif n.op == "call_function":
                     env[n] = n.target(*args, **kwargs)
                 else:
@@ -321,6 +346,8 @@ class PlacedExecutor:
         return job
 
     def _dispatch(self, run, work_of_device, phase):
+        if not self._threads:
+            self._start_threads()
         finished = {d: threading.Event() for d in self.devices}
         for d in self.devices:
             work = self._device_job(run, d, work_of_device(d), phase)

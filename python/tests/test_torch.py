@@ -306,3 +306,16 @@ def test_a_torch_nn_module_split_over_devices_is_traced_into(host_cluster):
         torch.testing.assert_close(results[0][0], results[1][0])
         for a, b in zip(results[0][1], results[1][1]):
             torch.testing.assert_close(a, b)
+
+
+def test_a_copy_of_a_placed_module_runs_in_parallel_on_its_own_parameters(host_cluster):
+    reference = make_towers()
+    placed = devplace.torch.place_module(copy.deepcopy(reference), (torch.randn(8, 32),), str(host_cluster),
+                                         pin_modules=TOWERS_SPLIT)
+    twin = copy.deepcopy(placed)
+    assert twin.devplace_executor is not placed.devplace_executor and twin.devplace_executor.model is twin
+    assert_trains_alike(reference, twin, 2)
+    assert sorted(twin.devplace_executor.last_threads) == [0, 1]
+    # the original's parameters did not move
+    for a, b in zip(placed.parameters(), make_towers().parameters()):
+        torch.testing.assert_close(a, b)
