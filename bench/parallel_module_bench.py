@@ -4,8 +4,8 @@ executor CPU devices (`devplace clusters --detect --cpu-devices 2`, each
 its own cores) with pin_modules putting each tower on a device of its own,
 timed as
 
-- unplaced: the model as written, torch's own intra-op threads (torch's
-  default, and every core of the process);
+- unplaced: the model as written, with torch's default intra-op threads
+  and with one per core of the process;
 - placed, sequential: place_module(..., parallel=False), one op after the
   other on the calling thread;
 - placed, parallel: place_module's PlacedExecutor, each device's part of
@@ -75,7 +75,9 @@ def main():
     print(f"cluster: {cluster.device_names}, cores {[d['cores'] for d in cluster.devices]}; "
           f"torch intra-op threads (unplaced): {torch.get_num_threads()}")
     split = {"tower_a": "cpu:0", "tower_b": "cpu:1", "head": "cpu:0"}
-    variants = {"unplaced": copy.deepcopy(reference)}
+    cores = len(os.sched_getaffinity(0))
+    intra_op = {f"unplaced, {cores} intra-op threads": cores}  # the other variants: torch's default
+    variants = {"unplaced": copy.deepcopy(reference), f"unplaced, {cores} intra-op threads": copy.deepcopy(reference)}
     for name, options_of_variant in (("placed sequential", {"parallel": False}),
                                      ("placed parallel", {}),
                                      ("placed parallel unpinned", {"pin_threads": False})):
@@ -112,11 +114,13 @@ def main():
             ceiling["one thread"].append(timed(lambda: [tower(x) for tower in towers])[0])
             ceiling["two threads"].append(timed(towers_on_two_threads)[0])
         for name, model in variants.items():
+            default_threads = torch.get_num_threads()
+            torch.set_num_threads(intra_op.get(name, default_threads))
             with torch.no_grad():
                 model(x)  # warm
-                seconds, cores = timed(lambda: model(x))
+                seconds, used = timed(lambda: model(x))
                 forward_s[name].append(seconds)
-                forward_cores[name].append(cores)
+                forward_cores[name].append(used)
             optimizer = optimizers[name]
 
             def step():
@@ -124,14 +128,15 @@ def main():
                 torch.nn.functional.cross_entropy(model(x), y).backward()
                 optimizer.step()
 
-            seconds, cores = timed(step)
+            seconds, used = timed(step)
+            torch.set_num_threads(default_threads)
             train_s[name].append(seconds)
-            train_cores[name].append(cores)
+            train_cores[name].append(used)
     median = statistics.median
-    print(f"\n{'variant':<26} {'forward ms':>10} {'cores':>6} {'train step ms':>14} {'cores':>6}"
+    print(f"\n{'variant':<30} {'forward ms':>10} {'cores':>6} {'train step ms':>14} {'cores':>6}"
           f"  (medians of {options.rounds} rounds; cores: process CPU time / wall)")
     for name in variants:
-        print(f"{name:<26} {median(forward_s[name]) * 1e3:>10.1f} {median(forward_cores[name]):>6.2f} "
+        print(f"{name:<30} {median(forward_s[name]) * 1e3:>10.1f} {median(forward_cores[name]):>6.2f} "
               f"{median(train_s[name]) * 1e3:>14.1f} {median(train_cores[name]):>6.2f}")
     print(f"the two towers' forwards, plain torch: one thread {median(ceiling['one thread']) * 1e3:.1f} ms, "
           f"two threads {median(ceiling['two threads']) * 1e3:.1f} ms")
