@@ -517,6 +517,14 @@ class _PlacedStep(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *output_gradients):
+        if ctx.run is None:
+            # Each stage's graph was freed by its backward, as autograd frees
+            # one without retain_graph: keeping them would hold two steps'
+            # activations while the caller holds the last loss.
+            raise RuntimeError("backward through a placed module a second time: its devices' graphs are freed "
+                               "after the first (retain_graph=True is not supported through a placed module)")
+        if torch.is_grad_enabled():
+            raise RuntimeError("backward(create_graph=True) through a placed module is not supported")
         input_gradients = ctx.executor._backward(ctx.run, list(output_gradients))
         ctx.run = None  # the stages' graphs are spent
         return (None, None, None, None, None, None) + tuple(input_gradients[k] for k in ctx.tensor_positions)

@@ -319,3 +319,13 @@ def test_a_copy_of_a_placed_module_runs_in_parallel_on_its_own_parameters(host_c
     # the original's parameters did not move
     for a, b in zip(placed.parameters(), make_towers().parameters()):
         torch.testing.assert_close(a, b)
+
+
+def test_a_second_backward_through_a_placed_module_raises_one_line(host_cluster):
+    placed = devplace.torch.place_module(make_towers(), (torch.randn(8, 32),), str(host_cluster),
+                                         pin_modules=TOWERS_SPLIT)
+    loss = placed(torch.randn(8, 32)).sum()
+    loss.backward(retain_graph=True)
+    with pytest.raises(RuntimeError, match="a second time") as e:
+        loss.backward()
+    assert "\n" not in str(e.value)
