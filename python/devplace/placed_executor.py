@@ -158,6 +158,7 @@ class _DeviceThread:
                     pass  # cores this process may not use: run unpinned
             if torch_device.type == "cuda":
                 torch.cuda.set_device(torch_device)
+            self.intra_op_threads = torch.get_num_threads()
             started.set()
             while True:
                 job = self.jobs.get()
@@ -206,6 +207,12 @@ class PlacedExecutor:
             intra_op = len(own) if own else max(1, main_threads // max(1, len(cpu_devices)))
             self._threads[d] = _DeviceThread(self._torch_devices[d], intra_op, own if self._pin_threads else [])
         torch.set_num_threads(main_threads)  # the default new threads take, which the device threads changed
+
+    @property
+    def intra_op_threads(self):
+        """Device -> torch's intra-op threads on its thread (as the thread
+        reads torch.get_num_threads()); empty while no threads run."""
+        return {d: t.intra_op_threads for d, t in self._threads.items()}
 
     def close(self):
         """Stops the device threads; the next call starts new ones."""

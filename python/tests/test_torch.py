@@ -329,3 +329,21 @@ def test_a_second_backward_through_a_placed_module_raises_one_line(host_cluster)
     with pytest.raises(RuntimeError, match="a second time") as e:
         loss.backward()
     assert "\n" not in str(e.value)
+
+
+def test_each_device_thread_has_its_cores_as_intra_op_threads_and_the_callers_torch_keeps_its_own(host_cluster):
+    import threading
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(3)
+        placed = devplace.torch.place_module(make_towers(), (torch.randn(8, 32),), str(host_cluster),
+                                             pin_modules=TOWERS_SPLIT)
+        assert placed.devplace_executor.intra_op_threads == {0: 1, 1: 1}  # one core each
+        assert torch.get_num_threads() == 3
+        seen = []
+        fresh = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
+        fresh.start()
+        fresh.join()
+        assert seen == [3]  # the default a new thread takes is the caller's again
+    finally:
+        torch.set_num_threads(before)
