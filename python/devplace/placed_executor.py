@@ -65,6 +65,35 @@ class _ModulePathTracer(torch.fx.Tracer):
         return node
 
 
+class _KeepAutogradFunctions:
+    """While tracing, a torch.autograd.Function applied to traced values is
+    one node (calling its apply) rather than the ops of its forward, which
+    symbolic tracing would record instead, losing its backward."""
+
+    def __init__(self, tracer):
+        self.tracer = tracer
+
+    def __enter__(self):
+        self.original = torch.autograd.Function.__dict__.get("apply")
+        tracer = self.tracer
+        applies = torch._C._FunctionBase.__dict__["apply"]  # the classmethod every Function inherits
+
+        def apply(cls, *args):
+            if any(isinstance(a, torch.fx.Proxy) for a in pytree.tree_flatten(args)[0]):
+                return tracer.create_proxy("call_function", applies.__get__(None, cls), args, {})
+            return applies.__get__(None, cls)(*args)
+
+        torch.autograd.Function.apply = classmethod(apply)
+        return self
+
+    def __exit__(self, *exc):
+        if self.original is None:
+            del torch.autograd.Function.apply
+        else:
+            torch.autograd.Function.apply = self.original
+        return False
+
+
 def trace_module_graph(model, split_modules=()):
     """The torch.fx graph of model's forward, each node tagged with its
     module, torch.nn's modules of `split_modules` traced into where torch.fx
@@ -73,10 +102,14 @@ def trace_module_graph(model, split_modules=()):
     cannot trace."""
     if split_modules:
         try:
-            return _ModulePathTracer(split_modules).trace(model)
+            tracer = _ModulePathTracer(split_modules)
+            with _KeepAutogradFunctions(tracer):
+                return tracer.trace(model)
         except Exception:  # noqa: BLE001 -- a torch.nn module whose forward only runs on tensors
             pass
-    return _ModulePathTracer().trace(model)
+    tracer = _ModulePathTracer()
+    with _KeepAutogradFunctions(tracer):
+        return tracer.trace(model)
 
 
 def _mutated_argument(node, modules):

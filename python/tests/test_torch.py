@@ -347,3 +347,39 @@ def test_each_device_thread_has_its_cores_as_intra_op_threads_and_the_callers_to
         assert seen == [3]  # the default a new thread takes is the caller's again
     finally:
         torch.set_num_threads(before)
+
+
+class FailsInBackward(torch.autograd.Function):
+    armed = False
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, gradient):
+        if FailsInBackward.armed:
+            raise ValueError("backward refused on purpose")
+        return gradient
+
+
+class TowersFailingInB(TwoTowers):
+    def forward(self, x):
+        b = FailsInBackward.apply(self.tower_b(x))
+        return self.head(torch.relu(torch.cat([self.tower_a(x), b], dim=1)))
+
+
+def test_an_error_in_a_device_threads_backward_raises_in_the_caller_and_the_module_still_trains(host_cluster):
+    torch.manual_seed(0)
+    reference = TowersFailingInB()
+    x = torch.randn(8, 32)
+    placed = devplace.torch.place_module(copy.deepcopy(reference), (x,), str(host_cluster), pin_modules=TOWERS_SPLIT)
+    assert placed.devplace_parallel is True
+    FailsInBackward.armed = True
+    try:
+        with pytest.raises(ValueError, match="on purpose"):
+            placed(x).sum().backward()
+    finally:
+        FailsInBackward.armed = False
+    placed.zero_grad()
+    assert_trains_alike(reference, placed, 2)
