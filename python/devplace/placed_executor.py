@@ -209,17 +209,19 @@ class _DeviceThread:
 
 class PlacedExecutor:
     """The placed module's forward (set as model.forward by place_module):
-    `graph` is trace_module_graph(model)'s, `device_of_node` the cluster
-    device of each of its call and get_attr nodes, `torch_devices` and
-    `cores` per cluster device (a device's thread has as many intra-op
-    threads, and with pin_threads runs on them only). last_threads says
-    which threads ran each device's stages in the last forward and
-    backward."""
+    `graph` is trace_module_graph(model)'s, traced in the modules' present
+    train/eval modes (a call in other modes runs the forward as written);
+    `device_of_node` the cluster device of each of its call and get_attr
+    nodes; `torch_devices` and `cores` per cluster device (a device's thread
+    has as many intra-op threads, and with pin_threads runs on them only).
+    last_threads says which threads ran each device's stages in the last
+    forward and backward (empty after a call run as written)."""
 
     def __init__(self, model, graph, device_of_node, torch_devices, cores, pin_threads=True):
         self.model = model
         self.graph = graph
         self._modules = dict(model.named_modules())
+        self._traced_modes = self._modes()  # each module's training flag as the trace met it
         self._torch_devices = torch_devices
         self._cores = cores
         self._pin_threads = pin_threads
@@ -518,7 +520,16 @@ class PlacedExecutor:
                 raise TypeError(f"forward() missing argument '{placeholder.target}'")
         return values
 
+    def _modes(self):
+        return tuple(m.training for m in self.model.modules())
+
     def __call__(self, *args, **kwargs):
+        if self._modes() != self._traced_modes:
+            # The trace took the branches of the modes it met (`if
+            # self.training` is Python, not a node): in other modes (eval)
+            # the forward runs as written, on the calling thread.
+            self.last_threads = {}
+            return type(self.model).forward(self.model, *args, **kwargs)
         inputs = self._bind(args, kwargs)
         grad = torch.is_grad_enabled() and (any(p.requires_grad for p in self.model.parameters()) or any(
             v.requires_grad for v in pytree.tree_flatten(inputs)[0] if torch.is_tensor(v)))

@@ -383,3 +383,25 @@ def test_an_error_in_a_device_threads_backward_raises_in_the_caller_and_the_modu
         FailsInBackward.armed = False
     placed.zero_grad()
     assert_trains_alike(reference, placed, 2)
+
+
+class TrainsOtherwise(TwoTowers):
+    def forward(self, x):
+        out = super().forward(x)
+        return out if self.training else out.softmax(dim=1)  # a branch on the mode: Python, not a traced op
+
+
+def test_a_placed_module_in_other_modes_than_traced_runs_its_forward_as_written(host_cluster):
+    torch.manual_seed(0)
+    reference = TrainsOtherwise()
+    x = torch.randn(8, 32)
+    placed = devplace.torch.place_module(copy.deepcopy(reference), (x,), str(host_cluster), pin_modules=TOWERS_SPLIT)
+    assert placed.devplace_parallel is True
+    with torch.no_grad():
+        torch.testing.assert_close(placed(x), reference(x))
+        assert sorted(placed.devplace_executor.last_threads) == [0, 1]  # traced in train mode: in parallel
+        placed.eval(), reference.eval()
+        torch.testing.assert_close(placed(x), reference(x))  # the eval branch, not the traced one
+        assert placed.devplace_executor.last_threads == {}
+    placed.train(), reference.train()
+    assert_trains_alike(reference, placed, 2)
