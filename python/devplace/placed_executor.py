@@ -94,22 +94,51 @@ class _KeepAutogradFunctions:
         return False
 
 
+class _WatchGradMode:
+    """Notes whether the traced forward switches autograd on or off
+    (torch.no_grad() inside it): torch.fx does not record it, so the
+    traced graph would compute gradients the forward does not."""
+
+    def __enter__(self):
+        self.original = torch._C._set_grad_enabled
+        self.switched = False
+
+        def set_grad_enabled(mode):
+            self.switched = True
+            return self.original(mode)
+
+        torch._C._set_grad_enabled = set_grad_enabled
+        return self
+
+    def __exit__(self, *exc):
+        torch._C._set_grad_enabled = self.original
+        return False
+
+
+def _trace(tracer, model):
+    with _KeepAutogradFunctions(tracer), _WatchGradMode() as grad_mode:
+        graph = tracer.trace(model)
+    if grad_mode.switched:
+        raise NotParallel("the forward switches autograd on or off (torch.no_grad() inside it), "
+                          "which torch.fx does not record")
+    return graph
+
+
 def trace_module_graph(model, split_modules=()):
     """The torch.fx graph of model's forward, each node tagged with its
     module, torch.nn's modules of `split_modules` traced into where torch.fx
     can (where it cannot, such as TransformerEncoder's checks on its input,
     they are kept whole). Raises what torch.fx raises for a forward it
-    cannot trace."""
+    cannot trace, NotParallel for one whose graph would not compute what it
+    does."""
     if split_modules:
         try:
-            tracer = _ModulePathTracer(split_modules)
-            with _KeepAutogradFunctions(tracer):
-                return tracer.trace(model)
+            return _trace(_ModulePathTracer(split_modules), model)
+        except NotParallel:
+            raise
         except Exception:  # noqa: BLE001 -- a torch.nn module whose forward only runs on tensors
             pass
-    tracer = _ModulePathTracer()
-    with _KeepAutogradFunctions(tracer):
-        return tracer.trace(model)
+    return _trace(_ModulePathTracer(), model)
 
 
 def _mutated_argument(node, modules):

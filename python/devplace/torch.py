@@ -103,6 +103,8 @@ def _parallel_executor(model, document, graph, cluster, placement, pin_threads):
     split = [path for path, below in counts.items() if path and len(below) > 1]
     try:
         fx_graph = _placed_executor.trace_module_graph(model, split)
+    except _placed_executor.NotParallel as why:
+        return None, f"{type(model).__name__}'s forward runs in order: {why}"
     except Exception as error:  # data-dependent control flow and the like
         return None, f"torch.fx cannot trace {type(model).__name__}'s forward: {_exporter._one_line(error)}"
     used = placement.tolist()

@@ -405,3 +405,22 @@ def test_a_placed_module_in_other_modes_than_traced_runs_its_forward_as_written(
         assert placed.devplace_executor.last_threads == {}
     placed.train(), reference.train()
     assert_trains_alike(reference, placed, 2)
+
+
+class StopsGradients(TwoTowers):
+    def forward(self, x):
+        with torch.no_grad():
+            fixed = self.tower_b(x)  # no gradient for tower b
+        return self.head(torch.relu(torch.cat([self.tower_a(x), fixed], dim=1)))
+
+
+def test_a_forward_switching_autograd_off_inside_runs_as_written(host_cluster):
+    torch.manual_seed(0)
+    reference = StopsGradients()
+    x, y = torch.randn(8, 32), torch.randint(0, 10, (8,))
+    placed = devplace.torch.place_module(copy.deepcopy(reference), (x,), str(host_cluster), target=y,
+                                         pin_modules=TOWERS_SPLIT)
+    assert placed.devplace_parallel.endswith("switches autograd on or off (torch.no_grad() inside it), "
+                                             "which torch.fx does not record")
+    placed(x).sum().backward()
+    assert all(p.grad is None for p in placed.tower_b.parameters())
