@@ -499,7 +499,11 @@ class PlacedExecutor:
             torch.autograd.backward(tensors, gradients)
         for i in stage.inputs:
             leaves = run.leaves[stage.index][i]
-            sent = [v.grad if torch.is_tensor(v) and v.requires_grad else None for v in leaves]
+            made = pytree.tree_flatten(run.exported[i])[0]
+            # each gradient on the device of the value it is for, where the
+            # stages that made and read it differ (two GPUs)
+            sent = [v.grad.to(m.device) if torch.is_tensor(v) and v.requires_grad and v.grad is not None else None
+                    for v, m in zip(leaves, made)]
             if i in self._stage_of:
                 self._add_gradients(run, i, sent)
                 self._gradient_arrived(run, self._stage_of[i].index)
