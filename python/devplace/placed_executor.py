@@ -141,6 +141,34 @@ def trace_module_graph(model, split_modules=()):
     return _trace(_ModulePathTracer(), model)
 
 
+_RANDOM_FUNCTIONS = {"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout",
+                     "feature_dropout", "bernoulli", "rand", "randn", "randint", "randperm", "rand_like", "randn_like",
+                     "randint_like", "normal", "multinomial", "poisson", "rrelu"}
+_RANDOM_METHODS = {"bernoulli", "bernoulli_", "uniform_", "normal_", "random_", "exponential_", "geometric_",
+                   "cauchy_", "log_normal_", "multinomial"}
+
+
+def _draws_random(node, modules):
+    """Whether the node may draw from torch's generator: a random function
+    or method, a module that is or holds a dropout, or one with a dropout
+    rate of its own (attention, recurrent layers) above 0."""
+    if node.op == "call_function":
+        return getattr(node.target, "__name__", "") in _RANDOM_FUNCTIONS
+    if node.op == "call_method":
+        return node.target in _RANDOM_METHODS
+    if node.op == "call_module":
+        module = modules.get(node.target)
+        if module is None:
+            return False
+        for m in module.modules():
+            if isinstance(m, (torch.nn.modules.dropout._DropoutNd, torch.nn.RReLU)):
+                return True
+            rate = getattr(m, "dropout", 0)
+            if isinstance(rate, (int, float)) and not isinstance(rate, bool) and rate > 0:
+                return True
+    return False
+
+
 def _mutated_argument(node, modules):
     """The node whose value `node` modifies in place (its first argument),
     or None: methods and functions named with a trailing underscore,
@@ -314,16 +342,27 @@ class PlacedExecutor:
         self.stages = []
         open_stage = {}  # device -> its stage still taking nodes
         self._stage_of = {}
+        # Random nodes draw from torch's one generator: each is a stage of
+        # its own that waits for the one before it in the trace, so that
+        # they draw in the order the forward as written draws (the same
+        # dropout masks, run after run, as the unplaced module's).
+        previous_random = None
         for n in nodes:
             d = self._device_of[n]
             reads_other_device = any(i in self._device_of and self._device_of[i] != d for i in n.all_input_nodes)
-            if d not in open_stage or reads_other_device:
+            random = _draws_random(n, self._modules)
+            if d not in open_stage or reads_other_device or random:
                 open_stage[d] = _Stage(len(self.stages), d)
                 self.stages.append(open_stage[d])
             stage = open_stage[d]
             stage.nodes.append(n)
             self._stage_of[n] = stage
-            if any(self._device_of[u] != d for u in readers[n]):
+            if random:
+                if previous_random is not None:
+                    stage.producers.add(previous_random.index)
+                previous_random = stage
+                del open_stage[d]
+            elif any(self._device_of[u] != d for u in readers[n]):
                 del open_stage[d]  # another device waits for this node: the stage ends here
         for n in nodes:
             target = _mutated_argument(n, self._modules)

@@ -424,3 +424,45 @@ def test_a_forward_switching_autograd_off_inside_runs_as_written(host_cluster):
                                              "which torch.fx does not record")
     placed(x).sum().backward()
     assert all(p.grad is None for p in placed.tower_b.parameters())
+
+
+class DropsOut(TwoTowers):
+    def __init__(self):
+        super().__init__()
+        self.drop_a = torch.nn.Dropout(0.5)
+        self.drop_b = torch.nn.Dropout(0.3)
+
+    def forward(self, x):
+        a = self.drop_a(self.tower_a(x))
+        b = torch.nn.functional.dropout(self.tower_b(x), 0.2, training=True)
+        return self.head(torch.relu(torch.cat([a, self.drop_b(b)], dim=1)))
+
+
+def test_dropout_in_a_parallel_split_draws_the_masks_of_the_unplaced_module(host_cluster):
+    torch.manual_seed(0)
+    reference = DropsOut()
+    x, y = torch.randn(8, 32), torch.randint(0, 10, (8,))
+    placed = devplace.torch.place_module(copy.deepcopy(reference), (x,), str(host_cluster), target=y,
+                                         pin_modules={"tower_a": 0, "drop_a": 0, "tower_b": 1, "drop_b": 1,
+                                                      "head": 0})
+    assert placed.devplace_parallel is True
+    stages = placed.devplace_executor.stages
+    assert {s.device for s in stages} == {0, 1}
+    # the three dropouts, each a stage waiting for the one before it in the forward
+    random = [s for s in stages if any("drop" in n.name for n in s.nodes)]
+    assert [[n.name for n in s.nodes] for s in random] == [["drop_a"], ["dropout"], ["drop_b"]]
+    assert [s.device for s in random] == [0, 1, 1]
+    assert random[0].index in random[1].producers and random[1].index in random[2].producers
+    optimizers = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (reference, placed)]
+    for step in range(4):
+        results = []
+        for model, optimizer in zip((reference, placed), optimizers):
+            torch.manual_seed(100 + step)  # the same draws for both
+            optimizer.zero_grad()
+            out = model(x)
+            torch.nn.functional.cross_entropy(out, y).backward()
+            results.append((out.detach(), [p.grad.clone() for p in model.parameters()]))
+            optimizer.step()
+        torch.testing.assert_close(results[0][0], results[1][0])
+        for a, b in zip(results[0][1], results[1][1]):
+            torch.testing.assert_close(a, b)
