@@ -28,6 +28,9 @@ placed = devplace.torch.place_module(model, (x,), args.cluster, target=y, method
 devices = sorted({str(d) for d in placed.devplace_device_map.values()})
 print(f"placed {placed.devplace_graph.num_ops} ops with {args.method} on {args.cluster}: devices {', '.join(devices)}, "
       f"simulated step {placed.devplace_step_time_s:.6f} s")
+parallel = placed.devplace_parallel
+print("runs each device on a thread of its own: " + (
+    f"{len(placed.devplace_executor.stages)} stages" if parallel is True else f"no ({parallel})"))
 
 optimizer = torch.optim.SGD(placed.parameters(), lr=0.01, momentum=0.9)
 start = time.perf_counter()

@@ -7,6 +7,8 @@ Every bad input raises devplace.Error (a ValueError) carrying the command
 line's one-line message.
 """
 
+import os as _os
+
 from ._devplace import (Cluster, Error, Graph, SimResult, Simulator, cluster_presets, generate_cluster, methods,
                         models)
 from ._devplace import _place
@@ -44,7 +46,7 @@ def simulate_batch(graph, cluster, placements, workers=0, op_times=None, details
 
 def place(graph, cluster, method="m_etf", max_evaluations=0, max_seconds=0.0, seed=1, op_times=None, *,
           max_steps=None, policy=None, samples_per_step=None, learning_rate=None, algorithm=None, workers=None,
-          guided_learning=None):
+          guided_learning=None, out=None, resume=False, overwrite=False, checkpoint_seconds=None):
     """Runs any method of devplace.methods() as `devplace place` does and
     returns a dict: method, placement (int32 per op), step_time_s, result
     (SimResult), note, evaluations, seconds, zero_shot.
@@ -56,12 +58,21 @@ def place(graph, cluster, method="m_etf", max_evaluations=0, max_seconds=0.0, se
     wrote, places zero-shot with no budget (or max_steps=0) and is
     fine-tuned with one. The other keywords are `devplace place`'s flags
     of the same names; None takes the method's default, and one the method
-    would ignore is refused."""
+    would ignore is refused.
+
+    `out` is the run folder of `devplace place --out`: best_placement.json
+    for every method, and for the learned ones (and guided) curve.csv and
+    checkpoint.pt, written every `checkpoint_seconds` (default 30); the
+    dict then also has out and placement_file. A folder holding a previous
+    run is refused unless resume=True continues it from its checkpoint
+    (a learned method; the budget counts from the start of the first run)
+    or overwrite=True replaces it."""
     simulator = graph if isinstance(graph, Simulator) else _simulator(graph, cluster, op_times, workers=1)
     return _place(simulator, method, max_evaluations=max_evaluations, max_seconds=max_seconds, seed=seed,
                   max_steps=max_steps, policy=None if policy is None else str(policy),
                   samples_per_step=samples_per_step, learning_rate=learning_rate, algorithm=algorithm, workers=workers,
-                  guided_learning=guided_learning)
+                  guided_learning=guided_learning, out=None if out is None else _os.fspath(out), resume=resume,
+                  overwrite=overwrite, checkpoint_seconds=checkpoint_seconds)
 
 
 def _devplace_program():

@@ -56,6 +56,10 @@ py::dict DeviceDict(const Device& device) {
   d["memory_bytes"] = device.memory_bytes;
   d["usable_memory_bytes"] = device.usable_memory_bytes();
   d["parallel_ops"] = device.parallel_ops;
+  // Where it runs on this machine (a detected cluster): the cores a CPU
+  // device owns, a GPU's CUDA index; empty / -1 for a modelled device.
+  d["cores"] = device.cores;
+  d["cuda_index"] = device.cuda_index;
   return d;
 }
 
@@ -67,6 +71,10 @@ void BindGraphs(py::module_& m) {
                                             "keywords, e.g. Graph('synthetic', ops=500)), a graph file (JSON) or "
                                             "an ONNX file, as --graph takes them.")
       .def(py::init(&MakeGraph), py::arg("source"))
+      // Immutable from Python: a copy (copy.deepcopy of a placed module
+      // holding its graph) is the same object.
+      .def("__copy__", [](const std::shared_ptr<Graph>& g) { return g; })
+      .def("__deepcopy__", [](const std::shared_ptr<Graph>& g, const py::dict&) { return g; })
       .def_readonly("name", &Graph::name)
       .def_property_readonly("num_ops", &Graph::num_ops)
       .def_property_readonly("op_names",
@@ -94,6 +102,8 @@ void BindGraphs(py::module_& m) {
                                                 "or a cluster file, as --cluster takes them.")
       .def(py::init([](const std::string& source) { return std::make_shared<Cluster>(ResolveCluster(source)); }),
            py::arg("source"))
+      .def("__copy__", [](const std::shared_ptr<Cluster>& c) { return c; })
+      .def("__deepcopy__", [](const std::shared_ptr<Cluster>& c, const py::dict&) { return c; })
       .def_readonly("name", &Cluster::name)
       .def_property_readonly("num_devices", &Cluster::num_devices)
       .def_property_readonly("device_names",

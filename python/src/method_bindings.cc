@@ -7,6 +7,7 @@
 
 #include <csignal>
 #include <cmath>
+#include <filesystem>
 #include <optional>
 
 #include "bindings.h"
@@ -14,6 +15,7 @@
 #include "methods/run_method.h"
 #include "sim_results.h"
 #include "simulation.h"
+#include "learned/files/run_folder.h"
 #include "learned/training/one_line_errors.h"
 #include "util/error.h"
 #include "util/stop_request.h"
@@ -62,7 +64,69 @@ struct PlaceKeywords {
   std::optional<std::string> algorithm;
   std::optional<int32_t> workers;
   std::optional<std::string> guided_learning;
+  // The run folder (`place --out`, --resume, --overwrite,
+  // --checkpoint-seconds).
+  std::optional<std::string> out;
+  bool resume = false;
+  bool overwrite = false;
+  std::optional<double> checkpoint_seconds;
 };
+
+// The first file of a previous run in `dir`, or "".
+std::string PreviousRunFile(const std::string& dir) {
+  std::error_code error;
+  for (const char* name : run_folder::kAllFiles) {
+    if (std::filesystem::exists(std::filesystem::path(dir) / name, error)) return name;
+  }
+  return "";
+}
+
+// The run folder's rules, as `devplace place` has them for --out: checked
+// before anything is written, so that a refused call leaves no file. A
+// folder holding a run is refused unless resume or overwrite says what to
+// do with it (a search's result can be hours of work); overwrite removes
+// that run's files, so that none of them is taken for the new run's.
+void PrepareRunFolder(const MethodInfo& method, const PlaceKeywords& k, LearnedOptions& options) {
+  const bool keeps_checkpoint = method.kind == MethodKind::kLearned || method.kind == MethodKind::kLearnedSearch;
+  if (!k.out) {
+    const char* needs = k.resume ? "resume" : k.overwrite ? "overwrite" : k.checkpoint_seconds ? "checkpoint_seconds" : nullptr;
+    if (needs) throw Error(std::string(needs) + " applies to a run folder: give out, the folder of the run");
+    return;
+  }
+  const std::string& dir = *k.out;
+  if (dir.empty()) throw Error("out: an empty folder name");
+  if (k.resume && k.overwrite) throw Error("resume and overwrite: continue the run in out, or replace it, not both");
+  if (k.resume && !keeps_checkpoint) {
+    throw Error("resume: " + method.name + " keeps no checkpoint to continue (these do: " +
+                MethodNames({MethodKind::kLearnedSearch, MethodKind::kLearned}) + ")");
+  }
+  if (k.checkpoint_seconds) {
+    if (!keeps_checkpoint) {
+      throw Error("checkpoint_seconds: " + method.name + " keeps no checkpoint (these do: " +
+                  MethodNames({MethodKind::kLearnedSearch, MethodKind::kLearned}) + ")");
+    }
+    if (!(*k.checkpoint_seconds >= 0) || !std::isfinite(*k.checkpoint_seconds)) {
+      throw Error("checkpoint_seconds must be a finite number of seconds, 0 or more (0: none by time), got " +
+                  ShowNumber(*k.checkpoint_seconds));
+    }
+    options.checkpoint_seconds = *k.checkpoint_seconds;
+  }
+  std::error_code error;
+  const auto status = std::filesystem::status(dir, error);
+  if (std::filesystem::exists(status) && !std::filesystem::is_directory(status)) {
+    throw Error(ForMessage(dir) + ": exists and is not a folder (out names the folder for the run's files)");
+  }
+  const std::string previous = k.resume || k.overwrite ? "" : PreviousRunFile(dir);
+  if (!previous.empty()) {
+    throw Error(ForMessage(dir) + ": holds a previous run (" + previous +
+                "); resume=True continues it, overwrite=True replaces it, or choose another out");
+  }
+  if (k.overwrite) {
+    for (const char* name : run_folder::kAllFiles) std::filesystem::remove(std::filesystem::path(dir) / name, error);
+  }
+  options.out_dir = dir;
+  options.resume = k.resume;
+}
 
 // What only a learned placer reads, refused for a method that would ignore
 // it, as the command line refuses its flags.
@@ -139,7 +203,8 @@ py::dict Place(Simulation& simulation, const std::string& method_name, int64_t m
                int64_t seed, const PlaceKeywords& keywords) {
   const MethodInfo& method = FindMethod(method_name, {MethodKind::kBaseline, MethodKind::kSearch,
                                                       MethodKind::kLearnedSearch, MethodKind::kLearned});
-  const LearnedOptions options = PlaceOptions(method, max_evaluations, max_seconds, seed, keywords);
+  LearnedOptions options = PlaceOptions(method, max_evaluations, max_seconds, seed, keywords);
+  PrepareRunFolder(method, keywords, options);
   // Ctrl-C during a search: its progress callback runs Python's signal
   // handlers; one that raises (KeyboardInterrupt) stops the search as the
   // command line's SIGINT does, and its exception is raised once the
@@ -189,6 +254,10 @@ py::dict Place(Simulation& simulation, const std::string& method_name, int64_t m
   out["evaluations"] = output.samples;
   out["seconds"] = output.seconds;
   out["zero_shot"] = options.zero_shot;
+  if (!options.out_dir.empty()) {
+    out["out"] = options.out_dir;
+    out["placement_file"] = (std::filesystem::path(options.out_dir) / run_folder::kBestPlacement).string();
+  }
   return out;
 }
 
@@ -215,14 +284,17 @@ void BindMethods(py::module_& m) {
       [](Simulation& simulation, const std::string& method, int64_t max_evaluations, double max_seconds, int64_t seed,
          std::optional<int64_t> max_steps, std::optional<std::string> policy, std::optional<int32_t> samples_per_step,
          std::optional<double> learning_rate, std::optional<std::string> algorithm, std::optional<int32_t> workers,
-         std::optional<std::string> guided_learning) {
+         std::optional<std::string> guided_learning, std::optional<std::string> out, bool resume, bool overwrite,
+         std::optional<double> checkpoint_seconds) {
         return Place(simulation, method, max_evaluations, max_seconds, seed,
-                     {max_steps, policy, samples_per_step, learning_rate, algorithm, workers, guided_learning});
+                     {max_steps, policy, samples_per_step, learning_rate, algorithm, workers, guided_learning, out,
+                      resume, overwrite, checkpoint_seconds});
       },
       py::arg("simulator"), py::arg("method"), py::arg("max_evaluations") = 0, py::arg("max_seconds") = 0.0,
       py::arg("seed") = 1, py::arg("max_steps") = py::none(), py::arg("policy") = py::none(),
       py::arg("samples_per_step") = py::none(), py::arg("learning_rate") = py::none(), py::arg("algorithm") = py::none(),
-      py::arg("workers") = py::none(), py::arg("guided_learning") = py::none());
+      py::arg("workers") = py::none(), py::arg("guided_learning") = py::none(), py::arg("out") = py::none(),
+      py::arg("resume") = false, py::arg("overwrite") = false, py::arg("checkpoint_seconds") = py::none());
 }
 
 }  // namespace devplace::python

@@ -124,3 +124,61 @@ print("ok")
     completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=os.environ.copy())
     assert completed.returncode == 0, completed.stderr[-2000:]
     assert completed.stdout.strip() == "ok"
+
+
+def test_place_writes_the_run_folder_the_command_line_writes(devplace_binary, tmp_path):
+    graph, cluster = devplace.Graph("tiny"), devplace.Cluster("k80x2")
+    ours = devplace.place(graph, cluster, method="mcmc", max_evaluations=200, seed=2, out=tmp_path / "ours")
+    theirs, folder = cli_place(devplace_binary, tmp_path, "--graph", "tiny", "--cluster", "k80x2", "--method", "mcmc",
+                               "--seed", "2", "--max-samples", "200")
+    assert ours["out"] == str(tmp_path / "ours")
+    assert ours["placement_file"] == str(tmp_path / "ours" / "best_placement.json")
+    with open(ours["placement_file"]) as f, open(folder / "best_placement.json") as g:
+        assert json.load(f)["placement"] == json.load(g)["placement"]
+    np.testing.assert_array_equal(placement_file_devices(ours["placement_file"], graph, cluster), ours["placement"])
+    assert sorted(os.listdir(tmp_path / "ours")) == ["best_placement.json"]  # a search keeps no checkpoint
+
+
+def test_a_learned_run_resumes_from_its_checkpoint_as_the_command_line_does(devplace_binary, tmp_path):
+    out = tmp_path / "rl"
+    first = devplace.place("tiny", "k80x2", method="rl", max_steps=3, samples_per_step=4, seed=1, out=out)
+    assert first["evaluations"] == 12
+    assert {"best_placement.json", "checkpoint.pt", "curve.csv"} <= set(os.listdir(out))
+    resumed = devplace.place("tiny", "k80x2", method="rl", max_steps=5, samples_per_step=4, seed=1, out=out,
+                             resume=True)
+    assert resumed["evaluations"] == 20  # continued from 12: the budget counts from the first run's start
+    with open(out / "curve.csv") as f:
+        assert [line.split(",")[0] for line in f.read().splitlines()[1:]] == ["1", "2", "3", "4", "5"]
+    # the command line resumes the folder Python wrote, and Python the command line's
+    completed = subprocess.run([devplace_binary, "place", "--json", "--graph", "tiny", "--cluster", "k80x2",
+                                "--method", "rl", "--max-steps", "6", "--samples-per-step", "4", "--seed", "1",
+                                "--resume", "--out", str(out)], capture_output=True, text=True, check=True)
+    assert json.loads(completed.stdout)["samples"] == 24
+    again = devplace.place("tiny", "k80x2", method="rl", max_steps=7, samples_per_step=4, seed=1, out=out,
+                           resume=True)
+    assert again["evaluations"] == 28
+
+
+def test_a_run_folder_is_refused_unless_resumed_or_overwritten_in_one_line(tmp_path):
+    out = tmp_path / "run"
+    devplace.place("tiny", "k80x2", method="mcmc", max_evaluations=50, seed=1, out=out)
+    with pytest.raises(devplace.Error, match="holds a previous run") as e:
+        devplace.place("tiny", "k80x2", method="mcmc", max_evaluations=50, seed=1, out=out)
+    assert "\n" not in str(e.value)
+    replaced = devplace.place("tiny", "k80x2", method="m_etf", out=out, overwrite=True)
+    assert replaced["method"] == "m_etf"
+    refused = {
+        "keeps no checkpoint": dict(method="mcmc", out=out, resume=True),
+        "not both": dict(method="rl", max_steps=1, out=out, resume=True, overwrite=True),
+        "give out": dict(method="rl", max_steps=1, resume=True),
+        "checkpoint_seconds must be": dict(method="rl", max_steps=1, out=tmp_path / "new", checkpoint_seconds=-1.0),
+        "no checkpoint to resume from": dict(method="rl", max_steps=1, out=tmp_path / "empty", resume=True),
+    }
+    for message, keywords in refused.items():
+        with pytest.raises(devplace.Error, match=message):
+            devplace.place("tiny", "k80x2", **keywords)
+    assert not (tmp_path / "new").exists()  # a refused call writes nothing
+    a_file = tmp_path / "file"
+    a_file.write_text("")
+    with pytest.raises(devplace.Error, match="is not a folder"):
+        devplace.place("tiny", "k80x2", method="m_etf", out=a_file)
