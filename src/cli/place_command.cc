@@ -295,7 +295,7 @@ void SetUpEnvironment(PlaceFlags& flags, PlacementProblem& problem, RealRuns& ru
   if (flags.reward == "simulated") return;
   if (flags.reward == "measured") {
     problem.environment = runs.real.get();
-    if (flags.learned.make_environment) return;
+    if (runs.runs_on_workers) return;  // rank 0 of a world: JoinPlaceWorld's factory measures across the ranks
     flags.learned.make_environment = [&runs](const Graph&, const Cluster&, const CostModel&, const SimulatedEnvironmentOptions&) {
       return std::make_unique<BorrowedEnvironment>(*runs.real);
     };
