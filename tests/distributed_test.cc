@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -284,6 +285,99 @@ TEST_F(DistributedTest, SomeVariablesWithoutTheOthersAreOneLine) {
   run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   run.out = out;
   ExpectOneErrorLine(run, "WORLD_SIZE, MASTER_ADDR, MASTER_PORT not set");
+}
+
+// `place --reward measured` across processes: each rank runs the placements
+// it is sent on the devices of its own --cluster (as `clusters --detect`
+// writes them, here without measuring: CPU devices on the cores this
+// process may use).
+class DistributedMeasuredTest : public DistributedTest {
+ protected:
+  // A cluster file of `devices` CPU devices, one core each, named `name`.
+  fs::path HostCluster(const std::string& file, const std::string& name, int devices) const {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    std::vector<int> cores;
+    if (::sched_getaffinity(0, sizeof set, &set) == 0) {
+      for (int core = 0; core < CPU_SETSIZE; ++core) {
+        if (CPU_ISSET(core, &set)) cores.push_back(core);
+      }
+    }
+    if (cores.empty()) cores.push_back(0);
+    std::string text = R"({"format": "devplace-cluster", "version": 1, "name": ")" + name + R"(", "devices": [)";
+    for (int d = 0; d < devices; ++d) {
+      // A second device on a core this process may not use, where it has
+      // one core only: the device count differs all the same.
+      const int core = d < static_cast<int>(cores.size()) ? cores[d] : cores.back() + d;
+      text += std::string(d ? ", " : "") + R"({"name": "cpu:)" + std::to_string(d) +
+              R"(", "kind": "cpu", "peak_tflops": 0.1, "memory_bandwidth_gb_per_s": 10, "memory_gib": 4, "cores": [)" +
+              std::to_string(core) + "]}";
+    }
+    text += R"(], "links": [)";
+    for (int d = 1; d < devices; ++d) {
+      text += std::string(d > 1 ? ", " : "") + R"({"between": ["cpu:0", "cpu:)" + std::to_string(d) +
+              R"("], "bandwidth_gb_per_s": 10, "latency_us": 1})";
+    }
+    text += "]}";
+    const fs::path path = dir_ / file;
+    std::ofstream(path) << text;
+    return path;
+  }
+  // rl on the 50-op graph, every sample run for real (2 steps, the first
+  // dropped), on `cluster`.
+  std::vector<std::string> MeasuredArgs(const fs::path& cluster, const std::string& out) const {
+    return {"place", "--graph", "tiny", "--cluster", cluster.string(), "--method", "rl", "--reward", "measured",
+            "--max-steps", "2", "--samples-per-step", "4", "--run-steps", "2", "--seed", "3", "--json", "--out",
+            (dir_ / out).string()};
+  }
+};
+
+TEST_F(DistributedMeasuredTest, TwoProcessesMeasureOnTheirOwnDevices) {
+  // Each rank its own file, as each host would have: only the device count
+  // and kinds are compared, so the names differ freely.
+  const fs::path controller = HostCluster("host0.json", "controller-host", 1);
+  const fs::path worker = HostCluster("host1.json", "worker-host", 1);
+  const int port = FreePort();
+  std::vector<RankRun> runs = RunRanks({MeasuredArgs(controller, "m"), MeasuredArgs(worker, "m")}, 2, {port, port});
+  ASSERT_EQ(runs[0].exit_code, 0) << runs[0].out;
+  ASSERT_EQ(runs[1].exit_code, 0) << runs[1].out;
+  EXPECT_EQ(runs[1].out, "");  // the worker prints nothing and writes nothing
+  const nlohmann::json out = nlohmann::json::parse(runs[0].out.substr(runs[0].out.find('{')));
+  EXPECT_EQ(out["reward"], "measured");
+  ASSERT_TRUE(out["step_time_s"].is_number()) << out.dump();
+  EXPECT_GT(out["step_time_s"].get<double>(), 0);
+  EXPECT_EQ(out["step_time_s"], out["measured_step_time_s"]);  // what the user gets is the real run's
+  // 8 samples in 2 batches of 4, split 2 and 2: the worker ran its halves.
+  EXPECT_GE(out["real_runs_on_workers"].get<int64_t>(), 4) << out.dump();
+  EXPECT_GT(out["real_runs"].get<int64_t>(), out["real_runs_on_workers"].get<int64_t>());
+  const nlohmann::json placement = nlohmann::json::parse(ReadAll(dir_ / "m" / "best_placement.json"));
+  EXPECT_EQ(placement["placement"].size(), 50u);  // every op of tiny, on the one device
+  for (const auto& [op, device] : placement["placement"].items()) EXPECT_EQ(device, "cpu:0") << op;
+}
+
+TEST_F(DistributedMeasuredTest, AWorkerKilledMidRunIsDroppedAndItsPlacementsMeasuredOnRankZero) {
+  const fs::path host = HostCluster("host.json", "host", 1);
+  // The worker sends itself SIGKILL on its second slice.
+  std::vector<RankRun> runs = RunSameCommand(2, MeasuredArgs(host, "k"), {"DEVPLACE_TEST_KILL_WORKER=1:1"});
+  EXPECT_EQ(runs[1].signal, SIGKILL) << runs[1].out;
+  ASSERT_EQ(runs[0].exit_code, 0) << runs[0].out;
+  EXPECT_NE(runs[0].out.find("dropped worker rank 1"), std::string::npos) << runs[0].out;
+  const nlohmann::json out = nlohmann::json::parse(runs[0].out.substr(runs[0].out.find('{')));
+  EXPECT_EQ(out["real_runs_on_workers"].get<int64_t>(), 2) << out.dump();  // its first slice only
+  EXPECT_EQ(out["samples"].get<int64_t>(), 8);  // no sample lost
+  EXPECT_TRUE(out["step_time_s"].is_number()) << out.dump();
+}
+
+TEST_F(DistributedMeasuredTest, AWorkerWithAnotherDeviceCountIsRefusedOnEveryRank) {
+  const fs::path controller = HostCluster("host0.json", "host", 1);
+  const fs::path worker = HostCluster("host1.json", "host", 2);
+  const int port = FreePort();
+  std::vector<RankRun> runs = RunRanks({MeasuredArgs(controller, "x"), MeasuredArgs(worker, "x")}, 2, {port, port});
+  for (const RankRun& run : runs) {
+    ExpectOneErrorLine(run, "rank 1's --cluster devices differs from rank 0's ('2 devices: cpu, cpu");
+    ExpectOneErrorLine(run, "rank 0 has '1 device: cpu'");
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "x"));
 }
 
 // `devplace train` across processes: the graphs dealt one a rank, the

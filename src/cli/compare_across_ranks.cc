@@ -59,7 +59,7 @@ std::optional<Comparison> CompareAcrossRanksOfWorld(const PlacementProblem& prob
                                                     const std::vector<const PlacerInfo*>& placers,
                                                     const CompareRankFacts& facts, bool progress) {
   const PlaceWorldInputs inputs{problem.graph, problem.cluster, problem.cost, facts.methods, "simulated",
-                                facts.op_times_path, problem.seed, facts.budget};
+                                facts.op_times_path, problem.seed, facts.budget, nullptr, "", ""};
   std::unique_ptr<CompareWorld> world = JoinCompareWorld(inputs);
   if (!world) return CompareMethods(problem, placers, progress);
   if (world->rank() != 0) {

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <optional>
 
@@ -256,27 +257,45 @@ void PrepareOutFolder(PlaceFlags& flags, const Graph& graph, const Cluster& clus
   flags.learned.out_dir = flags.out_dir;  // a learned method's trainer creates it once its checks pass
 }
 
+// The protocol of a real run: --run-steps (or --measure-steps), the time
+// limit, the inputs' seed.
+MeasuredEnvironmentOptions RealRunOptions(const PlaceFlags& flags) {
+  MeasuredEnvironmentOptions run = flags.run;
+  run.seed = flags.learned.seed;
+  if (flags.measure_steps_given) run.steps = std::max(2, flags.learned.measure_steps);
+  return run;
+}
+
 // The environments of --reward that run placements for real; both empty
 // under --reward simulated.
 struct RealRuns {
   std::unique_ptr<MeasuredEnvironment> real;
   std::unique_ptr<CalibratedEnvironment> calibrated;  // made by the trainer's factory
+  // Across processes (--reward measured): the placements the workers ran
+  // on their own devices so far; empty in one process.
+  std::function<int64_t()> runs_on_workers;
+  int64_t all_runs() const { return real->runs() + (runs_on_workers ? runs_on_workers() : 0); }
 };
+
+// --reward measured|calibrated: what runs placements on this process's
+// devices (the --cluster file of this host), made before a world is joined
+// so that every rank measures on its own.
+void MakeRealRuns(const PlaceFlags& flags, const Graph& graph, const Cluster& cluster, RealRuns& runs) {
+  if (flags.reward == "simulated") return;
+  CheckClusterIsThisMachine(cluster, "--cluster " + ForMessage(flags.cluster));
+  runs.real = std::make_unique<MeasuredEnvironment>(graph, cluster, RealRunOptions(flags));
+}
 
 // What judges the placements (--reward): real runs of every placement
 // (measured), or of the best few now and then and the final one
 // (calibrated). Sets the search's environment and the learned method's
-// factory; `runs` owns what they borrow and must outlive the run.
-void SetUpEnvironment(PlaceFlags& flags, const Graph& graph, const Cluster& cluster, PlacementProblem& problem,
-                      RealRuns& runs) {
+// factory (unless a world set it: rank 0 measuring across processes);
+// `runs` owns what they borrow and must outlive the run.
+void SetUpEnvironment(PlaceFlags& flags, PlacementProblem& problem, RealRuns& runs) {
   if (flags.reward == "simulated") return;
-  CheckClusterIsThisMachine(cluster, "--cluster " + ForMessage(flags.cluster));
-  MeasuredEnvironmentOptions run = flags.run;
-  run.seed = flags.learned.seed;
-  if (flags.measure_steps_given) run.steps = std::max(2, flags.learned.measure_steps);
-  runs.real = std::make_unique<MeasuredEnvironment>(graph, cluster, run);
   if (flags.reward == "measured") {
     problem.environment = runs.real.get();
+    if (runs.runs_on_workers) return;  // rank 0 of a world: JoinPlaceWorld's factory measures across the ranks
     flags.learned.make_environment = [&runs](const Graph&, const Cluster&, const CostModel&, const SimulatedEnvironmentOptions&) {
       return std::make_unique<BorrowedEnvironment>(*runs.real);
     };
@@ -403,7 +422,8 @@ void PrintPlaceJson(const PlaceFlags& flags, const PlacementProblem& problem, co
     const std::optional<RealRun>& real = final_run.real;
     out["simulated_step_time_s"] = final_run.simulated.ok() ? nlohmann::json(final_run.simulated.step_time_s()) : nlohmann::json(nullptr);
     out["measured_step_time_s"] = real && real->outcome.ok ? nlohmann::json(real->outcome.step_time_s) : nlohmann::json(nullptr);
-    out["real_runs"] = runs.real->runs();
+    out["real_runs"] = runs.all_runs();
+    if (runs.runs_on_workers) out["real_runs_on_workers"] = runs.runs_on_workers();
     if (IsLearnedMethod(flags.method)) out["search_best_step_time_s"] = output.best_step_time_s;
     if (real && !real->outcome.ok) out["measured_failure"] = real->failure;
   }
@@ -433,7 +453,10 @@ void PrintPlaceText(const PlaceFlags& flags, const MethodOutput& output, const F
     // A noisy search keeps its luckiest measurement: the final run is the
     // honest number, the search's best is shown beside it.
     std::printf("the simulator says %.6f s for it; the search measured it at %.6f s (%lld real runs in all)\n",
-                final_run.simulated.step_time_s(), output.best_step_time_s, static_cast<long long>(runs.real->runs()));
+                final_run.simulated.step_time_s(), output.best_step_time_s, static_cast<long long>(runs.all_runs()));
+    if (runs.runs_on_workers) {
+      std::printf("%lld of them on the workers' own devices (across processes)\n", static_cast<long long>(runs.runs_on_workers()));
+    }
   } else if (real) {
     if (real->outcome.ok) {
       std::printf("run for real: %.6f s (the simulator with %s says %.6f s)\n", real->outcome.step_time_s,
@@ -474,7 +497,24 @@ void RunPlace(PlaceFlags flags) {
       throw Error("--resume with WORLD_SIZE over 1: resuming " + flags.method + "'s chains across processes is not built yet");
     }
   }
-  PlaceWorldInputs world_inputs{graph, cluster, cost, flags.method, flags.reward, flags.op_times.path, flags.learned.seed};
+  RealRuns runs;
+  PlaceWorldInputs world_inputs{graph, cluster, cost, flags.method, flags.reward, flags.op_times.path, flags.learned.seed, "", nullptr, "", ""};
+  if (flags.reward == "measured" && InAWorld() && !chains) {
+    // Each rank measures on its own host's devices: one whose --cluster
+    // is not this host's says so to every rank when they compare clusters.
+    try {
+      MakeRealRuns(flags, graph, cluster, runs);
+    } catch (const Error& e) {
+      world_inputs.cluster_problem = e.what();
+    }
+  } else {
+    MakeRealRuns(flags, graph, cluster, runs);
+  }
+  if (flags.reward == "measured") {
+    world_inputs.measured = runs.real.get();
+    const MeasuredEnvironmentOptions protocol = RealRunOptions(flags);
+    world_inputs.measure_protocol = std::to_string(protocol.steps) + " steps, " + ShowNumber(protocol.step_time_limit_s) + " s limit";
+  }
   if (chains) {
     world_inputs.budget = std::to_string(flags.learned.max_samples) + " evaluations";
     if (std::optional<ChainWorld> world = JoinChainWorld(world_inputs)) {
@@ -486,14 +526,13 @@ void RunPlace(PlaceFlags flags) {
         return;
       }
     }
-  } else if (JoinPlaceWorld(world_inputs, flags.learned.make_environment)) {
+  } else if (JoinPlaceWorld(world_inputs, flags.learned.make_environment, &runs.runs_on_workers)) {
     return;
   }
   PrepareOutFolder(flags, graph, cluster);
   // From here on a Ctrl-C stops the search and keeps what it found.
   StopOnSignals();
-  RealRuns runs;
-  SetUpEnvironment(flags, graph, cluster, problem, runs);
+  SetUpEnvironment(flags, problem, runs);
   if (method.kind == MethodKind::kLearned) ChooseLearnedBudget(Given(flags), flags.learned);
 
   MethodOutput output = RunWithProgress(flags, problem, method);

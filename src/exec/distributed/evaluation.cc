@@ -108,7 +108,12 @@ void EvaluationPool::Finish(bool failed) {
   }
 }
 
-std::vector<Outcome> EvaluationPool::Measure(SimulatedEnvironment& local, const SimulatedEnvironmentOptions& options,
+int64_t EvaluationPool::placements_measured_by_workers() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return measured_by_workers_;
+}
+
+std::vector<Outcome> EvaluationPool::Measure(const LocalMeasure& local, const SimulatedEnvironmentOptions& options,
                                              const std::vector<Placement>& placements, int64_t batch, int32_t stream) {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<size_t> workers;
@@ -141,7 +146,7 @@ std::vector<Outcome> EvaluationPool::Measure(SimulatedEnvironment& local, const 
 
   std::vector<Outcome> outcomes(placements.size());
   auto measure_here = [&](size_t first, size_t count) {
-    std::vector<Outcome> mine = local.MeasureSlice(Slice(placements, first, count), batch, stream, static_cast<int32_t>(first));
+    std::vector<Outcome> mine = local(Slice(placements, first, count), static_cast<int32_t>(first));
     std::copy(mine.begin(), mine.end(), outcomes.begin() + static_cast<std::ptrdiff_t>(first));
   };
   size_t first = 0, count = 0;
@@ -156,6 +161,7 @@ std::vector<Outcome> EvaluationPool::Measure(SimulatedEnvironment& local, const 
       try {
         std::vector<Outcome> theirs = DecodeOutcomes(*answer, s.count);
         std::copy(theirs.begin(), theirs.end(), outcomes.begin() + static_cast<std::ptrdiff_t>(s.first));
+        measured_by_workers_ += static_cast<int64_t>(s.count);
         continue;
       } catch (const Error& e) {
         why = e.what();
@@ -170,17 +176,25 @@ std::vector<Outcome> EvaluationPool::Measure(SimulatedEnvironment& local, const 
 }
 
 DistributedEnvironment::DistributedEnvironment(EvaluationPool& pool, const Graph& graph, const Cluster& cluster,
-                                               const CostModel& cost, const SimulatedEnvironmentOptions& options)
-    : pool_(pool), options_(options), local_(graph, cluster, cost, options) {}
+                                               const CostModel& cost, const SimulatedEnvironmentOptions& options,
+                                               Environment* measured)
+    : pool_(pool), options_(options), local_(graph, cluster, cost, options), measured_(measured) {}
 
 std::vector<Outcome> DistributedEnvironment::Measure(const std::vector<Placement>& placements, int64_t batch,
                                                      int32_t stream) {
-  return pool_.Measure(local_, options_, placements, batch, stream);
+  return pool_.Measure(
+      [&](const std::vector<Placement>& slice, int32_t first_sample) {
+        // A real run's noise is the machine's: no seed to keep.
+        return measured_ ? measured_->Measure(slice, batch, stream) : local_.MeasureSlice(slice, batch, stream, first_sample);
+      },
+      options_, placements, batch, stream);
 }
 
-Outcome DistributedEnvironment::MeasureOne(const Placement& placement) { return local_.MeasureOne(placement); }
+Outcome DistributedEnvironment::MeasureOne(const Placement& placement) {
+  return measured_ ? measured_->MeasureOne(placement) : local_.MeasureOne(placement);
+}
 
-void ServeEvaluations(World& world, const Graph& graph, const Cluster& cluster, const CostModel& cost) {
+void ServeEvaluations(World& world, const Graph& graph, const Cluster& cluster, const CostModel& cost, Environment* measured) {
   std::unique_ptr<SimulatedEnvironment> environment;
   SimulatedEnvironmentOptions environment_options;
   int64_t slices = 0;
@@ -207,6 +221,10 @@ void ServeEvaluations(World& world, const Graph& graph, const Cluster& cluster, 
         throw Error("distributed run: rank 0 sent placements of " + std::to_string(p.size()) + " ops; this graph has " +
                     std::to_string(graph.num_ops()));
       }
+    }
+    if (measured) {
+      world.Put(ResultKey(world.rank(), n), EncodeOutcomes(measured->Measure(job.placements, job.batch, job.stream)));
+      continue;
     }
     if (!environment || !SameOptions(environment_options, job.options)) {
       environment_options = job.options;

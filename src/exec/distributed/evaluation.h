@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -26,10 +27,14 @@ class EvaluationPool {
   // Tells the workers still answering to stop; Finish says it first.
   ~EvaluationPool();
 
+  // How rank 0 measures a slice itself: the placements, and the first's
+  // place in the batch.
+  using LocalMeasure = std::function<std::vector<Outcome>(const std::vector<Placement>& slice, int32_t first_sample)>;
+
   // The outcomes of `placements` as samples of (batch, stream), measured
   // as `options` says; rank 0 measures its share (and any dropped
-  // worker's) in `local`. One batch at a time across the callers.
-  std::vector<Outcome> Measure(SimulatedEnvironment& local, const SimulatedEnvironmentOptions& options,
+  // worker's) with `local`. One batch at a time across the callers.
+  std::vector<Outcome> Measure(const LocalMeasure& local, const SimulatedEnvironmentOptions& options,
                                const std::vector<Placement>& placements, int64_t batch, int32_t stream);
 
   // Tells each worker still answering to stop: exit 0, or with an error
@@ -38,6 +43,8 @@ class EvaluationPool {
 
   std::vector<int32_t> live_workers() const;
   int64_t dropped_workers() const;
+  // Placements the workers have measured and answered for, all told.
+  int64_t placements_measured_by_workers() const;
 
  private:
   void Drop(size_t worker, const std::string& why, int64_t placements);
@@ -46,6 +53,7 @@ class EvaluationPool {
   std::vector<int32_t> ranks_;  // the workers, 1..size-1
   std::vector<bool> live_;
   std::vector<int64_t> next_message_;
+  int64_t measured_by_workers_ = 0;
   bool finished_ = false;
 };
 
@@ -53,21 +61,27 @@ class EvaluationPool {
 // measures its batches in. MeasureOne runs on rank 0.
 class DistributedEnvironment : public Environment {
  public:
-  // `graph`, `cluster`, `cost` and `pool` must outlive it.
+  // `graph`, `cluster`, `cost`, `pool` and `measured` must outlive it.
+  // `measured` (--reward measured): rank 0's own real runs, on its own
+  // devices, in place of its simulator; null: simulated.
   DistributedEnvironment(EvaluationPool& pool, const Graph& graph, const Cluster& cluster, const CostModel& cost,
-                         const SimulatedEnvironmentOptions& options);
+                         const SimulatedEnvironmentOptions& options, Environment* measured = nullptr);
   std::vector<Outcome> Measure(const std::vector<Placement>& placements, int64_t batch, int32_t stream) override;
   Outcome MeasureOne(const Placement& placement) override;
-  bool simulated() const override { return true; }
+  bool simulated() const override { return measured_ == nullptr; }
 
  private:
   EvaluationPool& pool_;
   SimulatedEnvironmentOptions options_;
   SimulatedEnvironment local_;
+  Environment* measured_;
 };
 
-// A worker's loop: measures the slices rank 0 sends until it says stop.
-// Throws Error when rank 0 ends without saying so, or says it failed.
-void ServeEvaluations(World& world, const Graph& graph, const Cluster& cluster, const CostModel& cost);
+// A worker's loop: measures the slices rank 0 sends until it says stop,
+// with its own simulator, or with `measured` (--reward measured: real runs
+// on this rank's own devices) when given. Throws Error when rank 0 ends
+// without saying so, or says it failed.
+void ServeEvaluations(World& world, const Graph& graph, const Cluster& cluster, const CostModel& cost,
+                      Environment* measured = nullptr);
 
 }  // namespace devplace

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,23 +29,41 @@ struct PlaceWorldInputs {
   // The search's budget in words (mcmc's and guided's chains must spend
   // the same to meet at every share): compared too.
   std::string budget;
+  // --reward measured: this rank's real runs, on the devices of its own
+  // --cluster (each rank's `clusters --detect` file, on its own host); the
+  // ranks then compare only their clusters' device count and kinds, and
+  // `measure_protocol` (steps, time limit). Null under --reward simulated.
+  Environment* measured = nullptr;
+  std::string measure_protocol;
+  // --reward measured: why this rank's --cluster cannot run here (not this
+  // host's devices), "" when it can; `measured` is then null. Shown with
+  // its device kinds, so a rank given another host's file is named in one
+  // line on every rank.
+  std::string cluster_problem;
 };
 
 struct WorldFact;  // exec/distributed/world.h
 
 // What every rank of a command's world must agree on, by checksum: the
-// program, the graph, the cluster, the --op-times table, the method, the
-// reward, the seed, the budget.
+// program, the graph, the cluster (under --reward measured: its device
+// count and kinds, shown, and the measuring protocol), the --op-times
+// table, the method, the reward, the seed, the budget.
 std::vector<WorldFact> WorldFactsOf(const PlaceWorldInputs& inputs);
+
+// "2 devices: cpu, gpu": what ranks measuring on their own devices must
+// have alike.
+std::string DeviceKindsOf(const Cluster& cluster);
 
 // Without the variables (or WORLD_SIZE=1): false, nothing changed. Rank 0:
 // joins, sets `make_environment` to measure across the ranks (the world
-// ends, telling the workers to stop, when the last copy of it goes), and
-// returns false. A worker: joins, measures until rank 0 says stop, and
-// returns true: the command is done. Throws Error on any rank for the
-// world's faults (World::Join, a lost controller) and for --reward other
-// than simulated.
-bool JoinPlaceWorld(const PlaceWorldInputs& inputs, EnvironmentFactory& make_environment);
+// ends, telling the workers to stop, when the last copy of it goes), sets
+// `measured_by_workers` (when given) to count the placements the workers
+// answered for, and returns false. A worker: joins, measures until rank 0
+// says stop, and returns true: the command is done. Throws Error on any
+// rank for the world's faults (World::Join, a lost controller) and for
+// --reward other than simulated and measured.
+bool JoinPlaceWorld(const PlaceWorldInputs& inputs, EnvironmentFactory& make_environment,
+                    std::function<int64_t()>* measured_by_workers = nullptr);
 
 class ChainPeers;  // placers/chain_peers.h
 

@@ -155,7 +155,9 @@ std::unique_ptr<World> World::Join(const WorldSpec& spec, const std::vector<Worl
 
 void World::CompareFacts(const std::vector<WorldFact>& facts) {
   std::string mine;
-  for (const WorldFact& fact : facts) mine += fact.name + "=" + HexOf(Fnv1a64(fact.text)) + "\n";
+  for (const WorldFact& fact : facts) {
+    mine += fact.name + "=" + (fact.shown ? "'" + fact.text + "'" : HexOf(Fnv1a64(fact.text))) + "\n";
+  }
   Put("hello/" + Decimal(rank()), mine);
 
   std::vector<std::string> hellos;
@@ -207,9 +209,14 @@ void World::CompareFacts(const std::vector<WorldFact>& facts) {
         const std::string b = i < theirs.size() ? theirs[i] : "(none)";
         if (a == b) continue;
         const std::string name = a.substr(0, a.find('='));
-        mismatch = "distributed run: rank " + Decimal(r) + "'s " + name + " differs from rank 0's (checksum " +
-                   b.substr(b.find('=') + 1) + ", rank 0 has " + a.substr(a.find('=') + 1) +
-                   "): every rank needs the same build, inputs and flags";
+        const std::string theirs_value = b.substr(b.find('=') + 1), first_value = a.substr(a.find('=') + 1);
+        std::string hint = "every rank needs the same build, inputs and flags";
+        for (const WorldFact& fact : facts) {
+          if (fact.name == name) hint = fact.hint;
+        }
+        const bool shown = !first_value.empty() && first_value[0] == '\'';
+        mismatch = "distributed run: rank " + Decimal(r) + "'s " + name + " differs from rank 0's (" +
+                   (shown ? "" : "checksum ") + theirs_value + ", rank 0 has " + first_value + "): " + hint;
       }
     }
     Put("checked/" + Decimal(rank()), "1");

@@ -35,7 +35,12 @@ std::optional<WorldSpec> WorldSpecFromEnvironment();
 // compared across ranks by checksum when they join.
 struct WorldFact {
   std::string name;  // how an error names it: "graph", "cluster", ...
-  std::string text;  // what it is here; only its checksum travels
+  std::string text;  // what it is here; only its checksum travels, unless shown
+  // A short one-line text that travels as it is, so that an error shows
+  // both ranks' (a cluster's device count and kinds), not checksums.
+  bool shown = false;
+  // What the error line ends with: what the ranks need to agree on.
+  std::string hint = "every rank needs the same build, inputs and flags";
 };
 
 // The program's own bytes: two ranks running different builds are refused.
