@@ -189,6 +189,9 @@ py::dict Place(Simulation& simulation, const std::string& method_name, int64_t m
   out["evaluations"] = output.samples;
   out["seconds"] = output.seconds;
   out["zero_shot"] = options.zero_shot;
+  out["search_after"] = output.search_after.empty() ? py::object(py::none()) : py::object(py::str(output.search_after));
+  out["search_evaluations"] = output.search_samples;
+  out["placement_from_search"] = output.from_search;
   return out;
 }
 
