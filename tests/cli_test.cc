@@ -330,6 +330,35 @@ TEST(CliTest, EveryLearnedMethodFitsThePackingPuzzle) {
   }
 }
 
+// Issue 50: a policy with a budget of samples places zero-shot, then
+// guided's chain searches from that placement for the rest of the budget
+// (never slower than the zero-shot placement: the chain keeps its start
+// unless it finds a faster one); --fine-tune trains instead.
+TEST(CliTest, APolicyWithABudgetPlacesZeroShotThenSearches) {
+  TempDir dir;
+  const std::string place = "place --graph tiny --cluster k80x2 --method gdp --policy shipped --json --seed 2 --out ";
+  Outcome zero = Devplace(place + dir.File("zero"));
+  ASSERT_EQ(zero.exit_code, 0) << zero.out;
+  const nlohmann::json z = nlohmann::json::parse(zero.out);
+  EXPECT_TRUE(z["search_after"].is_null()) << z.dump();
+  Outcome searched = Devplace(place + dir.File("searched") + " --max-samples 200");
+  ASSERT_EQ(searched.exit_code, 0) << searched.out;
+  const nlohmann::json j = nlohmann::json::parse(searched.out);
+  EXPECT_TRUE(j["zero_shot"].get<bool>()) << j.dump();
+  EXPECT_EQ(j["search_after"], "guided") << j.dump();
+  EXPECT_GT(j["search_samples"].get<int64_t>(), 0) << j.dump();
+  EXPECT_LE(j["samples"].get<int64_t>(), 201) << j.dump();  // a restart may take one past
+  EXPECT_EQ(j["samples"].get<int64_t>(), z["samples"].get<int64_t>() + j["search_samples"].get<int64_t>()) << j.dump();
+  EXPECT_LE(j["step_time_s"].get<double>(), z["step_time_s"].get<double>()) << j.dump();
+  Outcome tuned = Devplace(place + dir.File("tuned") + " --max-samples 60 --samples-per-step 4 --fine-tune");
+  ASSERT_EQ(tuned.exit_code, 0) << tuned.out;
+  const nlohmann::json t = nlohmann::json::parse(tuned.out);
+  EXPECT_FALSE(t["zero_shot"].get<bool>()) << t.dump();
+  EXPECT_EQ(t["search_after"], "mcmc") << t.dump();
+  ExpectCleanError(Devplace("place --graph tiny --cluster k80x2 --method gdp --max-samples 60 --fine-tune --out " + dir.File("no")),
+                   "--fine-tune");
+}
+
 // ---- end of searches and memory ----
 
 // place names a search's budget --max-samples, compare --max-evaluations;
