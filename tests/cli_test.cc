@@ -281,6 +281,84 @@ TEST(CliTest, SearchesAnswerAPlacementThatFitsWhereTheFastestBaselineDoesNot) {
   }
 }
 
+// The packing puzzle (tests/memory_cases.h) through place: every one-shot
+// baseline overflows three 1 GB GPUs, and each learned method (and guided)
+// answers a placement that fits on seeds 1-3 within 600 samples, the
+// learned ones through their finishing search (issue 49), which says what
+// it spent in --json.
+TEST(CliTest, EveryLearnedMethodFitsThePackingPuzzle) {
+  TempDir dir;
+  nlohmann::json ops = nlohmann::json::array();
+  int id = 0;
+  for (int64_t mb : {221, 15, 107, 717, 90, 125, 104, 106, 270, 36, 552, 122, 47, 187, 271}) {
+    ops.push_back({{"id", id}, {"name", "param" + std::to_string(id)}, {"type", "MatMul"}, {"flops", 1e10},
+                   {"outputs", {{{"shape", {1000}}, {"bytes", 4000}}}}, {"persistent_bytes", mb * 1000000}});
+    ++id;
+  }
+  const std::string graph = dir.Write("packing.json", nlohmann::json({{"format", "devplace-graph"}, {"version", 1}, {"ops", ops}}).dump());
+  nlohmann::json devices = nlohmann::json::array();
+  for (int d = 0; d < 3; ++d) {
+    devices.push_back({{"name", "gpu:" + std::to_string(d)}, {"kind", "gpu"}, {"peak_tflops", 1},
+                       {"memory_bandwidth_gb_per_s", 1e9}, {"memory_bytes", 1000000000}});
+  }
+  nlohmann::json links = nlohmann::json::array();
+  for (auto [a, b] : {std::pair{"gpu:0", "gpu:1"}, {"gpu:0", "gpu:2"}, {"gpu:1", "gpu:2"}}) {
+    links.push_back({{"between", {a, b}}, {"bandwidth_gb_per_s", 1}, {"latency_us", 10}});
+  }
+  const std::string cluster =
+      dir.Write("three_gpus.json", nlohmann::json({{"format", "devplace-cluster"}, {"version", 1}, {"devices", devices}, {"links", links}}).dump());
+  Outcome baselines = Devplace("compare --graph " + graph + " --cluster " + cluster + " --json");
+  ASSERT_EQ(baselines.exit_code, 0) << baselines.out;
+  for (const nlohmann::json& row : nlohmann::json::parse(baselines.out)) {
+    if (row["method"] != "mcmc" && row["method"] != "exact") ASSERT_TRUE(row["oom"].get<bool>()) << "the case needs every baseline out of memory: " << row.dump();
+  }
+  for (const char* method : {"guided", "rl", "hdp", "gdp", "mars"}) {
+    for (int seed = 1; seed <= 3; ++seed) {
+      const std::string name = std::string(method) + "-" + std::to_string(seed);
+      Outcome place = Devplace("place --graph " + graph + " --cluster " + cluster + " --method " + method +
+                               " --max-samples 600 --json --seed " + std::to_string(seed) + " --out " + dir.File(name));
+      ASSERT_EQ(place.exit_code, 0) << name << ": " << place.out;
+      const nlohmann::json j = nlohmann::json::parse(place.out);
+      EXPECT_FALSE(j["oom"].get<bool>()) << name << ": " << j.dump();
+      if (std::string(method) == "guided") continue;
+      // The chain's restart may take one evaluation past its budget.
+      EXPECT_LE(j["samples"].get<int64_t>(), 601) << name;
+      EXPECT_EQ(j["search_after"], "mcmc") << name;
+      EXPECT_GT(j["search_samples"].get<int64_t>(), 0) << name;
+      EXPECT_TRUE(j.contains("placement_from_search")) << name;
+    }
+  }
+}
+
+// Issue 50: a policy with a budget of samples places zero-shot, then
+// guided's chain searches from that placement for the rest of the budget
+// (never slower than the zero-shot placement: the chain keeps its start
+// unless it finds a faster one); --fine-tune trains instead.
+TEST(CliTest, APolicyWithABudgetPlacesZeroShotThenSearches) {
+  TempDir dir;
+  const std::string place = "place --graph tiny --cluster k80x2 --method gdp --policy shipped --json --seed 2 --out ";
+  Outcome zero = Devplace(place + dir.File("zero"));
+  ASSERT_EQ(zero.exit_code, 0) << zero.out;
+  const nlohmann::json z = nlohmann::json::parse(zero.out);
+  EXPECT_TRUE(z["search_after"].is_null()) << z.dump();
+  Outcome searched = Devplace(place + dir.File("searched") + " --max-samples 200");
+  ASSERT_EQ(searched.exit_code, 0) << searched.out;
+  const nlohmann::json j = nlohmann::json::parse(searched.out);
+  EXPECT_TRUE(j["zero_shot"].get<bool>()) << j.dump();
+  EXPECT_EQ(j["search_after"], "guided") << j.dump();
+  EXPECT_GT(j["search_samples"].get<int64_t>(), 0) << j.dump();
+  EXPECT_LE(j["samples"].get<int64_t>(), 201) << j.dump();  // a restart may take one past
+  EXPECT_EQ(j["samples"].get<int64_t>(), z["samples"].get<int64_t>() + j["search_samples"].get<int64_t>()) << j.dump();
+  EXPECT_LE(j["step_time_s"].get<double>(), z["step_time_s"].get<double>()) << j.dump();
+  Outcome tuned = Devplace(place + dir.File("tuned") + " --max-samples 60 --samples-per-step 4 --fine-tune");
+  ASSERT_EQ(tuned.exit_code, 0) << tuned.out;
+  const nlohmann::json t = nlohmann::json::parse(tuned.out);
+  EXPECT_FALSE(t["zero_shot"].get<bool>()) << t.dump();
+  EXPECT_EQ(t["search_after"], "mcmc") << t.dump();
+  ExpectCleanError(Devplace("place --graph tiny --cluster k80x2 --method gdp --max-samples 60 --fine-tune --out " + dir.File("no")),
+                   "--fine-tune");
+}
+
 // ---- end of searches and memory ----
 
 // place names a search's budget --max-samples, compare --max-evaluations;

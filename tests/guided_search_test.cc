@@ -216,8 +216,9 @@ TEST(GuidedSearchTest, FindsAPlacementThatFitsWhereNoBaselineDoes) {
       EXPECT_NE(out.note.find("no one-shot baseline fits"), std::string::npos) << out.note;
       fitted += owned.simulator.Run(out.placement).ok();
     }
-    // Learned proposals differ across CPUs' float kernels: asserted over seeds.
-    EXPECT_GE(fitted, 4) << "learning " << static_cast<int>(options.learning) << ", history "
+    // Out of memory its moves are uniform draws and exchanges, no scorer:
+    // every seed fits.
+    EXPECT_EQ(fitted, 5) << "learning " << static_cast<int>(options.learning) << ", history "
                          << options.read_history << ", pairs " << options.pair_moves << ", screen target "
                          << static_cast<int>(options.screen_target);
   }

@@ -9,6 +9,7 @@
 #include "methods/run_method.h"
 #include "models/registry.h"
 #include "util/error.h"
+#include "memory_cases.h"
 
 namespace devplace {
 namespace {
@@ -97,6 +98,103 @@ TEST(RunMethodTest, ALearnedSearchWithoutTheTorchLibrarysRunnerIsAnError) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("devplace-learn"), std::string::npos) << e.what();
   }
+}
+
+// A learned run that answers `best` (empty: nothing fitted, `closest`
+// instead), having spent the samples it was given; it keeps the options
+// it was given.
+struct FakeLearnedRun {
+  static inline Placement best, closest;
+  static inline double best_step_time_s = 0;
+  static inline LearnedOptions given;
+  static LearnedResult Run(const PlacementProblem&, const LearnedOptions& options, const LearnedProgressCallback&) {
+    given = options;
+    LearnedResult result;
+    result.best_placement = best;
+    result.closest_placement = closest;
+    result.best_step_time_s = best_step_time_s;
+    // Nothing fits: it ends at unfitted_share of its budget, as the trainer does.
+    result.samples = best.empty() && options.unfitted_share > 0
+                         ? static_cast<int64_t>(options.unfitted_share * static_cast<double>(options.max_samples))
+                         : options.max_samples;
+    result.seconds = 0.01;
+    return result;
+  }
+};
+
+// The finishing search (issue 49): a learned method given 500 samples
+// learns on 400 and mcmc's chain from its best spends the other 100; the
+// answer is never slower than the learned run's best, and it says whether
+// it is the chain's find. A budget of steps alone has no finishing search.
+TEST(RunMethodTest, TheFinishingSearchSpendsTheRestOfTheBudgetAndNeverWorsensTheLearnedBest) {
+  Problem p;
+  SetLearnedRunner(&FakeLearnedRun::Run);
+  int found_by_search = 0;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    PlacementProblem problem = p.get();
+    problem.seed = seed;
+    // The learned run's best: a random placement that fits.
+    PlacerOutput random = FindMethod("random", {MethodKind::kBaseline}).placer->place(problem);
+    const SimResult learned_best = p.simulator.Run(random.placement);
+    ASSERT_TRUE(learned_best.ok()) << learned_best.reason;
+    FakeLearnedRun::best = random.placement;
+    FakeLearnedRun::best_step_time_s = learned_best.step_time_s();
+    LearnedOptions options;
+    options.method = "rl";
+    options.seed = seed;
+    options.max_samples = 500;
+    const MethodOutput out = RunMethod(problem, FindMethod("rl", {MethodKind::kLearned}), options, {});
+    EXPECT_EQ(FakeLearnedRun::given.max_samples, 400);
+    EXPECT_EQ(out.search_after, "mcmc");
+    EXPECT_EQ(out.search_samples, 100);
+    EXPECT_EQ(out.samples, 500);
+    const SimResult answered = p.simulator.Run(out.placement);
+    ASSERT_TRUE(answered.ok()) << answered.reason;
+    EXPECT_LE(answered.step_time_us, learned_best.step_time_us) << "seed " << seed;
+    EXPECT_EQ(out.from_search, out.placement != random.placement) << "seed " << seed;
+    EXPECT_NE(out.note.find("from the learned run's best (100 of the 500 samples)"), std::string::npos) << out.note;
+    found_by_search += out.from_search;
+  }
+  EXPECT_GE(found_by_search, 1);  // a random placement of tiny is far from the best
+
+  // Steps alone, or a share of 0: the learned run has the whole budget.
+  LearnedOptions steps;
+  steps.method = "rl";
+  steps.max_steps = 3;
+  MethodOutput out = RunMethod(p.get(), FindMethod("rl", {MethodKind::kLearned}), steps, {});
+  EXPECT_EQ(out.search_after, "");
+  EXPECT_EQ(out.placement, FakeLearnedRun::best);
+  LearnedOptions none;
+  none.method = "rl";
+  none.max_samples = 500;
+  none.finishing_share = 0;
+  out = RunMethod(p.get(), FindMethod("rl", {MethodKind::kLearned}), none, {});
+  EXPECT_EQ(FakeLearnedRun::given.max_samples, 500);
+  EXPECT_EQ(out.search_samples, 0);
+  SetLearnedRunner(nullptr);
+}
+
+// Nothing the learned run sampled fits: the finishing search starts from
+// the best of its placement nearest to fitting and the one-shot baselines,
+// and answers a placement that fits.
+TEST(RunMethodTest, TheFinishingSearchFindsAFitWhenTheLearnedRunFoundNone) {
+  testing::OwnedProblem owned(testing::PackingPuzzle(), testing::ThreeGpusOfOneGb());
+  SetLearnedRunner(&FakeLearnedRun::Run);
+  FakeLearnedRun::best.clear();
+  FakeLearnedRun::closest = Placement(owned.graph.num_ops(), 0);  // all on gpu:0, out of memory
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    LearnedOptions options;
+    options.method = "rl";
+    options.seed = seed;
+    options.max_samples = 1000;
+    const MethodOutput out = RunMethod(owned.get(seed), FindMethod("rl", {MethodKind::kLearned}), options, {});
+    EXPECT_TRUE(out.from_search);
+    EXPECT_EQ(out.samples, 1000);
+    EXPECT_EQ(FakeLearnedRun::given.unfitted_share, 0.5);
+    EXPECT_TRUE(owned.simulator.Run(out.placement).ok()) << "seed " << seed << ": " << out.note;
+    EXPECT_NE(out.note.find("nearest to fitting"), std::string::npos) << out.note;
+  }
+  SetLearnedRunner(nullptr);
 }
 
 }  // namespace

@@ -258,6 +258,9 @@ py::dict Place(Simulation& simulation, const std::string& method_name, int64_t m
     out["out"] = options.out_dir;
     out["placement_file"] = (std::filesystem::path(options.out_dir) / run_folder::kBestPlacement).string();
   }
+  out["search_after"] = output.search_after.empty() ? py::object(py::none()) : py::object(py::str(output.search_after));
+  out["search_evaluations"] = output.search_samples;
+  out["placement_from_search"] = output.from_search;
   return out;
 }
 

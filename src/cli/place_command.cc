@@ -314,6 +314,13 @@ void SetUpEnvironment(PlaceFlags& flags, PlacementProblem& problem, RealRuns& ru
 // flags places zero-shot with the shipped policy (policies/), where a build
 // has one; a budget or an architecture flag trains a fresh network, as before.
 void UseShippedPolicyWhenNoneGiven(PlaceFlags& flags, const CLI::App& cmd, const std::vector<const CLI::Option*>& fixed_by_policy) {
+  if (flags.learned.policy_file == "shipped") {
+    // Asked for by name: with any budget (zero-shot, then guided's search).
+    const std::optional<std::string> named = FindShippedPolicy(kShippedGdpPolicy);
+    if (!named) throw Error(std::string("--policy shipped: this build has no shipped policy (") + kShippedGdpPolicy + ")");
+    flags.learned.policy_file = *named;
+    return;
+  }
   if (flags.method != "gdp" || !flags.learned.policy_file.empty() || flags.learned.resume || !flags.learned.warm_start.empty()) return;
   for (const char* budget : {"--max-steps", "--max-seconds", "--max-samples"}) {
     if (cmd.count(budget) > 0) return;
@@ -325,7 +332,7 @@ void UseShippedPolicyWhenNoneGiven(PlaceFlags& flags, const CLI::App& cmd, const
   if (!shipped) return;
   flags.learned.policy_file = *shipped;
   if (!flags.json) {
-    std::fprintf(stderr, "place: no --policy given: the shipped policy %s (a budget such as --max-seconds trains a fresh network instead)\n",
+    std::fprintf(stderr, "place: no --policy given: the shipped policy %s (a budget such as --max-seconds trains a fresh network instead; --policy shipped with it places zero-shot, then searches)\n",
                  shipped->c_str());
   }
 }
@@ -418,6 +425,14 @@ void PrintPlaceJson(const PlaceFlags& flags, const PlacementProblem& problem, co
                         {"zero_shot", flags.learned.zero_shot},
                         {"stopped_early", StopRequested()},
                         {"placement_file", none ? nlohmann::json(nullptr) : nlohmann::json(PlacementFile(flags))}};
+  if (IsLearnedMethod(flags.method)) {
+    // The search after the learned run (the finishing search, or guided's
+    // after a zero-shot placement): its share of `samples`, and whether the
+    // placement is its find.
+    out["search_after"] = output.search_after.empty() ? nlohmann::json(nullptr) : nlohmann::json(output.search_after);
+    out["search_samples"] = output.search_samples;
+    out["placement_from_search"] = output.from_search;
+  }
   if (runs.real) {
     const std::optional<RealRun>& real = final_run.real;
     out["simulated_step_time_s"] = final_run.simulated.ok() ? nlohmann::json(final_run.simulated.step_time_s()) : nlohmann::json(nullptr);
@@ -574,6 +589,10 @@ void AddPlaceCommand(CLI::App& app) {
       ->group(g)->check(NotNegative());
   cmd->add_option("--max-samples,--max-evaluations", learned.max_samples,
                   "Stop after this many sampled placements (guided, mcmc, exact: simulator evaluations; --max-evaluations, as compare names it, is the same)")->group(g)->check(NotNegative());
+  cmd->add_option("--finishing-share", learned.finishing_share,
+                  "Share of a --max-samples or --max-seconds budget kept for mcmc's chain from the learned run's best "
+                  "(the finishing search; 0: none; default 0.2)")
+      ->group(g)->check(InRange(0.0, 0.9));
   cmd->add_option("--samples-per-step", learned.samples_per_step, "K: placements each controller samples per update")
       ->group(g)->check(InRange(1, 1024));
   cmd->add_option("--controllers", learned.controllers, "Controllers sharing the parameters, updating asynchronously")
@@ -595,8 +614,13 @@ void AddPlaceCommand(CLI::App& app) {
       ->group(g);
   const std::string gdp = "GDP";
   cmd->add_option("--policy", learned.policy_file,
-                  "GDP: a policy trained by `devplace train`; with no budget (or --max-steps 0) it places zero-shot "
-                  "(its most likely placement and K - 1 samples, the fastest kept), with one it is fine-tuned")
+                  "GDP: a policy trained by `devplace train` (\"shipped\": the one devplace ships); with no budget (or --max-steps 0) "
+                  "it places zero-shot (its most likely placement and K - 1 samples, the fastest kept); with --max-samples or "
+                  "--max-seconds it places zero-shot, then guided searches from there for the rest; with --max-steps or "
+                  "--fine-tune it is fine-tuned")
+      ->group(gdp);
+  cmd->add_flag("--fine-tune", learned.fine_tune,
+                "GDP: with --policy and a budget of samples or seconds, fine-tune the policy instead of searching from its zero-shot placement")
       ->group(gdp);
   std::vector<const CLI::Option*> fixed_by_policy = AddGdpNetworkFlags(cmd, learned, gdp);
   for (const CLI::Option* option : AddMarsFlags(cmd, learned, "Mars")) fixed_by_policy.push_back(option);

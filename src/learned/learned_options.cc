@@ -51,6 +51,8 @@ void ValidateLearnedOptions(const LearnedOptions& o) {
   RequirePositive(o.learning_rate, 1, "--learning-rate");
   RequirePositive(o.prior_learning_rate, 1, "--prior-learning-rate");
   RequireNumber(o.lr_decay, 0, 1, "--lr-decay");
+  RequireNumber(o.finishing_share, 0, 0.9, "--finishing-share");
+  RequireNumber(o.unfitted_share, 0, 1, "unfitted_share");
   RequireCount(o.lr_decay_every, 0, INT64_MAX, "--lr-decay-every");
   RequireCount(o.lr_decay_start, 0, INT64_MAX, "--lr-decay-start");
   RequirePositive(o.grad_clip_norm, 1e9, "--grad-clip");
@@ -115,6 +117,7 @@ void ValidateLearnedOptions(const LearnedOptions& o) {
   if (!o.unit.encoder_file.empty() && o.method != "mars" && o.method != "gdp") {
     throw Error("--encoder is a Mars encoder: it needs --method mars (or gdp, in GraphSAGE's place)");
   }
+  if (o.fine_tune && o.policy_file.empty()) throw Error("--fine-tune fine-tunes a trained policy: give --policy");
   if (o.zero_shot && o.policy_file.empty()) throw Error("placing zero-shot (--max-steps 0) needs a trained policy: give --policy");
 }
 

@@ -192,6 +192,24 @@ struct LearnedOptions {
   // fastest.
   std::string policy_file;
   bool zero_shot = false;
+  // With a policy file and a budget of samples or seconds (no --max-steps):
+  // fine-tune the policy in it instead of placing zero-shot and then
+  // searching with guided from the zero-shot placement for the rest of it
+  // (methods/run_method.h).
+  bool fine_tune = false;
+
+  // The finishing search (methods/run_method.h): this share of a
+  // --max-samples and --max-seconds budget is kept from the learned run and
+  // spent by mcmc's chain from its best placement (or, when none fits, from
+  // the best of the one that overflowed least and the one-shot baselines).
+  // 0: none. A budget of --max-steps alone has none.
+  double finishing_share = 0.2;
+  // While nothing it sampled fits, the learned run ends after this share of
+  // its own budget of samples or seconds, and the finishing search has the
+  // rest (set by the finishing search's caller; 0: the whole budget).
+  double unfitted_share = 0;
+  // Where a learned search (guided) starts; empty: the baselines' best.
+  GuidedStart search_start;
 
   // The environment: deterministic by default; with noise, each placement is
   // measured the paper's way (run `measure_steps`, drop the first, average).
@@ -243,6 +261,10 @@ struct LearnedProgress {
 
 struct LearnedResult {
   Placement best_placement;       // empty if no sampled placement ever ran
+  // When none ran: the one out of memory that overflowed least (by the
+  // graded failing signal's measure; the first, where failures are flat),
+  // or empty.
+  Placement closest_placement;
   double best_step_time_s = 0;
   int64_t steps = 0;
   int64_t samples = 0;

@@ -12,7 +12,7 @@ PlacerOutput RunLearnedSearch(const PlacementProblem& problem, const std::string
   files.out_dir = options.out_dir;
   files.resume = options.resume;
   files.checkpoint_seconds = options.checkpoint_seconds;
-  return PlaceGuided(problem, guided, files);
+  return PlaceGuided(problem, guided, files, options.search_start);
 }
 
 }  // namespace devplace

@@ -24,6 +24,13 @@ struct MethodOutput {
   // The simulator's full result for `placement`, when the method already
   // has it (mcmc's best): no need to run it again.
   std::optional<SimResult> result;
+  // Learned: the search run after the learned run ("mcmc", the finishing
+  // search; "guided", after a zero-shot placement; empty: none), the
+  // evaluations it spent (counted in `samples`), and whether `placement`
+  // is its find rather than the learned run's own best.
+  std::string search_after;
+  int64_t search_samples = 0;
+  bool from_search = false;
 };
 
 // Progress lines, each called now and then; either may be empty.
@@ -32,7 +39,13 @@ struct MethodProgress {
   std::function<void(const SearchProgress&)> search;
 };
 
-// Runs `method` on `problem` and returns what it found. A learned search
+// Runs `method` on `problem` and returns what it found. A learned method
+// given a budget of samples or seconds keeps `finishing_share` of it for
+// mcmc's chain from its best placement (the finishing search: out of
+// memory, its placement nearest to fitting, ranked with the one-shot
+// baselines); placing zero-shot with such a budget, guided's chain from the
+// zero-shot placement spends all that the placing left. Either counts in
+// the budget (MethodOutput's search_after, search_samples, from_search). A learned search
 // (guided) runs as a search does, reading `options`' guided options, its
 // folder (out_dir, resume, checkpoint_seconds) and learning rate. What judges the
 // placements: `problem.environment` for a search (empty: the simulator),
@@ -63,9 +76,11 @@ struct MethodOptionsGiven {
 void ApplyMethodDefaults(const MethodInfo& method, const MethodOptionsGiven& given, LearnedOptions& options);
 
 // A learned method's budget when none is given: a trained policy
-// (`policy_file`) places zero-shot unless given a budget to fine-tune in
-// (`max_steps` 0, given, asks for zero-shot explicitly); anything else
-// trains for 120 s.
+// (`policy_file`) places zero-shot, and with a budget of samples or seconds
+// (no --max-steps) zero-shot then searches with guided from there for the
+// rest of it, unless `fine_tune` or a --max-steps budget asks it to
+// fine-tune (`max_steps` 0, given, asks for zero-shot explicitly); anything
+// else trains for 120 s.
 void ChooseLearnedBudget(const MethodOptionsGiven& given, LearnedOptions& options);
 
 }  // namespace devplace

@@ -15,11 +15,19 @@
 
 namespace devplace {
 
-PlacerOutput PlaceMcmc(const PlacementProblem& problem) {
-  const MovableUnits movable = FindMovableUnits(problem);
-  MetropolisChain chain(problem, movable, "mcmc");
+namespace {
+
+// mcmc's moves on `chain` until its budget is spent.
+PlacerOutput RunMcmcMoves(const PlacementProblem& problem, const MovableUnits& movable, MetropolisChain& chain) {
   Random random(problem.seed ^ 0x6d636d63ull);  // "mcmc"
+  Placement exchanged;
+  std::vector<int32_t> exchanged_ops;
   while (!movable.units.empty() && !chain.OutOfBudget()) {
+    if (!chain.current_cost().fits() && ProposeExchange(movable, chain.current(), random, exchanged, exchanged_ops)) {
+      chain.Offer(std::move(exchanged), exchanged_ops, random);
+      if (chain.evaluations() % 100 == 0) chain.Report();
+      continue;
+    }
     const size_t u = random.Below(movable.units.size());
     const std::vector<int32_t>& devices = movable.devices_of_unit[u];
     const std::vector<int32_t>& ops = movable.grouping.groups[movable.units[u]].ops;
@@ -37,6 +45,20 @@ PlacerOutput PlaceMcmc(const PlacementProblem& problem) {
                 static_cast<long long>(chain.moves()), static_cast<long long>(chain.restarts()),
                 chain.moves() > 0 ? 100.0 * chain.resumed() / chain.moves() : 0.0);
   return chain.Finish(what);
+}
+
+}  // namespace
+
+PlacerOutput PlaceMcmc(const PlacementProblem& problem) {
+  const MovableUnits movable = FindMovableUnits(problem);
+  MetropolisChain chain(problem, movable, "mcmc");
+  return RunMcmcMoves(problem, movable, chain);
+}
+
+PlacerOutput PlaceMcmcFrom(const PlacementProblem& problem, const Placement& start, const std::string& start_name) {
+  const MovableUnits movable = FindMovableUnits(problem);
+  std::unique_ptr<MetropolisChain> chain = MakeChainFrom(problem, movable, "mcmc", start, start_name);
+  return RunMcmcMoves(problem, movable, *chain);
 }
 
 }  // namespace devplace

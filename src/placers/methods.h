@@ -2,6 +2,8 @@
 // in placer.cc lists them by name.
 #pragma once
 
+#include <string>
+
 #include "placers/placer.h"
 
 namespace devplace {
@@ -52,5 +54,11 @@ PlacerOutput PlaceExact(const PlacementProblem& problem);
 // FlexFlow's MCMC search over placements from the best one-shot baseline,
 // each move evaluated incrementally; spends problem.budget (mcmc_placer.cc).
 PlacerOutput PlaceMcmc(const PlacementProblem& problem);
+// mcmc's chain from `start` (a learned method's best: the finishing search,
+// methods/finishing_search.h) instead of the baselines' best; a start that
+// does not fit is ranked with the baselines and the chain starts from the
+// better (SearchCost). The start's run counts in the budget; the note names
+// it `start_name`.
+PlacerOutput PlaceMcmcFrom(const PlacementProblem& problem, const Placement& start, const std::string& start_name);
 
 }  // namespace devplace

@@ -71,7 +71,7 @@ MovableUnits FindMovableUnits(const PlacementProblem& problem) {
 }
 
 MetropolisChain::MetropolisChain(const PlacementProblem& problem, const MovableUnits& movable,
-                                 const std::string& method)
+                                 const std::string& method, std::vector<PlacerRun> more_starts)
     : problem_(problem),
       overflow_scale_bytes_(movable.overflow_scale_bytes),
       budget_(problem.budget),
@@ -81,7 +81,8 @@ MetropolisChain::MetropolisChain(const PlacementProblem& problem, const MovableU
   // by SearchCost: the fastest that fits, else the one that overflows
   // least. A start out of memory where another fits is where chains once
   // spent 3,000 moves without ever fitting.
-  std::vector<PlacerRun> runs = RunPlacers(problem, OneShotBaselineNames());
+  std::vector<PlacerRun> runs = std::move(more_starts);
+  for (PlacerRun& run : RunPlacers(problem, OneShotBaselineNames())) runs.push_back(std::move(run));
   evaluations_ += static_cast<int64_t>(runs.size());
   const PlacerRun* start = BestStart(runs, problem.cluster);
   if (!start && StopRequested()) throw Stopped();
@@ -236,6 +237,56 @@ void MetropolisChain::Adopt(const Placement& placement) {
   ++adopted_;
 }
 
+bool ProposeExchange(const MovableUnits& movable, const Placement& current, Random& random, Placement& next,
+                     std::vector<int32_t>& changed_ops) {
+  if (movable.units.size() < 2 || random.Uniform() < 0.5) return false;
+  constexpr int kTries = 8;
+  for (int t = 0; t < kTries; ++t) {
+    const size_t u = random.Below(movable.units.size());
+    const size_t v = random.Below(movable.units.size());
+    const std::vector<int32_t>& u_ops = movable.grouping.groups[movable.units[u]].ops;
+    const std::vector<int32_t>& v_ops = movable.grouping.groups[movable.units[v]].ops;
+    const int32_t du = current[u_ops.front()], dv = current[v_ops.front()];
+    if (du == dv) continue;
+    const std::vector<int32_t>& u_devices = movable.devices_of_unit[u];
+    const std::vector<int32_t>& v_devices = movable.devices_of_unit[v];
+    if (std::find(u_devices.begin(), u_devices.end(), dv) == u_devices.end() ||
+        std::find(v_devices.begin(), v_devices.end(), du) == v_devices.end()) {
+      continue;
+    }
+    next = current;
+    changed_ops.clear();
+    for (int32_t op : u_ops) {
+      next[op] = dv;
+      changed_ops.push_back(op);
+    }
+    for (int32_t op : v_ops) {
+      next[op] = du;
+      changed_ops.push_back(op);
+    }
+    return true;
+  }
+  return false;
+}
+
+std::unique_ptr<MetropolisChain> MakeChainFrom(const PlacementProblem& problem, const MovableUnits& movable,
+                                               const std::string& method, const Placement& start,
+                                               const std::string& start_name) {
+  SimResult simulated = problem.simulator.Run(start);
+  if (SearchCostOf(simulated, problem.cluster).fits()) {
+    ChainState state;
+    state.current = start;
+    state.best = start;
+    state.evaluations = 1;  // the start's run
+    state.start_method = start_name;
+    state.start_fits = true;
+    return std::make_unique<MetropolisChain>(problem, movable, std::move(state));
+  }
+  std::vector<PlacerRun> starts;
+  starts.push_back({start_name, start, std::move(simulated)});
+  return std::make_unique<MetropolisChain>(problem, movable, method, std::move(starts));
+}
+
 void MetropolisChain::Report() const {
   if (!problem_.progress) return;
   SearchProgress p;
@@ -265,6 +316,7 @@ PlacerOutput MetropolisChain::Finish(const std::string& what_it_did) {
   if (!problem_.environment) output.result = std::move(best_result_);
   output.evaluations = evaluations_;
   output.seconds = seconds();
+  if (best_cost_.fits()) output.best_step_time_s = best_cost_.step_time_us * 1e-6;
   output.note = "started from " + start_method_ +
                 (start_fits_ ? "" : " (out of memory: no one-shot baseline fits)") + "; " + what_it_did;
   if (!best_cost_.fits()) output.note += "; no placement it met fits in memory";

@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -52,10 +53,12 @@ struct ChainState {
 
 class MetropolisChain {
  public:
-  // Runs the one-shot baselines and starts at the best (BestStart). Throws
-  // Error when none gave a placement, Stopped when a stop came first.
-  // `method` names the search in errors.
-  MetropolisChain(const PlacementProblem& problem, const MovableUnits& movable, const std::string& method);
+  // Runs the one-shot baselines and starts at the best (BestStart) of
+  // `more_starts` (placements already run, counted as one evaluation each,
+  // first on a tie) and theirs. Throws Error when none gave a placement,
+  // Stopped when a stop came first. `method` names the search in errors.
+  MetropolisChain(const PlacementProblem& problem, const MovableUnits& movable, const std::string& method,
+                  std::vector<PlacerRun> more_starts = {});
   // Continues the chain `state` describes, from the same point: no baseline
   // runs; its current and best placements are run again, uncounted, and the
   // budget counts what it spent before. `state`'s placements must be valid
@@ -117,5 +120,26 @@ class MetropolisChain {
   int64_t next_share_ = 0;  // with peers: the evaluation count of the next share
   int64_t adopted_ = 0;     // shares that moved this chain to another's best
 };
+
+// Out of memory, half the moves of a chain (mcmc's, guided's) are
+// exchanges: two units on different devices, each able to run on the
+// other's, swap devices. A tight packing is often reached from a near one
+// only by an exchange, which single moves make in two steps through a
+// placement that overflows more (the packing puzzle of tests/memory_cases.h:
+// mcmc out of memory on 2 of 6 seeds after 300 evaluations without them).
+// Returns false (and draws nothing more) when the draw says a single move,
+// or when no exchange was found in a few tries; else sets `next` and
+// `changed_ops`.
+bool ProposeExchange(const MovableUnits& movable, const Placement& current, Random& random, Placement& next,
+                     std::vector<int32_t>& changed_ops);
+
+// A chain from `start` (named `start_name` in its note: a learned method's
+// best, a policy's zero-shot placement) instead of the baselines' best. A
+// start that fits is where the chain starts, its run the budget's first
+// evaluation; one that does not is ranked with the one-shot baselines (by
+// the simulator, as the baselines are) and the chain starts from the better.
+std::unique_ptr<MetropolisChain> MakeChainFrom(const PlacementProblem& problem, const MovableUnits& movable,
+                                               const std::string& method, const Placement& start,
+                                               const std::string& start_name);
 
 }  // namespace devplace

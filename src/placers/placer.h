@@ -66,6 +66,9 @@ struct PlacerOutput {
   // The search's own seconds, a resumed run's earlier ones included (so
   // that evaluations / seconds is its rate); 0: the caller's clock says.
   double seconds = 0;
+  // A search's best step time as it judged it (its environment's
+  // measurement, or the simulator's); 0 when it has none that fits.
+  double best_step_time_s = 0;
   // The simulator's full result for `placement`, when the placer already
   // has it (mcmc keeps its best's): the caller need not run it again, which
   // takes a second at a million ops, as long as a stopped run may take.

@@ -186,7 +186,17 @@ class Proposer {
 
   Candidate Propose(const MetropolisChain& chain, Random& random) {
     moves_.Draw(options_.candidate_units, chain, random);
-    const size_t k = DrawFrom(ProposalProbabilities(Scores(), options_.uniform_share), random);
+    // Out of memory, the chain's rewards are overflow saved in units of a
+    // quarter of a unit's bytes, bounded at +-5: tens of times the step
+    // time's, so the screen's softmax (a temperature in percent of step
+    // time) proposes the move it predicts best almost always, a greedy
+    // descent of overflow that stalls where a packing needs a move that
+    // first overflows more (the packing puzzle, seed 7: out of memory after
+    // 1,000 evaluations where mcmc fits on every seed). There it draws
+    // uniformly among the candidates, as mcmc does, until the chain fits.
+    screened_ = chain.current_cost().fits();
+    const size_t k = screened_ ? DrawFrom(ProposalProbabilities(Scores(), options_.uniform_share), random)
+                               : random.Below(moves_.candidates.size());
     Taken(k);
     taken_ = moves_.candidates[k];
     return taken_;
@@ -235,6 +245,7 @@ class Proposer {
   int32_t width_;
   CandidateMoves moves_;
   Candidate taken_{};
+  bool screened_ = true;  // the last move was drawn by the scorer, not uniformly out of memory
   int64_t updates_ = 0;
 };
 
@@ -364,6 +375,9 @@ class ReinforceProposer : public Proposer {
   // Records the reward of the last proposal, and every moves_per_update
   // proposals takes one REINFORCE step on them.
   void LearnReward(double reward, bool /*refused*/) override {
+    // A move drawn uniformly (out of memory) is not the policy's: its
+    // log-probability is not what the gradient needs.
+    if (!screened_) return;
     proposal_.reward = reward;
     batch_.push_back(proposal_);
     if (static_cast<int32_t>(batch_.size()) < options_.moves_per_update) return;
@@ -480,7 +494,8 @@ double StepSeconds(const SearchCost& cost) { return cost.fits() ? cost.step_time
 
 }  // namespace
 
-PlacerOutput PlaceGuided(const PlacementProblem& problem, const GuidedSearchOptions& options, const GuidedRunFiles& files) {
+PlacerOutput PlaceGuided(const PlacementProblem& problem, const GuidedSearchOptions& options, const GuidedRunFiles& files,
+                         const GuidedStart& start) {
   const MovableUnits movable = FindMovableUnits(problem);
   // Everything the checkpoint holds is read and checked before the folder
   // is touched.
@@ -496,6 +511,8 @@ PlacerOutput PlaceGuided(const PlacementProblem& problem, const GuidedSearchOpti
     LoadProposer(checkpoint_path, *resumed, *proposer);
     random.set_state(resumed->random_state);
     chain = std::make_unique<MetropolisChain>(problem, movable, std::move(resumed->chain));
+  } else if (!start.placement.empty()) {
+    chain = MakeChainFrom(problem, movable, "guided", start.placement, start.name);
   } else {
     chain = std::make_unique<MetropolisChain>(problem, movable, "guided");
   }
@@ -505,7 +522,16 @@ PlacerOutput PlaceGuided(const PlacementProblem& problem, const GuidedSearchOpti
     folder.AppendCurve(chain->evaluations(), chain->seconds(), StepSeconds(chain->current_cost()),
                        StepSeconds(chain->best_cost()));
   };
+  Placement exchanged;
+  std::vector<int32_t> exchanged_ops;
   while (!movable.units.empty() && !chain->OutOfBudget()) {
+    // Out of memory, mcmc's exchanges too (placers/metropolis_chain.h);
+    // the scorer knows single moves only and learns nothing from them.
+    if (!chain->current_cost().fits() && ProposeExchange(movable, chain->current(), random, exchanged, exchanged_ops)) {
+      chain->Offer(std::move(exchanged), exchanged_ops, random);
+      if (chain->evaluations() % 100 == 0) report();
+      continue;
+    }
     const SearchCost before = chain->current_cost();
     const Candidate move = proposer->Propose(*chain, random);
     std::vector<int32_t> ops = movable.grouping.groups[movable.units[move.unit]].ops;

@@ -93,7 +93,16 @@ double ScreenLabel(double reward, bool refused, GuidedScreenTarget target);
 // a move's log-probability is, and what the search draws from.
 std::vector<double> ProposalProbabilities(const std::vector<float>& scores, double uniform_share);
 
+// Where a guided search starts: empty, from the one-shot baselines' best
+// (as mcmc); else from `placement` (placers/metropolis_chain.h's
+// MakeChainFrom), named `name` in the note. A resumed run continues from
+// its checkpoint instead.
+struct GuidedStart {
+  Placement placement;
+  std::string name;
+};
+
 PlacerOutput PlaceGuided(const PlacementProblem& problem, const GuidedSearchOptions& options = {},
-                         const GuidedRunFiles& files = {});
+                         const GuidedRunFiles& files = {}, const GuidedStart& start = {});
 
 }  // namespace devplace

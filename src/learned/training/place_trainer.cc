@@ -121,6 +121,8 @@ class PlaceTrainer : public TrainingMode {
       result.best_placement = best_placement_;
       result.best_step_time_s = best_time_s_;
       if (!options_.out_dir.empty()) result.placement_file = PlacementPath();
+    } else {
+      result.closest_placement = closest_placement_;
     }
     return result;
   }
@@ -153,7 +155,15 @@ class PlaceTrainer : public TrainingMode {
   }
 
   int32_t num_controllers() const override { return static_cast<int32_t>(controllers_.size()); }
-  bool Done() const override { return budget_.Done(step_, samples_); }
+  bool Done() const override {
+    if (budget_.Done(step_, samples_)) return true;
+    // Nothing sampled fits yet: hand the rest to the finishing search
+    // (LearnedOptions::unfitted_share).
+    const double share = options_.unfitted_share;
+    if (share <= 0 || !best_placement_.empty()) return false;
+    return (options_.max_samples > 0 && static_cast<double>(samples_) >= share * static_cast<double>(options_.max_samples)) ||
+           (options_.max_seconds > 0 && Seconds() >= share * options_.max_seconds);
+  }
   void Step(int32_t controller) override { Step(*controllers_[controller]); }
 
   void Finish() override {
@@ -223,6 +233,7 @@ class PlaceTrainer : public TrainingMode {
     int32_t ran = 0;
     std::lock_guard<std::mutex> lock(mutex_);
     for (size_t k = 0; k < outcomes.size(); ++k) {
+      if (outcomes[k].oom()) RecordClosest(placements[k], outcomes[k].memory_overflow);
       if (!outcomes[k].ok) continue;
       sum_time += outcomes[k].step_time_s;
       ++ran;
@@ -304,7 +315,19 @@ class PlaceTrainer : public TrainingMode {
   void RecordBestOfLocked(std::vector<Placement>& placements, const std::vector<Outcome>& outcomes) {
     for (size_t k = 0; k < outcomes.size(); ++k) {
       if (outcomes[k].ok && IsBest(outcomes[k].step_time_s)) RecordBest(std::move(placements[k]), outcomes[k].step_time_s);
+      if (outcomes[k].oom()) RecordClosest(placements[k], outcomes[k].memory_overflow);
     }
+  }
+
+  // With the lock held (or before the controllers start): while nothing
+  // fits, the placement that overflowed least (the first, where overflow
+  // is not graded), where a finishing search can start
+  // (methods/finishing_search.h).
+  void RecordClosest(const Placement& placement, double overflow) {
+    if (!best_placement_.empty() || placement.empty()) return;
+    if (!closest_placement_.empty() && overflow >= closest_overflow_) return;
+    closest_placement_ = placement;
+    closest_overflow_ = overflow;
   }
 
   // With the lock held: where the search stands after a batch of
@@ -365,6 +388,7 @@ class PlaceTrainer : public TrainingMode {
     if (probes.outcomes.empty()) return;
     for (size_t i = 0; i < probes.outcomes.size(); ++i) {
       if (probes.outcomes[i].ok) RecordBest(probes.placements[i], probes.outcomes[i].step_time_s);
+      if (probes.outcomes[i].oom()) RecordClosest(probes.placements[i], probes.outcomes[i].memory_overflow);
     }
     samples_ += static_cast<int64_t>(probes.outcomes.size());
     for (auto& controller : controllers_) {
@@ -601,6 +625,8 @@ class PlaceTrainer : public TrainingMode {
   int64_t samples_ = 0;
   Placement best_placement_;  // op by op: a warm start's target may be finer than the groups
   double best_time_s_ = 0;
+  Placement closest_placement_;  // RecordClosest's; not in a checkpoint
+  double closest_overflow_ = 0;
   bool best_file_stale_ = false;     // best_placement_ is not yet in the file
   bool first_best_unsaved_ = false;  // the first best is not yet in a checkpoint
   std::string curve_rows_;           // every row so far, for the checkpoint
