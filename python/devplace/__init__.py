@@ -76,9 +76,10 @@ def place(graph, cluster, method="m_etf", max_evaluations=0, max_seconds=0.0, se
     trains within max_steps updates, max_evaluations sampled placements or
     max_seconds (none given: 120 s); `policy`, a file `devplace train`
     wrote, places zero-shot with no budget (or max_steps=0) and is
-    fine-tuned with one. The other keywords are `devplace place`'s flags
-    of the same names; None takes the method's default, and one the method
-    would ignore is refused.
+    fine-tuned with one; the first call of one of these (and of guided)
+    loads libtorch, which nothing else here loads. The other keywords are
+    `devplace place`'s flags of the same names; None takes the method's
+    default, and one the method would ignore is refused.
 
     `out` is the run folder of `devplace place --out`: best_placement.json
     for every method, and for the learned ones (and guided) curve.csv and
