@@ -5,13 +5,16 @@ methods and a Gymnasium-style placement environment (docs/python.md).
 
 Every bad input raises devplace.Error (a ValueError) carrying the command
 line's one-line message.
+
+Importing it loads no torch: the learned methods (rl, hdp, gdp, mars and
+guided) are in the extension _devplace_learned, which links libtorch and is
+imported on their first place() (docs/python.md).
 """
 
 import os as _os
 
 from ._devplace import (Cluster, Error, Graph, SimResult, Simulator, cluster_presets, generate_cluster, methods,
                         models)
-from ._devplace import _place
 
 __all__ = ["Cluster", "Error", "Graph", "SimResult", "Simulator", "cluster_presets", "methods", "models",
            "simulate", "simulate_batch", "place", "PlacementEnv", "generate_cluster", "detect_cluster"]
@@ -44,6 +47,23 @@ def simulate_batch(graph, cluster, placements, workers=0, op_times=None, details
     return _simulator(graph, cluster, op_times, workers).run_batch(placements, details=details)
 
 
+# The methods whose runners need torch: those of the learned kinds, which
+# `devplace` hands to devplace-learn.
+_LEARNED_KINDS = ("learned", "learned_search")
+_learned_method_names = frozenset(m["name"] for m in methods() if m["kind"] in _LEARNED_KINDS)
+
+
+def _place(simulator, method, **keywords):
+    """_place of the extension that runs `method`: _devplace_learned (with
+    torch, imported here on first use) for a learned one, else _devplace.
+    An unknown name goes to _devplace, which names the known methods."""
+    if isinstance(method, str) and method in _learned_method_names:
+        from . import _devplace_learned as extension
+    else:
+        from . import _devplace as extension
+    return extension._place(simulator, method, **keywords)
+
+
 def place(graph, cluster, method="m_etf", max_evaluations=0, max_seconds=0.0, seed=1, op_times=None, *,
           max_steps=None, policy=None, samples_per_step=None, learning_rate=None, algorithm=None, workers=None,
           guided_learning=None, out=None, resume=False, overwrite=False, checkpoint_seconds=None):
@@ -56,9 +76,10 @@ def place(graph, cluster, method="m_etf", max_evaluations=0, max_seconds=0.0, se
     trains within max_steps updates, max_evaluations sampled placements or
     max_seconds (none given: 120 s); `policy`, a file `devplace train`
     wrote, places zero-shot with no budget (or max_steps=0) and is
-    fine-tuned with one. The other keywords are `devplace place`'s flags
-    of the same names; None takes the method's default, and one the method
-    would ignore is refused.
+    fine-tuned with one; the first call of one of these (and of guided)
+    loads libtorch, which nothing else here loads. The other keywords are
+    `devplace place`'s flags of the same names; None takes the method's
+    default, and one the method would ignore is refused.
 
     `out` is the run folder of `devplace place --out`: best_placement.json
     for every method, and for the learned ones (and guided) curve.csv and

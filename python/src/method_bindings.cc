@@ -1,7 +1,11 @@
-// devplace.methods() and devplace.place(): every baseline and search of
-// the one method registry, run by RunMethod as `devplace place` runs them.
-// The learned methods run with libtorch, the same library `import torch`
-// loads (module.cc sets their runners).
+// devplace.methods() and devplace.place(): every method of the one method
+// registry, run by RunMethod as `devplace place` runs them. Both extensions
+// bind _place: _devplace's runs the baselines and searches (its registry
+// has no learned runners, as in `devplace`); _devplace_learned's also runs
+// the learned methods with libtorch, the same library `import torch` loads
+// (learned_module.cc sets its runners). Each runs in its own copy of the
+// libraries, stop request included, so the package calls one or the other
+// (devplace._place), never mixes them in one call.
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
@@ -267,6 +271,7 @@ py::dict Place(Simulation& simulation, const std::string& method_name, int64_t m
 }  // namespace
 
 void BindMethods(py::module_& m) {
+  BindPlace(m);
   m.def(
       "methods",
       [] {
@@ -282,6 +287,9 @@ void BindMethods(py::module_& m) {
         return methods;
       },
       "Every placing method (name, kind: baseline/search/learned, description, available here).");
+}
+
+void BindPlace(py::module_& m) {
   m.def(
       "_place",
       [](Simulation& simulation, const std::string& method, int64_t max_evaluations, double max_seconds, int64_t seed,

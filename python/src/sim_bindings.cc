@@ -81,8 +81,6 @@ py::object RunBatch(Simulation& simulation, py::handle placements_object, bool d
 
 }  // namespace
 
-py::object ToPython(StepResult result) { return py::cast(std::move(result)); }
-
 void BindSimulation(py::module_& m) {
   py::class_<StepResult>(m, "SimResult", "One simulated training step: its time, and each device's load and memory.")
       .def_property_readonly("step_time_s",

@@ -16,7 +16,9 @@ struct StepResult {
   std::shared_ptr<const Cluster> cluster;
 };
 
-// The object devplace.SimResult wraps (registered by BindSimulation).
-pybind11::object ToPython(StepResult result);
+// The object devplace.SimResult wraps. BindSimulation registers the class
+// in _devplace; pybind11 shares its registered classes between the
+// extensions of one interpreter, so _devplace_learned makes them too.
+inline pybind11::object ToPython(StepResult result) { return pybind11::cast(std::move(result)); }
 
 }  // namespace devplace::python
