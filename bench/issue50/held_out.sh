@@ -8,8 +8,8 @@
 #              wall time of the whole process, start included;
 #   one-shot:  the fastest of compare's one-shot baselines;
 #   mcmc:      `place --method mcmc` with MCMC_SECONDS (and MCMC_SAMPLES when set);
-#   +search:   the policy fine-tuned for SEARCH_SECONDS (`--policy --max-seconds`),
-#              its start being the zero-shot's probes and samples.
+#   +search:   zero-shot, then guided search from the zero-shot placement for
+#              the rest of SEARCH_SECONDS (`--policy FILE --max-seconds`).
 # Usage: SEEDS="1 2 3" MCMC_SECONDS=60 SEARCH_SECONDS=10 bash bench/issue50/held_out.sh
 # MODELS / CLUSTERS (space-separated names of the lists below) run a subset.
 set -euo pipefail
@@ -65,6 +65,7 @@ def f(x):
     return "fail" if x is None else "%.4g" % x
 print("| model | cluster | seed | zero-shot wall s | zero-shot s | best one-shot s (method) | zero-shot / one-shot | mcmc s | zero-shot / mcmc | +search s | +search / mcmc |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")
+counts = {"rows": 0, "under 2 s": 0, "one-shot": 0, "within 10 %": 0, "search": 0}
 for m in models:
     for c in clusters:
         for s in seeds:
@@ -77,7 +78,15 @@ for m in models:
             mcmc = t(load(r + "-mcmc.json"))
             search = t(load(r + "-search.json"))
             ratio = lambda a, b: "-" if a is None or b is None else "%.3f" % (a / b)
+            counts["rows"] += 1
+            counts["under 2 s"] += float(wall) < 2
+            counts["one-shot"] += zero is not None and (best[0] is None or zero <= best[0])
+            counts["within 10 %"] += zero is not None and mcmc is not None and zero <= 1.1 * mcmc
+            counts["search"] += search is not None and (mcmc is None or search <= mcmc)
             print("| %s | %s | %s | %.2f | %s | %s (%s) | %s | %s | %s | %s | %s |" % (
                 m, c, s, float(wall), f(zero), f(best[0]), best[1], ratio(zero, best[0]), f(mcmc), ratio(zero, mcmc),
                 f(search), ratio(search, mcmc)))
+print()
+print("Rows: %(rows)d; zero-shot under 2 s: %(under 2 s)d; zero-shot at least as fast as every one-shot baseline: %(one-shot)d; "
+      "zero-shot within 10 %% of mcmc: %(within 10 %)d; zero-shot + search at least as fast as mcmc: %(search)d." % counts)
 PY
