@@ -56,6 +56,9 @@ struct PlaceFlags {
   // ignore them, so that a mistyped or misplaced flag is not silently moot.
   std::vector<std::string> policy_flags_given;
   bool overwrite = false;  // replace a previous run's files in --out
+  // Across processes: evaluations between mcmc's and guided's chains
+  // sharing their best (--share-every; 0: not given, the default).
+  int64_t share_every = 0;
   LearnedOptions learned;
 };
 
@@ -424,7 +427,7 @@ void PrintPlaceJson(const PlaceFlags& flags, const PlacementProblem& problem, co
     out["measured_step_time_s"] = real && real->outcome.ok ? nlohmann::json(real->outcome.step_time_s) : nlohmann::json(nullptr);
     out["real_runs"] = runs.all_runs();
     if (runs.runs_on_workers) out["real_runs_on_workers"] = runs.runs_on_workers();
-    if (IsLearnedMethod(flags.method)) out["search_best_step_time_s"] = output.best_step_time_s;
+    if (IsLearnedMethod(flags.method) || measured) out["search_best_step_time_s"] = output.best_step_time_s;
     if (real && !real->outcome.ok) out["measured_failure"] = real->failure;
   }
   if (runs.calibrated) out["remeasured"] = remeasured;
@@ -483,6 +486,9 @@ void RunPlace(PlaceFlags flags) {
   // own chain, and ends here.
   const bool chains = flags.method == "mcmc" || method.kind == MethodKind::kLearnedSearch;
   std::shared_ptr<ChainPeers> peers;
+  if (flags.share_every > 0 && !chains) {
+    throw Error("--share-every applies to mcmc's and guided's chains across processes; " + flags.method + " shares no chain");
+  }
   if (InAWorld()) {
     if (method.kind != MethodKind::kLearned && !chains) {
       throw Error("WORLD_SIZE is over 1: across processes place spreads the learned placers' batches (" +
@@ -499,7 +505,7 @@ void RunPlace(PlaceFlags flags) {
   }
   RealRuns runs;
   PlaceWorldInputs world_inputs{graph, cluster, cost, flags.method, flags.reward, flags.op_times.path, flags.learned.seed, "", nullptr, "", ""};
-  if (flags.reward == "measured" && InAWorld() && !chains) {
+  if (flags.reward == "measured" && InAWorld()) {
     // Each rank measures on its own host's devices: one whose --cluster
     // is not this host's says so to every rank when they compare clusters.
     try {
@@ -516,12 +522,16 @@ void RunPlace(PlaceFlags flags) {
     world_inputs.measure_protocol = std::to_string(protocol.steps) + " steps, " + ShowNumber(protocol.step_time_limit_s) + " s limit";
   }
   if (chains) {
-    world_inputs.budget = std::to_string(flags.learned.max_samples) + " evaluations";
+    world_inputs.share_every = flags.share_every;
+    world_inputs.budget = std::to_string(flags.learned.max_samples) + " evaluations, sharing every " +
+                          (flags.share_every > 0 ? std::to_string(flags.share_every) : "100 (the default)");
     if (std::optional<ChainWorld> world = JoinChainWorld(world_inputs)) {
       problem.seed = world->seed;
       problem.peers = world->peers.get();
       peers = world->peers;
       if (world->rank != 0) {
+        // --reward measured: this rank's chain runs its placements on its own devices.
+        problem.environment = runs.real.get();
         RunMethod(problem, method, flags.learned, {});
         return;
       }
@@ -676,6 +686,11 @@ void AddPlaceCommand(CLI::App& app) {
   cmd->add_option("--run-time-limit", flags->run.step_time_limit_s,
                   "Real runs: seconds a step may run before it counts as failed (default 30)")
       ->group(r)->check(InRange(0.001, 1e6));
+  const std::string across = "Across processes (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT)";
+  cmd->add_option("--share-every", flags->share_every,
+                  "mcmc, guided: evaluations between the chains sharing their best (default 100); fewer under "
+                  "--reward measured, where an evaluation is a real run")
+      ->group(across)->check(InRange(1, 1000000000));
   cmd->add_option("--checkpoint-every", learned.checkpoint_every, "Steps between checkpoints (0 = none by steps)")
       ->group(g)->check(NotNegative());
   cmd->add_option("--checkpoint-seconds", learned.checkpoint_seconds,

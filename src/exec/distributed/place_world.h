@@ -40,6 +40,9 @@ struct PlaceWorldInputs {
   // its device kinds, so a rank given another host's file is named in one
   // line on every rank.
   std::string cluster_problem;
+  // mcmc's and guided's chains: evaluations between shares, 0 for
+  // kShareEveryEvaluations (compared as part of `budget`).
+  int64_t share_every = 0;
 };
 
 struct WorldFact;  // exec/distributed/world.h
