@@ -168,6 +168,17 @@ TEST_F(DistributedTest, ThreeProcessesFindWhatOneProcessFinds) {
   EXPECT_NE(runs[0].out.find("\"step_time_s\""), std::string::npos) << runs[0].out;
 }
 
+TEST_F(DistributedTest, WorkersAloneMeasuringFindWhatOneProcessFinds) {
+  const std::string one = OneProcessPlacement();
+  ASSERT_FALSE(one.empty());
+  std::vector<std::string> args = PlaceArgs("workers");
+  args.insert(args.end(), {"--controller-measures", "no"});
+  std::vector<RankRun> runs = RunSameCommand(3, args);
+  for (const RankRun& run : runs) ASSERT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_EQ(ReadAll(dir_ / "workers" / "best_placement.json"), one);
+  EXPECT_EQ(CurveWithoutSeconds(dir_ / "workers" / "curve.csv"), CurveWithoutSeconds(dir_ / "one" / "curve.csv"));
+}
+
 TEST_F(DistributedTest, WorkerKilledMidRunIsDroppedAndTheRunFinishes) {
   const std::string one = OneProcessPlacement();
   // Rank 2 sends itself SIGKILL on its second slice.
@@ -381,6 +392,30 @@ TEST_F(DistributedMeasuredTest, AWorkerKilledMidRunIsDroppedAndItsPlacementsMeas
   EXPECT_EQ(out["real_runs_on_workers"].get<int64_t>(), 2) << out.dump();  // its first slice only
   EXPECT_EQ(out["samples"].get<int64_t>(), 8);  // no sample lost
   EXPECT_TRUE(out["step_time_s"].is_number()) << out.dump();
+}
+
+TEST_F(DistributedMeasuredTest, WithoutTheControllerMeasuringTheWorkerRunsEveryPlacement) {
+  const fs::path host = HostCluster("host.json", "host", 1);
+  std::vector<std::string> args = MeasuredArgs(host, "w");
+  args.insert(args.end(), {"--controller-measures", "no"});
+  std::vector<RankRun> runs = RunSameCommand(2, args);
+  ASSERT_EQ(runs[0].exit_code, 0) << runs[0].out;
+  ASSERT_EQ(runs[1].exit_code, 0) << runs[1].out;
+  const nlohmann::json out = nlohmann::json::parse(runs[0].out.substr(runs[0].out.find('{')));
+  // 8 samples in 2 batches of 4: all on the worker; rank 0 ran only the
+  // final placement (and any probe the method makes outside its batches).
+  EXPECT_EQ(out["samples"].get<int64_t>(), 8);
+  EXPECT_EQ(out["real_runs_on_workers"].get<int64_t>(), 8) << out.dump();
+  EXPECT_GE(out["real_runs"].get<int64_t>(), 9) << out.dump();
+  EXPECT_TRUE(out["step_time_s"].is_number()) << out.dump();
+}
+
+TEST_F(DistributedMeasuredTest, ControllerMeasuresIsRefusedForAChain) {
+  std::vector<std::string> args = ChainArgs("mcmc", "a", dir_);
+  args.insert(args.end(), {"--controller-measures", "no"});
+  std::vector<RankRun> runs = RunSameCommand(2, args);
+  ExpectOneErrorLine(runs[0], "--controller-measures applies to the learned methods' batches");
+  ExpectOneErrorLine(runs[1], "--controller-measures applies to the learned methods' batches");
 }
 
 TEST_F(DistributedMeasuredTest, AWorkerWithAnotherDeviceCountIsRefusedOnEveryRank) {

@@ -59,6 +59,10 @@ struct PlaceFlags {
   // Across processes: evaluations between mcmc's and guided's chains
   // sharing their best (--share-every; 0: not given, the default).
   int64_t share_every = 0;
+  // Across processes, a learned method: "yes" (rank 0 measures a share of
+  // each batch) or "no" (the workers measure it all).
+  std::string controller_measures = "yes";
+  bool controller_measures_given = false;
   LearnedOptions learned;
 };
 
@@ -489,6 +493,10 @@ void RunPlace(PlaceFlags flags) {
   if (flags.share_every > 0 && !chains) {
     throw Error("--share-every applies to mcmc's and guided's chains across processes; " + flags.method + " shares no chain");
   }
+  if (flags.controller_measures_given && method.kind != MethodKind::kLearned) {
+    throw Error("--controller-measures applies to the learned methods' batches across processes (" +
+                MethodNames({MethodKind::kLearned}) + "); " + flags.method + " has none");
+  }
   if (InAWorld()) {
     if (method.kind != MethodKind::kLearned && !chains) {
       throw Error("WORLD_SIZE is over 1: across processes place spreads the learned placers' batches (" +
@@ -505,6 +513,7 @@ void RunPlace(PlaceFlags flags) {
   }
   RealRuns runs;
   PlaceWorldInputs world_inputs{graph, cluster, cost, flags.method, flags.reward, flags.op_times.path, flags.learned.seed, "", nullptr, "", ""};
+  world_inputs.controller_measures = flags.controller_measures == "yes";
   if (flags.reward == "measured" && InAWorld()) {
     // Each rank measures on its own host's devices: one whose --cluster
     // is not this host's says so to every rank when they compare clusters.
@@ -691,6 +700,11 @@ void AddPlaceCommand(CLI::App& app) {
                   "mcmc, guided: evaluations between the chains sharing their best (default 100); fewer under "
                   "--reward measured, where an evaluation is a real run")
       ->group(across)->check(InRange(1, 1000000000));
+  cmd->add_option("--controller-measures", flags->controller_measures,
+                  "Learned methods: whether rank 0 measures a share of each batch (yes, the default) or leaves it all "
+                  "to the workers (no: rank 0 only runs the policy, as the papers' controllers)")
+      ->group(across)
+      ->check(CLI::IsMember({"yes", "no"}));
   cmd->add_option("--checkpoint-every", learned.checkpoint_every, "Steps between checkpoints (0 = none by steps)")
       ->group(g)->check(NotNegative());
   cmd->add_option("--checkpoint-seconds", learned.checkpoint_seconds,
@@ -721,6 +735,7 @@ void AddPlaceCommand(CLI::App& app) {
         if (option->count() > 0) flags->policy_flags_given.push_back(option->get_name());
       }
       flags->algorithm_given = cmd->count("--algorithm") > 0;
+      flags->controller_measures_given = cmd->count("--controller-measures") > 0;
       flags->learning_rate_given = cmd->count("--learning-rate") > 0;
       flags->measure_steps_given = cmd->count("--measure-steps") > 0 && cmd->count("--run-steps") == 0;
       UseShippedPolicyWhenNoneGiven(*flags, *cmd, fixed_by_policy);

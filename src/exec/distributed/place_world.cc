@@ -73,7 +73,7 @@ bool JoinPlaceWorld(const PlaceWorldInputs& inputs, EnvironmentFactory& make_env
   }
   auto controller = std::make_shared<Controller>();
   controller->world = std::move(world);
-  controller->pool = std::make_unique<EvaluationPool>(*controller->world);
+  controller->pool = std::make_unique<EvaluationPool>(*controller->world, inputs.controller_measures);
   Environment* measured = inputs.measured;
   make_environment = [controller, measured](const Graph& graph, const Cluster& cluster, const CostModel& cost,
                                             const SimulatedEnvironmentOptions& options) -> std::unique_ptr<Environment> {

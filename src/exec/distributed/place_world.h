@@ -43,6 +43,9 @@ struct PlaceWorldInputs {
   // mcmc's and guided's chains: evaluations between shares, 0 for
   // kShareEveryEvaluations (compared as part of `budget`).
   int64_t share_every = 0;
+  // A learned method's batches: whether rank 0 measures a share of each
+  // (--controller-measures); only rank 0 reads it.
+  bool controller_measures = true;
 };
 
 struct WorldFact;  // exec/distributed/world.h
