@@ -479,6 +479,64 @@ TEST_F(DistributedMeasuredTest, AMeasuringChainKilledMidRunDoesNotStopRankZero) 
   EXPECT_FALSE(ReadAll(dir_ / "k" / "best_placement.json").empty());
 }
 
+// --reward calibrated: the simulator with an --op-times table, the best
+// few placements run for real on rank 0 now and then.
+class DistributedCalibratedTest : public DistributedMeasuredTest {
+ protected:
+  void SetUp() override {
+    DistributedMeasuredTest::SetUp();
+    // Two devices where this process has two cores: rank 0 runs them for real.
+    host_ = HostCluster("host.json", "host", std::min(2, UsableCores()));
+    times_ = dir_ / "times.json";
+    std::ofstream(times_) << R"({"times": [{"op_type": "MatMul", "shape": [64, 256], "device_kind": "cpu", "time_us": 50}]})";
+  }
+  std::vector<std::string> CalibratedArgs(const std::string& method, const std::string& out) const {
+    std::vector<std::string> args = {"place", "--graph", "tiny", "--cluster", host_.string(), "--op-times", times_.string(),
+                                     "--method", method, "--reward", "calibrated", "--seed", "3", "--json", "--out",
+                                     (dir_ / out).string()};
+    if (method == "rl") {
+      args.insert(args.end(), {"--max-steps", "12", "--samples-per-step", "4", "--workers", "1"});
+    } else {
+      args.insert(args.end(), {"--max-evaluations", "300"});
+    }
+    return args;
+  }
+  fs::path host_, times_;
+};
+
+TEST_F(DistributedCalibratedTest, TwoProcessesSimulateAsOneProcessAndRankZeroRunsTheBestForReal) {
+  std::vector<std::string> one_args = CalibratedArgs("rl", "one");
+  std::string command = std::string("env -u RANK -u WORLD_SIZE -u MASTER_ADDR -u MASTER_PORT ") + DEVPLACE_BINARY;
+  for (const std::string& a : one_args) command += " '" + a + "'";
+  ASSERT_EQ(std::system((command + " > /dev/null 2>&1").c_str()), 0);
+  std::vector<RankRun> runs = RunSameCommand(2, CalibratedArgs("rl", "two"));
+  ASSERT_EQ(runs[0].exit_code, 0) << runs[0].out;
+  ASSERT_EQ(runs[1].exit_code, 0) << runs[1].out;
+  EXPECT_EQ(runs[1].out, "");
+  // The rewards are the calibrated simulator's, wherever simulated: the
+  // same search as one process.
+  EXPECT_EQ(ReadAll(dir_ / "two" / "best_placement.json"), ReadAll(dir_ / "one" / "best_placement.json"));
+  EXPECT_EQ(CurveWithoutSeconds(dir_ / "two" / "curve.csv"), CurveWithoutSeconds(dir_ / "one" / "curve.csv"));
+  const nlohmann::json out = nlohmann::json::parse(runs[0].out.substr(runs[0].out.find('{')));
+  EXPECT_EQ(out["step_time_s"], out["simulated_step_time_s"]);
+  EXPECT_GT(out["measured_step_time_s"].get<double>(), 0);
+  EXPECT_FALSE(out["remeasured"].empty());  // the best few, run for real on rank 0
+  EXPECT_FALSE(out.contains("real_runs_on_workers"));  // the workers only simulate
+  EXPECT_TRUE(fs::exists(dir_ / "two" / "remeasured.json"));
+}
+
+TEST_F(DistributedCalibratedTest, TwoMcmcChainsEndWithRankZerosRealRunOfTheBest) {
+  std::vector<RankRun> runs = RunSameCommand(2, CalibratedArgs("mcmc", "m"));
+  ASSERT_EQ(runs[0].exit_code, 0) << runs[0].out;
+  ASSERT_EQ(runs[1].exit_code, 0) << runs[1].out;
+  EXPECT_EQ(runs[1].out, "");
+  const nlohmann::json out = nlohmann::json::parse(runs[0].out.substr(runs[0].out.find('{')));
+  EXPECT_EQ(out["reward"], "calibrated");
+  EXPECT_EQ(out["step_time_s"], out["simulated_step_time_s"]);
+  EXPECT_GT(out["measured_step_time_s"].get<double>(), 0);
+  EXPECT_EQ(out["real_runs"].get<int64_t>(), 1);  // the final run, on rank 0
+}
+
 // `devplace train` across processes: the graphs dealt one a rank, the
 // gradients summed every optimiser step.
 class DistributedTrainTest : public DistributedTest {

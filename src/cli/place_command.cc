@@ -153,6 +153,13 @@ bool InAWorld() {
   return size && std::strtol(size, nullptr, 10) > 1;
 }
 
+// Whether this process is a worker of a world (RANK over 0); the world's
+// join checks the variables.
+bool WorkerInAWorld() {
+  const char* rank = std::getenv("RANK");
+  return InAWorld() && rank && std::strtol(rank, nullptr, 10) > 0;
+}
+
 // `place` without --method: the method BENCHMARKS.md ("Learned against
 // search") shows fastest at equal samples and at equal wall time, given
 // place's budgets.
@@ -279,7 +286,8 @@ struct RealRuns {
   std::unique_ptr<MeasuredEnvironment> real;
   std::unique_ptr<CalibratedEnvironment> calibrated;  // made by the trainer's factory
   // Across processes (--reward measured): the placements the workers ran
-  // on their own devices so far; empty in one process.
+  // on their own devices so far; empty in one process (and under
+  // calibrated, whose workers only simulate).
   std::function<int64_t()> runs_on_workers;
   int64_t all_runs() const { return real->runs() + (runs_on_workers ? runs_on_workers() : 0); }
 };
@@ -307,11 +315,15 @@ void SetUpEnvironment(PlaceFlags& flags, PlacementProblem& problem, RealRuns& ru
       return std::make_unique<BorrowedEnvironment>(*runs.real);
     };
   } else if (flags.reward == "calibrated" && IsLearnedMethod(flags.method)) {
-    flags.learned.make_environment = [&runs](const Graph& g, const Cluster& c, const CostModel& m,
-                                        const SimulatedEnvironmentOptions& simulated) -> std::unique_ptr<Environment> {
+    // Rank 0 of a world: the world's environment simulates the batches
+    // across the ranks, and the best few run for real here.
+    EnvironmentFactory across_ranks = flags.learned.make_environment;
+    flags.learned.make_environment = [&runs, across_ranks](const Graph& g, const Cluster& c, const CostModel& m,
+                                                           const SimulatedEnvironmentOptions& simulated) -> std::unique_ptr<Environment> {
       CalibratedEnvironmentOptions options;
       options.simulated = simulated;
-      runs.calibrated = std::make_unique<CalibratedEnvironment>(g, c, m, options, *runs.real);
+      runs.calibrated = across_ranks ? std::make_unique<CalibratedEnvironment>(across_ranks(g, c, m, simulated), options, *runs.real)
+                                     : std::make_unique<CalibratedEnvironment>(g, c, m, options, *runs.real);
       return std::make_unique<BorrowedEnvironment>(*runs.calibrated);
     };
   }
@@ -522,7 +534,8 @@ void RunPlace(PlaceFlags flags) {
     } catch (const Error& e) {
       world_inputs.cluster_problem = e.what();
     }
-  } else {
+  } else if (!(flags.reward == "calibrated" && WorkerInAWorld())) {
+    // Calibrated, a worker only simulates: rank 0 alone runs for real.
     MakeRealRuns(flags, graph, cluster, runs);
   }
   if (flags.reward == "measured") {
@@ -540,12 +553,13 @@ void RunPlace(PlaceFlags flags) {
       peers = world->peers;
       if (world->rank != 0) {
         // --reward measured: this rank's chain runs its placements on its own devices.
-        problem.environment = runs.real.get();
+        if (flags.reward == "measured") problem.environment = runs.real.get();
         RunMethod(problem, method, flags.learned, {});
         return;
       }
     }
-  } else if (JoinPlaceWorld(world_inputs, flags.learned.make_environment, &runs.runs_on_workers)) {
+  } else if (JoinPlaceWorld(world_inputs, flags.learned.make_environment,
+                            flags.reward == "measured" ? &runs.runs_on_workers : nullptr)) {
     return;
   }
   PrepareOutFolder(flags, graph, cluster);

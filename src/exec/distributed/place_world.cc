@@ -60,10 +60,6 @@ bool JoinPlaceWorld(const PlaceWorldInputs& inputs, EnvironmentFactory& make_env
                     std::function<int64_t()>* measured_by_workers) {
   std::optional<WorldSpec> spec = WorldSpecFromEnvironment();
   if (!spec || spec->size == 1) return false;
-  if (inputs.reward != "simulated" && inputs.reward != "measured") {
-    throw Error("distributed run: --reward " + ForMessage(inputs.reward) +
-                " across processes is not built yet (issue 51); --reward simulated and measured are");
-  }
   std::unique_ptr<World> world = World::Join(*spec, WorldFactsOf(inputs));
   // Every rank's cluster alike, and unusable: each rank says why.
   if (inputs.reward == "measured" && !inputs.measured) throw Error(inputs.cluster_problem);
@@ -88,10 +84,6 @@ bool JoinPlaceWorld(const PlaceWorldInputs& inputs, EnvironmentFactory& make_env
 std::optional<ChainWorld> JoinChainWorld(const PlaceWorldInputs& inputs) {
   std::optional<WorldSpec> spec = WorldSpecFromEnvironment();
   if (!spec || spec->size == 1) return std::nullopt;
-  if (inputs.reward != "simulated" && inputs.reward != "measured") {
-    throw Error("distributed run: --reward " + ForMessage(inputs.reward) + " with " + ForMessage(inputs.method) +
-                " across processes is not built yet (issue 51); --reward simulated and measured are");
-  }
   // The peers own the world: it lives as long as the chain shares through it.
   struct OwningPeers : StoreChainPeers {
     OwningPeers(std::unique_ptr<World> w, int32_t num_ops, int64_t share_every)

@@ -66,8 +66,9 @@ std::string DeviceKindsOf(const Cluster& cluster);
 // `measured_by_workers` (when given) to count the placements the workers
 // answered for, and returns false. A worker: joins, measures until rank 0
 // says stop, and returns true: the command is done. Throws Error on any
-// rank for the world's faults (World::Join, a lost controller) and for
-// --reward other than simulated and measured.
+// rank for the world's faults (World::Join, a lost controller). Under
+// --reward calibrated the workers simulate (with the calibrated cost
+// model) and rank 0 alone runs placements for real.
 bool JoinPlaceWorld(const PlaceWorldInputs& inputs, EnvironmentFactory& make_environment,
                     std::function<int64_t()>* measured_by_workers = nullptr);
 
