@@ -149,6 +149,13 @@ class DistributedTest : public ::testing::Test {
   fs::path dir_;
 };
 
+// The cores this process may use.
+int UsableCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  return ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+}
+
 TEST_F(DistributedTest, ThreeProcessesFindWhatOneProcessFinds) {
   const std::string one = OneProcessPlacement();
   ASSERT_FALSE(one.empty());
@@ -159,6 +166,17 @@ TEST_F(DistributedTest, ThreeProcessesFindWhatOneProcessFinds) {
   EXPECT_EQ(ReadAll(dir_ / "three" / "best_placement.json"), one);
   EXPECT_EQ(CurveWithoutSeconds(dir_ / "three" / "curve.csv"), CurveWithoutSeconds(dir_ / "one" / "curve.csv"));
   EXPECT_NE(runs[0].out.find("\"step_time_s\""), std::string::npos) << runs[0].out;
+}
+
+TEST_F(DistributedTest, WorkersAloneMeasuringFindWhatOneProcessFinds) {
+  const std::string one = OneProcessPlacement();
+  ASSERT_FALSE(one.empty());
+  std::vector<std::string> args = PlaceArgs("workers");
+  args.insert(args.end(), {"--controller-measures", "no"});
+  std::vector<RankRun> runs = RunSameCommand(3, args);
+  for (const RankRun& run : runs) ASSERT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_EQ(ReadAll(dir_ / "workers" / "best_placement.json"), one);
+  EXPECT_EQ(CurveWithoutSeconds(dir_ / "workers" / "curve.csv"), CurveWithoutSeconds(dir_ / "one" / "curve.csv"));
 }
 
 TEST_F(DistributedTest, WorkerKilledMidRunIsDroppedAndTheRunFinishes) {
@@ -273,6 +291,14 @@ TEST_F(DistributedTest, ChainsAcrossProcessesRefuseABudgetOfSeconds) {
   ExpectOneErrorLine(runs[1], "its budget is --max-evaluations");
 }
 
+TEST_F(DistributedTest, ShareEveryIsRefusedForAMethodWithoutChains) {
+  std::vector<std::string> args = PlaceArgs("a");
+  args.insert(args.end(), {"--share-every", "10"});
+  std::vector<RankRun> runs = RunSameCommand(2, args);
+  ExpectOneErrorLine(runs[0], "--share-every applies to mcmc's and guided's chains");
+  ExpectOneErrorLine(runs[1], "--share-every applies to mcmc's and guided's chains");
+}
+
 TEST_F(DistributedTest, SomeVariablesWithoutTheOthersAreOneLine) {
   const std::string command = std::string("env -u WORLD_SIZE -u MASTER_ADDR -u MASTER_PORT RANK=0 ") + DEVPLACE_BINARY +
                               " place --graph tiny --cluster k80x2 --out " + (dir_ / "a").string() + " 2>&1";
@@ -368,6 +394,30 @@ TEST_F(DistributedMeasuredTest, AWorkerKilledMidRunIsDroppedAndItsPlacementsMeas
   EXPECT_TRUE(out["step_time_s"].is_number()) << out.dump();
 }
 
+TEST_F(DistributedMeasuredTest, WithoutTheControllerMeasuringTheWorkerRunsEveryPlacement) {
+  const fs::path host = HostCluster("host.json", "host", 1);
+  std::vector<std::string> args = MeasuredArgs(host, "w");
+  args.insert(args.end(), {"--controller-measures", "no"});
+  std::vector<RankRun> runs = RunSameCommand(2, args);
+  ASSERT_EQ(runs[0].exit_code, 0) << runs[0].out;
+  ASSERT_EQ(runs[1].exit_code, 0) << runs[1].out;
+  const nlohmann::json out = nlohmann::json::parse(runs[0].out.substr(runs[0].out.find('{')));
+  // 8 samples in 2 batches of 4: all on the worker; rank 0 ran only the
+  // final placement (and any probe the method makes outside its batches).
+  EXPECT_EQ(out["samples"].get<int64_t>(), 8);
+  EXPECT_EQ(out["real_runs_on_workers"].get<int64_t>(), 8) << out.dump();
+  EXPECT_GE(out["real_runs"].get<int64_t>(), 9) << out.dump();
+  EXPECT_TRUE(out["step_time_s"].is_number()) << out.dump();
+}
+
+TEST_F(DistributedMeasuredTest, ControllerMeasuresIsRefusedForAChain) {
+  std::vector<std::string> args = ChainArgs("mcmc", "a", dir_);
+  args.insert(args.end(), {"--controller-measures", "no"});
+  std::vector<RankRun> runs = RunSameCommand(2, args);
+  ExpectOneErrorLine(runs[0], "--controller-measures applies to the learned methods' batches");
+  ExpectOneErrorLine(runs[1], "--controller-measures applies to the learned methods' batches");
+}
+
 TEST_F(DistributedMeasuredTest, AWorkerWithAnotherDeviceCountIsRefusedOnEveryRank) {
   const fs::path controller = HostCluster("host0.json", "host", 1);
   const fs::path worker = HostCluster("host1.json", "host", 2);
@@ -378,6 +428,113 @@ TEST_F(DistributedMeasuredTest, AWorkerWithAnotherDeviceCountIsRefusedOnEveryRan
     ExpectOneErrorLine(run, "rank 0 has '1 device: cpu'");
   }
   EXPECT_FALSE(fs::exists(dir_ / "x"));
+}
+
+// mcmc on the 50-op graph over 2 devices, every evaluation run for real
+// (2 steps, the first dropped), chains sharing every 10 evaluations.
+std::vector<std::string> MeasuredChainArgs(const fs::path& cluster, const fs::path& out) {
+  return {"place", "--graph", "tiny", "--cluster", cluster.string(), "--method", "mcmc", "--reward", "measured",
+          "--max-evaluations", "40", "--share-every", "10", "--run-steps", "2", "--seed", "3", "--json", "--out", out.string()};
+}
+
+TEST_F(DistributedMeasuredTest, TwoMcmcChainsMeasureOnTheirOwnDevicesAndRankZeroStatesTheMeasuredTime) {
+  // A chain moves ops between devices: two, a core each (the ranks share
+  // the host's cores here, as two hosts would not).
+  if (UsableCores() < 2) GTEST_SKIP() << "needs 2 cores for 2 CPU devices";
+  const fs::path controller = HostCluster("host0.json", "controller-host", 2);
+  const fs::path worker = HostCluster("host1.json", "worker-host", 2);
+  const int port = FreePort();
+  std::vector<RankRun> runs =
+      RunRanks({MeasuredChainArgs(controller, dir_ / "c"), MeasuredChainArgs(worker, dir_ / "c")}, 2, {port, port});
+  ASSERT_EQ(runs[0].exit_code, 0) << runs[0].out;
+  ASSERT_EQ(runs[1].exit_code, 0) << runs[1].out;
+  EXPECT_EQ(runs[1].out, "");  // the worker prints nothing and writes nothing
+  const nlohmann::json out = nlohmann::json::parse(runs[0].out.substr(runs[0].out.find('{')));
+  EXPECT_EQ(out["reward"], "measured");
+  EXPECT_EQ(out["oom"], false);
+  ASSERT_TRUE(out["step_time_s"].is_number()) << out.dump();
+  EXPECT_GT(out["step_time_s"].get<double>(), 0);
+  EXPECT_EQ(out["step_time_s"], out["measured_step_time_s"]);  // the final placement's real run
+  EXPECT_GT(out["search_best_step_time_s"].get<double>(), 0) << out.dump();  // as the chains measured it
+  EXPECT_GT(out["real_runs"].get<int64_t>(), 0);
+  const nlohmann::json placement = nlohmann::json::parse(ReadAll(dir_ / "c" / "best_placement.json"));
+  EXPECT_EQ(placement["placement"].size(), 50u);
+  for (const auto& [op, device] : placement["placement"].items()) {
+    EXPECT_TRUE(device == "cpu:0" || device == "cpu:1") << op << " on " << device;
+  }
+}
+
+TEST_F(DistributedMeasuredTest, AMeasuringChainKilledMidRunDoesNotStopRankZero) {
+  if (UsableCores() < 2) GTEST_SKIP() << "needs 2 cores for 2 CPU devices";
+  const fs::path host = HostCluster("host.json", "host", 2);
+  // The worker sends itself SIGKILL at its second share.
+  std::vector<RankRun> runs = RunSameCommand(2, MeasuredChainArgs(host, dir_ / "k"), {"DEVPLACE_TEST_KILL_WORKER=1:1"});
+  EXPECT_EQ(runs[1].signal, SIGKILL) << runs[1].out;
+  ASSERT_EQ(runs[0].exit_code, 0) << runs[0].out;
+  EXPECT_NE(runs[0].out.find("dropped rank 1's chain"), std::string::npos) << runs[0].out;
+  const nlohmann::json out = nlohmann::json::parse(runs[0].out.substr(runs[0].out.find('{')));
+  EXPECT_GE(out["samples"].get<int64_t>(), 40);  // rank 0's chain spent its whole budget
+  ASSERT_TRUE(out["step_time_s"].is_number()) << out.dump();
+  EXPECT_EQ(out["step_time_s"], out["measured_step_time_s"]);
+  EXPECT_FALSE(ReadAll(dir_ / "k" / "best_placement.json").empty());
+}
+
+// --reward calibrated: the simulator with an --op-times table, the best
+// few placements run for real on rank 0 now and then.
+class DistributedCalibratedTest : public DistributedMeasuredTest {
+ protected:
+  void SetUp() override {
+    DistributedMeasuredTest::SetUp();
+    // Two devices where this process has two cores: rank 0 runs them for real.
+    host_ = HostCluster("host.json", "host", std::min(2, UsableCores()));
+    times_ = dir_ / "times.json";
+    std::ofstream(times_) << R"({"times": [{"op_type": "MatMul", "shape": [64, 256], "device_kind": "cpu", "time_us": 50}]})";
+  }
+  std::vector<std::string> CalibratedArgs(const std::string& method, const std::string& out) const {
+    std::vector<std::string> args = {"place", "--graph", "tiny", "--cluster", host_.string(), "--op-times", times_.string(),
+                                     "--method", method, "--reward", "calibrated", "--seed", "3", "--json", "--out",
+                                     (dir_ / out).string()};
+    if (method == "rl") {
+      args.insert(args.end(), {"--max-steps", "12", "--samples-per-step", "4", "--workers", "1"});
+    } else {
+      args.insert(args.end(), {"--max-evaluations", "300"});
+    }
+    return args;
+  }
+  fs::path host_, times_;
+};
+
+TEST_F(DistributedCalibratedTest, TwoProcessesSimulateAsOneProcessAndRankZeroRunsTheBestForReal) {
+  std::vector<std::string> one_args = CalibratedArgs("rl", "one");
+  std::string command = std::string("env -u RANK -u WORLD_SIZE -u MASTER_ADDR -u MASTER_PORT ") + DEVPLACE_BINARY;
+  for (const std::string& a : one_args) command += " '" + a + "'";
+  ASSERT_EQ(std::system((command + " > /dev/null 2>&1").c_str()), 0);
+  std::vector<RankRun> runs = RunSameCommand(2, CalibratedArgs("rl", "two"));
+  ASSERT_EQ(runs[0].exit_code, 0) << runs[0].out;
+  ASSERT_EQ(runs[1].exit_code, 0) << runs[1].out;
+  EXPECT_EQ(runs[1].out, "");
+  // The rewards are the calibrated simulator's, wherever simulated: the
+  // same search as one process.
+  EXPECT_EQ(ReadAll(dir_ / "two" / "best_placement.json"), ReadAll(dir_ / "one" / "best_placement.json"));
+  EXPECT_EQ(CurveWithoutSeconds(dir_ / "two" / "curve.csv"), CurveWithoutSeconds(dir_ / "one" / "curve.csv"));
+  const nlohmann::json out = nlohmann::json::parse(runs[0].out.substr(runs[0].out.find('{')));
+  EXPECT_EQ(out["step_time_s"], out["simulated_step_time_s"]);
+  EXPECT_GT(out["measured_step_time_s"].get<double>(), 0);
+  EXPECT_FALSE(out["remeasured"].empty());  // the best few, run for real on rank 0
+  EXPECT_FALSE(out.contains("real_runs_on_workers"));  // the workers only simulate
+  EXPECT_TRUE(fs::exists(dir_ / "two" / "remeasured.json"));
+}
+
+TEST_F(DistributedCalibratedTest, TwoMcmcChainsEndWithRankZerosRealRunOfTheBest) {
+  std::vector<RankRun> runs = RunSameCommand(2, CalibratedArgs("mcmc", "m"));
+  ASSERT_EQ(runs[0].exit_code, 0) << runs[0].out;
+  ASSERT_EQ(runs[1].exit_code, 0) << runs[1].out;
+  EXPECT_EQ(runs[1].out, "");
+  const nlohmann::json out = nlohmann::json::parse(runs[0].out.substr(runs[0].out.find('{')));
+  EXPECT_EQ(out["reward"], "calibrated");
+  EXPECT_EQ(out["step_time_s"], out["simulated_step_time_s"]);
+  EXPECT_GT(out["measured_step_time_s"].get<double>(), 0);
+  EXPECT_EQ(out["real_runs"].get<int64_t>(), 1);  // the final run, on rank 0
 }
 
 // `devplace train` across processes: the graphs dealt one a rank, the

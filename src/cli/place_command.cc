@@ -56,6 +56,13 @@ struct PlaceFlags {
   // ignore them, so that a mistyped or misplaced flag is not silently moot.
   std::vector<std::string> policy_flags_given;
   bool overwrite = false;  // replace a previous run's files in --out
+  // Across processes: evaluations between mcmc's and guided's chains
+  // sharing their best (--share-every; 0: not given, the default).
+  int64_t share_every = 0;
+  // Across processes, a learned method: "yes" (rank 0 measures a share of
+  // each batch) or "no" (the workers measure it all).
+  std::string controller_measures = "yes";
+  bool controller_measures_given = false;
   LearnedOptions learned;
 };
 
@@ -144,6 +151,13 @@ class BorrowedEnvironment : public Environment {
 bool InAWorld() {
   const char* size = std::getenv("WORLD_SIZE");
   return size && std::strtol(size, nullptr, 10) > 1;
+}
+
+// Whether this process is a worker of a world (RANK over 0); the world's
+// join checks the variables.
+bool WorkerInAWorld() {
+  const char* rank = std::getenv("RANK");
+  return InAWorld() && rank && std::strtol(rank, nullptr, 10) > 0;
 }
 
 // `place` without --method: the method BENCHMARKS.md ("Learned against
@@ -272,7 +286,8 @@ struct RealRuns {
   std::unique_ptr<MeasuredEnvironment> real;
   std::unique_ptr<CalibratedEnvironment> calibrated;  // made by the trainer's factory
   // Across processes (--reward measured): the placements the workers ran
-  // on their own devices so far; empty in one process.
+  // on their own devices so far; empty in one process (and under
+  // calibrated, whose workers only simulate).
   std::function<int64_t()> runs_on_workers;
   int64_t all_runs() const { return real->runs() + (runs_on_workers ? runs_on_workers() : 0); }
 };
@@ -300,11 +315,15 @@ void SetUpEnvironment(PlaceFlags& flags, PlacementProblem& problem, RealRuns& ru
       return std::make_unique<BorrowedEnvironment>(*runs.real);
     };
   } else if (flags.reward == "calibrated" && IsLearnedMethod(flags.method)) {
-    flags.learned.make_environment = [&runs](const Graph& g, const Cluster& c, const CostModel& m,
-                                        const SimulatedEnvironmentOptions& simulated) -> std::unique_ptr<Environment> {
+    // Rank 0 of a world: the world's environment simulates the batches
+    // across the ranks, and the best few run for real here.
+    EnvironmentFactory across_ranks = flags.learned.make_environment;
+    flags.learned.make_environment = [&runs, across_ranks](const Graph& g, const Cluster& c, const CostModel& m,
+                                                           const SimulatedEnvironmentOptions& simulated) -> std::unique_ptr<Environment> {
       CalibratedEnvironmentOptions options;
       options.simulated = simulated;
-      runs.calibrated = std::make_unique<CalibratedEnvironment>(g, c, m, options, *runs.real);
+      runs.calibrated = across_ranks ? std::make_unique<CalibratedEnvironment>(across_ranks(g, c, m, simulated), options, *runs.real)
+                                     : std::make_unique<CalibratedEnvironment>(g, c, m, options, *runs.real);
       return std::make_unique<BorrowedEnvironment>(*runs.calibrated);
     };
   }
@@ -439,7 +458,7 @@ void PrintPlaceJson(const PlaceFlags& flags, const PlacementProblem& problem, co
     out["measured_step_time_s"] = real && real->outcome.ok ? nlohmann::json(real->outcome.step_time_s) : nlohmann::json(nullptr);
     out["real_runs"] = runs.all_runs();
     if (runs.runs_on_workers) out["real_runs_on_workers"] = runs.runs_on_workers();
-    if (IsLearnedMethod(flags.method)) out["search_best_step_time_s"] = output.best_step_time_s;
+    if (IsLearnedMethod(flags.method) || measured) out["search_best_step_time_s"] = output.best_step_time_s;
     if (real && !real->outcome.ok) out["measured_failure"] = real->failure;
   }
   if (runs.calibrated) out["remeasured"] = remeasured;
@@ -498,6 +517,13 @@ void RunPlace(PlaceFlags flags) {
   // own chain, and ends here.
   const bool chains = flags.method == "mcmc" || method.kind == MethodKind::kLearnedSearch;
   std::shared_ptr<ChainPeers> peers;
+  if (flags.share_every > 0 && !chains) {
+    throw Error("--share-every applies to mcmc's and guided's chains across processes; " + flags.method + " shares no chain");
+  }
+  if (flags.controller_measures_given && method.kind != MethodKind::kLearned) {
+    throw Error("--controller-measures applies to the learned methods' batches across processes (" +
+                MethodNames({MethodKind::kLearned}) + "); " + flags.method + " has none");
+  }
   if (InAWorld()) {
     if (method.kind != MethodKind::kLearned && !chains) {
       throw Error("WORLD_SIZE is over 1: across processes place spreads the learned placers' batches (" +
@@ -514,7 +540,8 @@ void RunPlace(PlaceFlags flags) {
   }
   RealRuns runs;
   PlaceWorldInputs world_inputs{graph, cluster, cost, flags.method, flags.reward, flags.op_times.path, flags.learned.seed, "", nullptr, "", ""};
-  if (flags.reward == "measured" && InAWorld() && !chains) {
+  world_inputs.controller_measures = flags.controller_measures == "yes";
+  if (flags.reward == "measured" && InAWorld()) {
     // Each rank measures on its own host's devices: one whose --cluster
     // is not this host's says so to every rank when they compare clusters.
     try {
@@ -522,7 +549,8 @@ void RunPlace(PlaceFlags flags) {
     } catch (const Error& e) {
       world_inputs.cluster_problem = e.what();
     }
-  } else {
+  } else if (!(flags.reward == "calibrated" && WorkerInAWorld())) {
+    // Calibrated, a worker only simulates: rank 0 alone runs for real.
     MakeRealRuns(flags, graph, cluster, runs);
   }
   if (flags.reward == "measured") {
@@ -531,17 +559,22 @@ void RunPlace(PlaceFlags flags) {
     world_inputs.measure_protocol = std::to_string(protocol.steps) + " steps, " + ShowNumber(protocol.step_time_limit_s) + " s limit";
   }
   if (chains) {
-    world_inputs.budget = std::to_string(flags.learned.max_samples) + " evaluations";
+    world_inputs.share_every = flags.share_every;
+    world_inputs.budget = std::to_string(flags.learned.max_samples) + " evaluations, sharing every " +
+                          (flags.share_every > 0 ? std::to_string(flags.share_every) : "100 (the default)");
     if (std::optional<ChainWorld> world = JoinChainWorld(world_inputs)) {
       problem.seed = world->seed;
       problem.peers = world->peers.get();
       peers = world->peers;
       if (world->rank != 0) {
+        // --reward measured: this rank's chain runs its placements on its own devices.
+        if (flags.reward == "measured") problem.environment = runs.real.get();
         RunMethod(problem, method, flags.learned, {});
         return;
       }
     }
-  } else if (JoinPlaceWorld(world_inputs, flags.learned.make_environment, &runs.runs_on_workers)) {
+  } else if (JoinPlaceWorld(world_inputs, flags.learned.make_environment,
+                            flags.reward == "measured" ? &runs.runs_on_workers : nullptr)) {
     return;
   }
   PrepareOutFolder(flags, graph, cluster);
@@ -700,6 +733,16 @@ void AddPlaceCommand(CLI::App& app) {
   cmd->add_option("--run-time-limit", flags->run.step_time_limit_s,
                   "Real runs: seconds a step may run before it counts as failed (default 30)")
       ->group(r)->check(InRange(0.001, 1e6));
+  const std::string across = "Across processes (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT)";
+  cmd->add_option("--share-every", flags->share_every,
+                  "mcmc, guided: evaluations between the chains sharing their best (default 100); fewer under "
+                  "--reward measured, where an evaluation is a real run")
+      ->group(across)->check(InRange(1, 1000000000));
+  cmd->add_option("--controller-measures", flags->controller_measures,
+                  "Learned methods: whether rank 0 measures a share of each batch (yes, the default) or leaves it all "
+                  "to the workers (no: rank 0 only runs the policy, as the papers' controllers)")
+      ->group(across)
+      ->check(CLI::IsMember({"yes", "no"}));
   cmd->add_option("--checkpoint-every", learned.checkpoint_every, "Steps between checkpoints (0 = none by steps)")
       ->group(g)->check(NotNegative());
   cmd->add_option("--checkpoint-seconds", learned.checkpoint_seconds,
@@ -730,6 +773,7 @@ void AddPlaceCommand(CLI::App& app) {
         if (option->count() > 0) flags->policy_flags_given.push_back(option->get_name());
       }
       flags->algorithm_given = cmd->count("--algorithm") > 0;
+      flags->controller_measures_given = cmd->count("--controller-measures") > 0;
       flags->learning_rate_given = cmd->count("--learning-rate") > 0;
       flags->measure_steps_given = cmd->count("--measure-steps") > 0 && cmd->count("--run-steps") == 0;
       UseShippedPolicyWhenNoneGiven(*flags, *cmd, fixed_by_policy);

@@ -50,7 +50,11 @@ Outcome MeasuredEnvironment::MeasureOne(const Placement& placement) { return Run
 
 CalibratedEnvironment::CalibratedEnvironment(const Graph& graph, const Cluster& cluster, const CostModel& cost,
                                              const CalibratedEnvironmentOptions& options, MeasuredEnvironment& real)
-    : options_(options), simulated_(graph, cluster, cost, options.simulated), real_(real) {
+    : CalibratedEnvironment(std::make_unique<SimulatedEnvironment>(graph, cluster, cost, options.simulated), options, real) {}
+
+CalibratedEnvironment::CalibratedEnvironment(std::unique_ptr<Environment> simulated,
+                                             const CalibratedEnvironmentOptions& options, MeasuredEnvironment& real)
+    : options_(options), simulated_(std::move(simulated)), real_(real) {
   options_.remeasure_every_batches = std::max(options_.remeasure_every_batches, 1);
   options_.remeasure_best = std::max(options_.remeasure_best, 1);
 }
@@ -71,14 +75,14 @@ void CalibratedEnvironment::Consider(const Placement& placement, const Outcome& 
 
 std::vector<Outcome> CalibratedEnvironment::Measure(const std::vector<Placement>& placements, int64_t batch,
                                                     int32_t stream) {
-  std::vector<Outcome> outcomes = simulated_.Measure(placements, batch, stream);
+  std::vector<Outcome> outcomes = simulated_->Measure(placements, batch, stream);
   for (size_t i = 0; i < placements.size(); ++i) Consider(placements[i], outcomes[i]);
   if (++batches_ % options_.remeasure_every_batches == 0) RemeasureBest();
   return outcomes;
 }
 
 Outcome CalibratedEnvironment::MeasureOne(const Placement& placement) {
-  Outcome outcome = simulated_.MeasureOne(placement);
+  Outcome outcome = simulated_->MeasureOne(placement);
   Consider(placement, outcome);
   return outcome;
 }

@@ -83,6 +83,11 @@ class CalibratedEnvironment : public Environment {
   // runs placements for real) must outlive the environment.
   CalibratedEnvironment(const Graph& graph, const Cluster& cluster, const CostModel& cost,
                         const CalibratedEnvironmentOptions& options, MeasuredEnvironment& real);
+  // The same, its batches simulated by `simulated` (across processes: the
+  // world's environment, whose ranks simulate them with the calibrated
+  // cost model) instead of a simulator of its own.
+  CalibratedEnvironment(std::unique_ptr<Environment> simulated, const CalibratedEnvironmentOptions& options,
+                        MeasuredEnvironment& real);
   ~CalibratedEnvironment() override;
 
   std::vector<Outcome> Measure(const std::vector<Placement>& placements, int64_t batch, int32_t stream) override;
@@ -96,7 +101,7 @@ class CalibratedEnvironment : public Environment {
   void Consider(const Placement& placement, const Outcome& outcome);
 
   CalibratedEnvironmentOptions options_;
-  SimulatedEnvironment simulated_;
+  std::unique_ptr<Environment> simulated_;
   MeasuredEnvironment& real_;
   int64_t batches_ = 0;
   // The best placements the simulator has seen, fastest first, at most

@@ -19,7 +19,8 @@ struct MethodOutput {
   std::string note;     // what a placer could not honour; empty when all is well
   int64_t samples = 0;  // learned: sampled placements; searches: simulator evaluations
   double seconds = 0;   // the method's own time
-  // Learned: the best step time as its environment measured it.
+  // Learned, and a search under an environment (--reward measured): the
+  // best step time as its environment measured it.
   double best_step_time_s = 0;
   // The simulator's full result for `placement`, when the method already
   // has it (mcmc's best): no need to run it again.

@@ -225,14 +225,18 @@ void MetropolisChain::ShareIfDue() {
 
 // Another chain's best, better than this one's: the chain continues from
 // it, as from a restart (one evaluation: its run is this chain's own).
+// Measured on another host's devices (--reward measured), it may not be
+// better on this one's: it becomes this chain's best only if it is here.
 void MetropolisChain::Adopt(const Placement& placement) {
-  best_ = placement;
-  best_result_ = RunInFull(best_);
+  current_ = placement;
+  current_result_ = RunInFull(current_);
   ++evaluations_;
-  best_cost_ = SearchCostOf(best_result_, problem_.cluster);
-  current_ = best_;
-  current_result_ = best_result_;
-  current_cost_ = best_cost_;
+  current_cost_ = SearchCostOf(current_result_, problem_.cluster);
+  if (Better(current_cost_, best_cost_)) {
+    best_ = current_;
+    best_result_ = current_result_;
+    best_cost_ = current_cost_;
+  }
   since_best_ = 0;
   ++adopted_;
 }
@@ -305,15 +309,22 @@ PlacerOutput MetropolisChain::Finish(const std::string& what_it_did) {
     chains = bests.size();
     const SharedBest& best = bests[BestOf(bests)];
     if (Better(best.cost, best_cost_)) {
-      best_ = best.placement;
-      best_result_ = RunInFull(best_);
-      best_cost_ = SearchCostOf(best_result_, problem_.cluster);
+      // Run here: under --reward measured another rank measured it on its
+      // own devices, and rank 0 keeps it only if it is better on its own.
+      SimResult result = RunInFull(best.placement);
+      const SearchCost cost = SearchCostOf(result, problem_.cluster);
+      if (Better(cost, best_cost_)) {
+        best_ = best.placement;
+        best_result_ = std::move(result);
+        best_cost_ = cost;
+      }
     }
   }
   PlacerOutput output;
   output.placement = std::move(best_);
   // Simulated runs only: a measured outcome is no simulation of it.
   if (!problem_.environment) output.result = std::move(best_result_);
+  if (problem_.environment && best_cost_.fits()) output.measured_step_time_s = best_cost_.step_time_us * 1e-6;
   output.evaluations = evaluations_;
   output.seconds = seconds();
   if (best_cost_.fits()) output.best_step_time_s = best_cost_.step_time_us * 1e-6;

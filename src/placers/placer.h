@@ -73,6 +73,9 @@ struct PlacerOutput {
   // has it (mcmc keeps its best's): the caller need not run it again, which
   // takes a second at a million ops, as long as a stopped run may take.
   std::optional<SimResult> result;
+  // A search under an environment (--reward measured): its best's step
+  // time as the environment measured it; 0 when none fits or none was.
+  double measured_step_time_s = 0;
 };
 
 struct PlacerInfo {

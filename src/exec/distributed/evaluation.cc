@@ -49,7 +49,8 @@ bool SameOptions(const SimulatedEnvironmentOptions& a, const SimulatedEnvironmen
 
 }  // namespace
 
-EvaluationPool::EvaluationPool(World& world) : world_(world) {
+EvaluationPool::EvaluationPool(World& world, bool controller_measures)
+    : world_(world), controller_measures_(controller_measures) {
   for (int32_t r = 1; r < world.size(); ++r) ranks_.push_back(r);
   live_.assign(ranks_.size(), true);
   next_message_.assign(ranks_.size(), 0);
@@ -121,8 +122,10 @@ std::vector<Outcome> EvaluationPool::Measure(const LocalMeasure& local, const Si
     if (live_[w]) workers.push_back(w);
   }
   // Slices in rank order: workers first, rank 0 (which also runs the
-  // controller) last, and the smallest when the batch does not divide.
-  const size_t parts = workers.size() + 1;
+  // controller) last, and the smallest when the batch does not divide;
+  // none for rank 0 when it does not measure and a worker is left.
+  const bool here = controller_measures_ || workers.empty();
+  const size_t parts = workers.size() + (here ? 1 : 0);
   struct Sent {
     size_t worker, first, count;
     int64_t message;
@@ -149,9 +152,11 @@ std::vector<Outcome> EvaluationPool::Measure(const LocalMeasure& local, const Si
     std::vector<Outcome> mine = local(Slice(placements, first, count), static_cast<int32_t>(first));
     std::copy(mine.begin(), mine.end(), outcomes.begin() + static_cast<std::ptrdiff_t>(first));
   };
-  size_t first = 0, count = 0;
-  SliceOf(placements.size(), parts, parts - 1, first, count);
-  if (count > 0) measure_here(first, count);
+  if (here) {
+    size_t first = 0, count = 0;
+    SliceOf(placements.size(), parts, parts - 1, first, count);
+    if (count > 0) measure_here(first, count);
+  }
 
   for (const Sent& s : sent) {
     const double left_s = std::max(0.001, std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count());

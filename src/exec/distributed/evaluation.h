@@ -23,7 +23,10 @@ namespace devplace {
 // each.
 class EvaluationPool {
  public:
-  explicit EvaluationPool(World& world);
+  // `controller_measures`: rank 0 measures a share of each batch, the
+  // smallest; false: the workers measure it all, rank 0 only what a
+  // dropped worker leaves (and every batch once none is left).
+  explicit EvaluationPool(World& world, bool controller_measures = true);
   // Tells the workers still answering to stop; Finish says it first.
   ~EvaluationPool();
 
@@ -49,6 +52,7 @@ class EvaluationPool {
  private:
   void Drop(size_t worker, const std::string& why, int64_t placements);
   World& world_;
+  bool controller_measures_;
   mutable std::mutex mutex_;
   std::vector<int32_t> ranks_;  // the workers, 1..size-1
   std::vector<bool> live_;

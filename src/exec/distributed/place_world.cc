@@ -60,10 +60,6 @@ bool JoinPlaceWorld(const PlaceWorldInputs& inputs, EnvironmentFactory& make_env
                     std::function<int64_t()>* measured_by_workers) {
   std::optional<WorldSpec> spec = WorldSpecFromEnvironment();
   if (!spec || spec->size == 1) return false;
-  if (inputs.reward != "simulated" && inputs.reward != "measured") {
-    throw Error("distributed run: --reward " + ForMessage(inputs.reward) +
-                " across processes is not built yet (issue 51); --reward simulated and measured are");
-  }
   std::unique_ptr<World> world = World::Join(*spec, WorldFactsOf(inputs));
   // Every rank's cluster alike, and unusable: each rank says why.
   if (inputs.reward == "measured" && !inputs.measured) throw Error(inputs.cluster_problem);
@@ -73,7 +69,7 @@ bool JoinPlaceWorld(const PlaceWorldInputs& inputs, EnvironmentFactory& make_env
   }
   auto controller = std::make_shared<Controller>();
   controller->world = std::move(world);
-  controller->pool = std::make_unique<EvaluationPool>(*controller->world);
+  controller->pool = std::make_unique<EvaluationPool>(*controller->world, inputs.controller_measures);
   Environment* measured = inputs.measured;
   make_environment = [controller, measured](const Graph& graph, const Cluster& cluster, const CostModel& cost,
                                             const SimulatedEnvironmentOptions& options) -> std::unique_ptr<Environment> {
@@ -88,20 +84,20 @@ bool JoinPlaceWorld(const PlaceWorldInputs& inputs, EnvironmentFactory& make_env
 std::optional<ChainWorld> JoinChainWorld(const PlaceWorldInputs& inputs) {
   std::optional<WorldSpec> spec = WorldSpecFromEnvironment();
   if (!spec || spec->size == 1) return std::nullopt;
-  if (inputs.reward != "simulated") {
-    throw Error("distributed run: --reward " + ForMessage(inputs.reward) + " with " + ForMessage(inputs.method) +
-                " across processes is not built yet (issue 51); --reward simulated is");
-  }
   // The peers own the world: it lives as long as the chain shares through it.
   struct OwningPeers : StoreChainPeers {
-    OwningPeers(std::unique_ptr<World> w, int32_t num_ops) : StoreChainPeers(*w, num_ops), world(std::move(w)) {}
+    OwningPeers(std::unique_ptr<World> w, int32_t num_ops, int64_t share_every)
+        : StoreChainPeers(*w, num_ops, share_every), world(std::move(w)) {}
     std::unique_ptr<World> world;
   };
   std::unique_ptr<World> world = World::Join(*spec, WorldFactsOf(inputs));
+  // Every rank's cluster alike, and unusable: each rank says why.
+  if (inputs.reward == "measured" && !inputs.measured) throw Error(inputs.cluster_problem);
   ChainWorld chains;
   chains.rank = world->rank();
   chains.seed = ChainSeed(inputs.seed, world->rank());
-  chains.peers = std::make_shared<OwningPeers>(std::move(world), inputs.graph.num_ops());
+  chains.peers = std::make_shared<OwningPeers>(std::move(world), inputs.graph.num_ops(),
+                                                inputs.share_every > 0 ? inputs.share_every : kShareEveryEvaluations);
   return chains;
 }
 

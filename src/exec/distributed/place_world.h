@@ -40,6 +40,12 @@ struct PlaceWorldInputs {
   // its device kinds, so a rank given another host's file is named in one
   // line on every rank.
   std::string cluster_problem;
+  // mcmc's and guided's chains: evaluations between shares, 0 for
+  // kShareEveryEvaluations (compared as part of `budget`).
+  int64_t share_every = 0;
+  // A learned method's batches: whether rank 0 measures a share of each
+  // (--controller-measures); only rank 0 reads it.
+  bool controller_measures = true;
 };
 
 struct WorldFact;  // exec/distributed/world.h
@@ -60,8 +66,9 @@ std::string DeviceKindsOf(const Cluster& cluster);
 // `measured_by_workers` (when given) to count the placements the workers
 // answered for, and returns false. A worker: joins, measures until rank 0
 // says stop, and returns true: the command is done. Throws Error on any
-// rank for the world's faults (World::Join, a lost controller) and for
-// --reward other than simulated and measured.
+// rank for the world's faults (World::Join, a lost controller). Under
+// --reward calibrated the workers simulate (with the calibrated cost
+// model) and rank 0 alone runs placements for real.
 bool JoinPlaceWorld(const PlaceWorldInputs& inputs, EnvironmentFactory& make_environment,
                     std::function<int64_t()>* measured_by_workers = nullptr);
 
