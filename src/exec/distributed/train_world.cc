@@ -65,10 +65,20 @@ class StoreTrainingRanks : public TrainingRanks {
     for (int32_t r = 1; r < size(); ++r) world_->Put(at + "total/" + std::to_string(r), total);
   }
 
+  // Rank 0 returns only once every worker has its copy (or is gone): the
+  // store lives in rank 0's process, and rank 0 may end right after, with
+  // the error it sent (no checkpoint to resume) or the last "done".
   std::string FromRankZero(const std::string& bytes) override {
     const std::string at = "train/from0/" + std::to_string(broadcasts_++) + "/";
-    if (rank() != 0) return WaitForRankZero(at + std::to_string(rank()));
+    if (rank() != 0) {
+      std::string theirs = WaitForRankZero(at + std::to_string(rank()));
+      world_->Put(at + "read/" + std::to_string(rank()), "");
+      return theirs;
+    }
     for (int32_t r = 1; r < size(); ++r) world_->Put(at + std::to_string(r), bytes);
+    // A worker that does not answer is reported by the next message rank 0
+    // waits for; here it only must not keep rank 0's copy from the others.
+    for (int32_t r = 1; r < size(); ++r) world_->Take(at + "read/" + std::to_string(r), world_->timeout_s());
     return bytes;
   }
 

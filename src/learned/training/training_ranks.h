@@ -25,7 +25,8 @@ class TrainingRanks {
   // is lost or gave another count.
   virtual void Sum(std::vector<double>& values) = 0;
 
-  // Rank 0's `bytes`, on every rank (a worker's own argument is ignored).
+  // Rank 0's `bytes`, on every rank (a worker's own argument is ignored);
+  // rank 0 returns once every worker has them, or has not answered in time.
   virtual std::string FromRankZero(const std::string& bytes) = 0;
 
   // Every rank's `bytes` in rank order, on rank 0; empty on the others
