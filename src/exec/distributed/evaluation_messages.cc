@@ -10,6 +10,19 @@ namespace {
 constexpr int64_t kJobMagic = 0x31424f4a50445644;  // "DVDPJOB1"
 constexpr size_t kHeaderWords = 13;
 
+// A placement's device ids travel as one byte each where every id of the
+// job fits one (clusters of up to 256 devices), else as int32s: the job is
+// most of what crosses processes, and a quarter of the bytes is a quarter
+// of the store's copying on both sides.
+int64_t BytesPerDeviceId(const std::vector<Placement>& placements) {
+  for (const Placement& p : placements) {
+    for (int32_t d : p) {
+      if (d < 0 || d > 255) return sizeof(int32_t);
+    }
+  }
+  return 1;
+}
+
 class Writer {
  public:
   template <typename T>
@@ -22,6 +35,11 @@ class Writer {
     const size_t at = bytes_.size();
     bytes_.resize(at + count * sizeof(int32_t));
     if (count > 0) std::memcpy(bytes_.data() + at, values, count * sizeof(int32_t));
+  }
+  void AddBytes(const int32_t* values, size_t count) {
+    const size_t at = bytes_.size();
+    bytes_.resize(at + count);
+    for (size_t i = 0; i < count; ++i) bytes_[at + i] = static_cast<char>(static_cast<uint8_t>(values[i]));
   }
   std::string Take() { return std::move(bytes_); }
 
@@ -44,6 +62,11 @@ class Reader {
     Need(count * sizeof(int32_t));
     if (count > 0) std::memcpy(values, bytes_.data() + at_, count * sizeof(int32_t));
     at_ += count * sizeof(int32_t);
+  }
+  void NextBytes(int32_t* values, size_t count) {
+    Need(count);
+    for (size_t i = 0; i < count; ++i) values[i] = static_cast<uint8_t>(bytes_[at_ + i]);
+    at_ += count;
   }
   size_t left() const { return bytes_.size() - at_; }
 
@@ -72,12 +95,17 @@ std::string EncodeJob(const EvaluationJob& job) {
   out.Add<int64_t>(job.options.measure_overflow ? 1 : 0);
   out.Add<int64_t>(static_cast<int64_t>(job.options.seed));
   out.Add<int64_t>(job.options.cache_bytes);
-  out.Add<int64_t>(0);  // reserved
+  const int64_t id_bytes = BytesPerDeviceId(job.placements);
+  out.Add<int64_t>(id_bytes);
   out.Add<double>(job.options.noise.jitter);
   out.Add<double>(job.options.noise.failure_probability);
   for (const Placement& p : job.placements) {
     if (static_cast<int64_t>(p.size()) != num_ops) throw Error("internal: placements of a batch differ in length");
-    out.AddInts(p.data(), p.size());
+    if (id_bytes == 1) {
+      out.AddBytes(p.data(), p.size());
+    } else {
+      out.AddInts(p.data(), p.size());
+    }
   }
   return out.Take();
 }
@@ -86,7 +114,8 @@ EvaluationJob DecodeJob(const std::string& bytes) {
   Reader in(bytes);
   int64_t header[kHeaderWords];
   for (int64_t& word : header) word = in.Next<int64_t>();
-  if (header[0] != kJobMagic || header[1] < 1 || header[1] > 4 || header[5] < 0 || header[6] < 0) {
+  if (header[0] != kJobMagic || header[1] < 1 || header[1] > 4 || header[5] < 0 || header[6] < 0 ||
+      (header[12] != 1 && header[12] != static_cast<int64_t>(sizeof(int32_t)))) {
     throw Error("distributed run: a message to a worker is not a job (another devplace build?)");
   }
   EvaluationJob job;
@@ -102,9 +131,17 @@ EvaluationJob DecodeJob(const std::string& bytes) {
   job.options.noise.jitter = in.Next<double>();
   job.options.noise.failure_probability = in.Next<double>();
   const size_t count = static_cast<size_t>(header[5]), num_ops = static_cast<size_t>(header[6]);
-  if (in.left() != count * num_ops * sizeof(int32_t)) throw Error("distributed run: a job's placements have the wrong size");
+  const size_t id_bytes = static_cast<size_t>(header[12]);
+  if (num_ops > 0 && count > in.left() / num_ops) throw Error("distributed run: a job's placements have the wrong size");
+  if (in.left() != count * num_ops * id_bytes) throw Error("distributed run: a job's placements have the wrong size");
   job.placements.assign(count, Placement(num_ops));
-  for (Placement& p : job.placements) in.NextInts(p.data(), num_ops);
+  for (Placement& p : job.placements) {
+    if (id_bytes == 1) {
+      in.NextBytes(p.data(), num_ops);
+    } else {
+      in.NextInts(p.data(), num_ops);
+    }
+  }
   return job;
 }
 
