@@ -371,6 +371,20 @@ TEST_F(ControllersAcrossProcessesTest, FourProcessesWithTwoControllersGiveOneRes
   EXPECT_EQ(Values(dir_.string() + "/pa.end.controller0"), Values(dir_.string() + "/pb.end.controller0"));
 }
 
+// 3 ranks in 2 groups, as equal as possible: ranks 0-1 and rank 2, a
+// controller with no worker, which measures its batches itself.
+TEST_F(ControllersAcrossProcessesTest, ThreeProcessesFormGroupsAsEqualAsPossible) {
+  std::vector<RankRun> runs = RunSameCommand(3, ControllersArgs("three"));
+  for (const RankRun& r : runs) ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(runs[1].out, "");
+  EXPECT_EQ(runs[2].out, "");
+  const nlohmann::json result = JsonOf(runs[0]);
+  ASSERT_TRUE(result.is_object()) << runs[0].out;
+  EXPECT_EQ(result["controllers"], 2) << runs[0].out;
+  EXPECT_EQ(result["controller_samples"][1], 6 * 7) << runs[0].out;
+  EXPECT_TRUE(fs::exists(dir_ / "three" / "best_placement.json"));
+}
+
 TEST_F(ControllersAcrossProcessesTest, BadControllerCountsAreOneLineOnEveryRank) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"3", "--controllers 3 with WORLD_SIZE=2: each controller is a rank of its own"},
