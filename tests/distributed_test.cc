@@ -400,7 +400,7 @@ TEST_F(ControllersAcrossProcessesTest, BadControllerCountsAreOneLineOnEveryRank)
   std::vector<std::string> mcmc = {"place", "--graph", "tiny", "--cluster", "k80x2", "--method", "mcmc", "--max-evaluations",
                                    "40", "--controllers", "2", "--out", (dir_ / "bad").string()};
   std::vector<RankRun> runs = RunSameCommand(2, mcmc);
-  for (const RankRun& run : runs) ExpectOneErrorLine(run, "controllers share a learned method's parameters");
+  for (const RankRun& run : runs) ExpectOneErrorLine(run, "--controllers applies to the learned placers");
 }
 
 // Rank 2, the second controller, killed at its second report: rank 0 ends

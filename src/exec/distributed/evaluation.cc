@@ -49,9 +49,11 @@ bool SameOptions(const SimulatedEnvironmentOptions& a, const SimulatedEnvironmen
 
 }  // namespace
 
-EvaluationPool::EvaluationPool(World& world, bool controller_measures, std::vector<int32_t> workers)
-    : world_(world), controller_measures_(controller_measures), ranks_(std::move(workers)) {
-  if (ranks_.empty()) {
+EvaluationPool::EvaluationPool(World& world, bool controller_measures, std::optional<std::vector<int32_t>> workers)
+    : world_(world), controller_measures_(controller_measures) {
+  if (workers) {
+    ranks_ = std::move(*workers);
+  } else {
     for (int32_t r = 0; r < world.size(); ++r) {
       if (r != world.rank()) ranks_.push_back(r);
     }

@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "exec/distributed/world.h"
@@ -27,8 +28,10 @@ class EvaluationPool {
   // of its group under --controllers) measures a share of each batch, the
   // smallest; false: the workers measure it all, the controller only what a
   // dropped worker leaves (and every batch once none is left). `workers`:
-  // the ranks that measure for it; empty: every other rank of the world.
-  explicit EvaluationPool(World& world, bool controller_measures = true, std::vector<int32_t> workers = {});
+  // the ranks that measure for it (none: it measures alone); not given:
+  // every other rank of the world.
+  explicit EvaluationPool(World& world, bool controller_measures = true,
+                          std::optional<std::vector<int32_t>> workers = std::nullopt);
   // Tells the workers still answering to stop; Finish says it first.
   ~EvaluationPool();
 
