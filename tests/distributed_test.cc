@@ -313,6 +313,109 @@ TEST_F(DistributedTest, SomeVariablesWithoutTheOthersAreOneLine) {
   ExpectOneErrorLine(run, "WORLD_SIZE, MASTER_ADDR, MASTER_PORT not set");
 }
 
+// `place --controllers C` across processes: the ranks form C groups of
+// contiguous ranks, each led by its first, a controller with its own copy
+// of the policy and its own seed stream, whose batches its group measures;
+// the controllers sum their gradients through rank 0's store every update.
+class ControllersAcrossProcessesTest : public DistributedTest {
+ protected:
+  std::vector<std::string> ControllersArgs(const std::string& out, const std::string& controllers = "2") const {
+    std::vector<std::string> args = PlaceArgs(out);
+    args.insert(args.end(), {"--controllers", controllers});
+    return args;
+  }
+  static std::vector<double> Values(const fs::path& path) {
+    std::ifstream in(path);
+    std::vector<double> values;
+    for (double x; in >> x;) values.push_back(x);
+    return values;
+  }
+  static nlohmann::json JsonOf(const RankRun& run) {
+    const size_t brace = run.out.find('{');
+    if (brace == std::string::npos) return nullptr;
+    return nlohmann::json::parse(run.out.substr(brace), nullptr, /*allow_exceptions=*/false);
+  }
+};
+
+// Ranks 0-1 and 2-3: two controllers, 6 updates of 7 samples each. The same
+// seed gives the same placement, curve and network run after run, and the
+// two controllers' networks are the same bits at the start (rank 0's) and
+// after every update.
+TEST_F(ControllersAcrossProcessesTest, FourProcessesWithTwoControllersGiveOneResultRunAfterRunAndOneNetwork) {
+  for (const std::string run : {"a", "b"}) {
+    std::vector<RankRun> runs = RunSameCommand(4, ControllersArgs(run), {"DEVPLACE_TEST_PLACE_PARAMETERS=" + (dir_ / ("p" + run)).string()});
+    for (const RankRun& r : runs) ASSERT_EQ(r.exit_code, 0) << r.out;
+    // The other controller and the workers print and write nothing.
+    EXPECT_EQ(runs[1].out, "");
+    EXPECT_EQ(runs[2].out, "");
+    EXPECT_EQ(runs[3].out, "");
+    const nlohmann::json result = JsonOf(runs[0]);
+    ASSERT_TRUE(result.is_object()) << runs[0].out;
+    EXPECT_EQ(result["controllers"], 2) << runs[0].out;
+    ASSERT_EQ(result["controller_samples"].size(), 2u) << runs[0].out;
+    EXPECT_EQ(result["controller_samples"][1], 6 * 7) << runs[0].out;
+    EXPECT_EQ(result["controller_samples"][0].get<int64_t>() + result["controller_samples"][1].get<int64_t>(),
+              result["samples"].get<int64_t>())
+        << runs[0].out;
+
+    const fs::path p = dir_ / ("p" + run);
+    const std::vector<double> start0 = Values(p.string() + ".start.controller0"), end0 = Values(p.string() + ".end.controller0");
+    ASSERT_GT(start0.size(), 100u);
+    EXPECT_EQ(start0, Values(p.string() + ".start.controller1"));
+    EXPECT_EQ(end0, Values(p.string() + ".end.controller1"));
+    EXPECT_NE(start0, end0);  // the updates moved them
+  }
+  EXPECT_EQ(ReadAll(dir_ / "a" / "best_placement.json"), ReadAll(dir_ / "b" / "best_placement.json"));
+  EXPECT_FALSE(ReadAll(dir_ / "a" / "best_placement.json").empty());
+  EXPECT_EQ(CurveWithoutSeconds(dir_ / "a" / "curve.csv"), CurveWithoutSeconds(dir_ / "b" / "curve.csv"));
+  EXPECT_EQ(Values(dir_.string() + "/pa.end.controller0"), Values(dir_.string() + "/pb.end.controller0"));
+}
+
+// 3 ranks in 2 groups, as equal as possible: ranks 0-1 and rank 2, a
+// controller with no worker, which measures its batches itself.
+TEST_F(ControllersAcrossProcessesTest, ThreeProcessesFormGroupsAsEqualAsPossible) {
+  std::vector<RankRun> runs = RunSameCommand(3, ControllersArgs("three"));
+  for (const RankRun& r : runs) ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(runs[1].out, "");
+  EXPECT_EQ(runs[2].out, "");
+  const nlohmann::json result = JsonOf(runs[0]);
+  ASSERT_TRUE(result.is_object()) << runs[0].out;
+  EXPECT_EQ(result["controllers"], 2) << runs[0].out;
+  EXPECT_EQ(result["controller_samples"][1], 6 * 7) << runs[0].out;
+  EXPECT_TRUE(fs::exists(dir_ / "three" / "best_placement.json"));
+}
+
+TEST_F(ControllersAcrossProcessesTest, BadControllerCountsAreOneLineOnEveryRank) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"3", "--controllers 3 with WORLD_SIZE=2: each controller is a rank of its own"},
+      {"0", "--controllers"},
+      {"-1", "--controllers"},
+      {"two", "--controllers"}};
+  for (const auto& [value, says] : cases) {
+    std::vector<RankRun> runs = RunSameCommand(2, ControllersArgs("bad", value));
+    for (const RankRun& run : runs) ExpectOneErrorLine(run, says);
+    EXPECT_FALSE(fs::exists(dir_ / "bad"));
+  }
+  // Chains share no parameters.
+  std::vector<std::string> mcmc = {"place", "--graph", "tiny", "--cluster", "k80x2", "--method", "mcmc", "--max-evaluations",
+                                   "40", "--controllers", "2", "--out", (dir_ / "bad").string()};
+  std::vector<RankRun> runs = RunSameCommand(2, mcmc);
+  for (const RankRun& run : runs) ExpectOneErrorLine(run, "--controllers applies to the learned placers");
+}
+
+// Rank 2, the second controller, killed at its second report: rank 0 ends
+// with one line naming it within the timeout, and so does every other rank
+// (rank 0's worker told so, rank 2's worker finding the store gone).
+TEST_F(ControllersAcrossProcessesTest, AControllerKilledMidRunIsOneLineOnEveryOtherRank) {
+  std::vector<RankRun> runs = RunSameCommand(4, ControllersArgs("killed"), {"DEVPLACE_TEST_KILL_RANK=2:1"});
+  EXPECT_EQ(runs[2].signal, SIGKILL) << runs[2].out;
+  ExpectOneErrorLine(runs[0], "rank 2 sent no report within 5 s");
+  // Told rank 0 failed, or finding its store gone first (rank 0 ends right
+  // after saying so): either is one line.
+  ExpectOneErrorLine(runs[1], "distributed run:");
+  ExpectOneErrorLine(runs[3], "distributed run: rank 3");
+}
+
 // `place --reward measured` across processes: each rank runs the placements
 // it is sent on the devices of its own --cluster (as `clusters --detect`
 // writes them, here without measuring: CPU devices on the cores this

@@ -10,6 +10,9 @@
 #include <vector>
 
 #include "learned/training/algorithm.h"
+#include "learned/training/controller_rounds.h"
+#include "learned/training/gradient_sum.h"
+#include "learned/training/training_ranks.h"
 #include "learned/policies/policy.h"
 #include "learned/training/ppo.h"
 #include "learned/learned_placer.h"
@@ -408,6 +411,87 @@ TEST(PpoPlacerTest, OneEpochIsReinforce) {
   // ...while four epochs learn faster from the same first batches.
   PpoRun ppo4 = Train("ppo", 4, "moving-average", 40);
   EXPECT_NE(reinforce.means_s, ppo4.means_s);
+}
+
+// --- Gradients summed across processes (learned/training/gradient_sum.h) ----
+
+// One rank of two, the other's values given: Sum adds them, as rank 0 does.
+class TwoRanks : public TrainingRanks {
+ public:
+  explicit TwoRanks(std::vector<double> other) : other_(std::move(other)) {}
+  int32_t rank() const override { return 0; }
+  int32_t size() const override { return 2; }
+  void Sum(std::vector<double>& values) override {
+    EXPECT_EQ(values.size(), other_.size());
+    for (size_t i = 0; i < values.size() && i < other_.size(); ++i) values[i] += other_[i];
+  }
+  std::string FromRankZero(const std::string& bytes) override { return bytes; }
+  std::vector<std::string> ToRankZero(const std::string& bytes) override { return {bytes}; }
+
+ private:
+  std::vector<double> other_;
+};
+
+// Two controllers' gradients: the step takes their mean; one controller
+// with no part adds nothing to it; a stop on either is said to both.
+TEST(ShareGradientsTest, MeanOverTheControllersThatTookPartAndTheStopSaidToAll) {
+  torch::nn::Linear layer(2, 1);  // 2 weights, 1 bias
+  auto with_gradients = [&] {
+    layer->zero_grad(/*set_to_none=*/true);
+    layer->weight.mutable_grad() = torch::tensor({{1.0f, 2.0f}});
+    layer->bias.mutable_grad() = torch::tensor({3.0f});
+  };
+  // The other's message: weights 3, 4; bias 5; both parameters; 1 part; no stop.
+  with_gradients();
+  TwoRanks other({3, 4, 5, 1, 1, 1, 0});
+  SharedGradients shared = ShareGradients(*layer, 1, false, other);
+  EXPECT_EQ(shared.parts, 2);
+  EXPECT_FALSE(shared.dropped);
+  EXPECT_TRUE(torch::allclose(layer->weight.grad(), torch::tensor({{2.0f, 3.0f}})));
+  EXPECT_TRUE(torch::allclose(layer->bias.grad(), torch::tensor({4.0f})));
+
+  // This controller with nothing that counts: the other's gradients alone.
+  with_gradients();
+  shared = ShareGradients(*layer, 0, false, other);
+  EXPECT_EQ(shared.parts, 1);
+  EXPECT_TRUE(torch::allclose(layer->weight.grad(), torch::tensor({{3.0f, 4.0f}})));
+
+  // The other stopped: dropped on this one too, gradients left alone.
+  with_gradients();
+  TwoRanks stopped({0, 0, 0, 0, 0, 0, 1});
+  shared = ShareGradients(*layer, 1, false, stopped);
+  EXPECT_TRUE(shared.dropped);
+  EXPECT_TRUE(torch::allclose(layer->weight.grad(), torch::tensor({{1.0f, 2.0f}})));
+}
+
+TEST(ControllerRoundsTest, AReportTravelsWholeAndAMalformedOneIsAnError) {
+  ControllerReport report;
+  report.stepped = true;
+  report.samples = 7;
+  report.sum_time_s = 0.1 + 0.2;  // not a short decimal: the bits must travel
+  report.ran = 6;
+  report.used = 7;
+  report.best = {0, 1, 1};
+  report.best_time_s = 1.0 / 3;
+  const ControllerReport back = DecodeReport(EncodeReport(report), 3, 2);
+  EXPECT_TRUE(back.stepped);
+  EXPECT_EQ(back.samples, 7);
+  EXPECT_EQ(back.sum_time_s, report.sum_time_s);
+  EXPECT_EQ(back.best, report.best);
+  EXPECT_EQ(back.best_time_s, report.best_time_s);
+  EXPECT_THROW(DecodeReport(EncodeReport(report), 4, 2), Error);  // another graph
+  EXPECT_THROW(DecodeReport(EncodeReport(report), 3, 1), Error);  // another cluster
+  EXPECT_THROW(DecodeReport("{\"stepped\": true}\n", 3, 2), Error);
+  EXPECT_THROW(DecodeReport("garbage", 3, 2), Error);
+
+  ControllersStart start;
+  start.failing_reward = 2.5;
+  start.baseline = 1.25;
+  start.tensors = std::string("a\nb\0c", 5);  // raw bytes, newlines and zeros among them
+  const ControllersStart start_back = DecodeStart(EncodeStart(start));
+  EXPECT_EQ(start_back.failing_reward, 2.5);
+  EXPECT_EQ(start_back.baseline, 1.25);
+  EXPECT_EQ(start_back.tensors, start.tensors);
 }
 
 }  // namespace

@@ -92,8 +92,13 @@ class ProgressPrinter {
     char best[32] = "-", mean[32] = "-";
     if (p.best_step_time_s > 0) std::snprintf(best, sizeof best, "%.4g s", p.best_step_time_s);
     if (p.mean_step_time_s > 0) std::snprintf(mean, sizeof mean, "%.4g s", p.mean_step_time_s);
-    std::fprintf(stderr, "step %6lld  best %-10s  mean %-10s  failed %3.0f%%  %6.1f samples/s  (%.0f s)\n",
-                 static_cast<long long>(p.step), best, mean, 100 * p.failed_fraction, p.samples_per_second, p.seconds);
+    std::string controllers;
+    for (size_t k = 0; k < p.controller_samples.size() && p.controller_samples.size() > 1; ++k) {
+      controllers += (k == 0 ? "  controllers' samples " : " + ") + std::to_string(p.controller_samples[k]);
+    }
+    std::fprintf(stderr, "step %6lld  best %-10s  mean %-10s  failed %3.0f%%  %6.1f samples/s  (%.0f s)%s\n",
+                 static_cast<long long>(p.step), best, mean, 100 * p.failed_fraction, p.samples_per_second, p.seconds,
+                 controllers.c_str());
   }
   std::chrono::steady_clock::time_point last_;
   bool printed_ = false;
@@ -173,8 +178,10 @@ void CheckRewardFlags(const PlaceFlags& flags, bool learned) {
     throw Error(reward + " applies to the learned methods, guided and mcmc; " + ForMessage(flags.method) +
                 " places in one shot (check its placement for real with devplace run)");
   }
-  if (flags.learned.controllers > 1) {
-    throw Error(reward + " runs one placement at a time on this machine's devices: --controllers must be 1");
+  // Across processes each controller measures on its own rank's devices.
+  if (flags.learned.controllers > 1 && !(InAWorld() && flags.reward == "measured")) {
+    throw Error(reward + " runs one placement at a time on this machine's devices: --controllers must be 1" +
+                (flags.reward == "measured" ? " (across processes each controller is a rank: WORLD_SIZE over 1)" : ""));
   }
   if (flags.reward == "calibrated" && flags.op_times.path.empty()) {
     throw Error(reward + " needs --op-times: the table `devplace profile` writes for this graph and cluster");
@@ -449,6 +456,12 @@ void PrintPlaceJson(const PlaceFlags& flags, const PlacementProblem& problem, co
     // after a zero-shot placement): its share of `samples`, and whether the
     // placement is its find.
     out["search_after"] = output.search_after.empty() ? nlohmann::json(nullptr) : nlohmann::json(output.search_after);
+    // Controllers across processes (--controllers): how many, and each
+    // one's samples (the learned run's, in controller order).
+    if (!output.controller_samples.empty()) {
+      out["controllers"] = output.controller_samples.size();
+      out["controller_samples"] = output.controller_samples;
+    }
     out["search_samples"] = output.search_samples;
     out["placement_from_search"] = output.from_search;
   }
@@ -483,6 +496,11 @@ void PrintPlaceText(const PlaceFlags& flags, const MethodOutput& output, const F
   std::printf("%s: step time %.6f s%s after %.1f s of search (%lld samples), %.0f samples/s; placement in %s\n", method,
               final_run.step_time_s, measured ? " measured" : "", output.seconds, samples, SamplesPerSecond(output),
               PlacementFile(flags).c_str());
+  if (!output.controller_samples.empty()) {
+    std::string each;
+    for (int64_t n : output.controller_samples) each += (each.empty() ? "" : " + ") + std::to_string(n);
+    std::printf("%zu controllers across processes sharing one policy: %s samples\n", output.controller_samples.size(), each.c_str());
+  }
   if (measured && final_run.simulated.ok()) {
     // A noisy search keeps its luckiest measurement: the final run is the
     // honest number, the search's best is shown beside it.
@@ -503,6 +521,50 @@ void PrintPlaceText(const PlaceFlags& flags, const MethodOutput& output, const F
                   runs.calibrated->remeasured().size(), (std::filesystem::path(flags.out_dir) / run_folder::kRemeasured).c_str());
     }
   }
+}
+
+// --controllers across processes: the checks every rank makes alike before
+// the world is joined, so that each says the same line at once.
+void CheckControllersAcrossProcesses(const PlaceFlags& flags, const MethodInfo& method) {
+  const int32_t controllers = flags.learned.controllers;
+  if (controllers <= 1) return;
+  if (method.kind != MethodKind::kLearned) {
+    throw Error("--controllers " + std::to_string(controllers) + " with WORLD_SIZE over 1: controllers share a learned method's parameters (" +
+                MethodNames({MethodKind::kLearned}) + "); " + flags.method + " runs one chain a rank");
+  }
+  const char* size = std::getenv("WORLD_SIZE");
+  const long world_size = std::strtol(size, nullptr, 10);
+  if (controllers > world_size) {
+    throw Error("--controllers " + std::to_string(controllers) + " with WORLD_SIZE=" + std::to_string(world_size) +
+                ": each controller is a rank of its own, so --controllers must be from 1 to WORLD_SIZE");
+  }
+  if (flags.learned.resume) {
+    throw Error("--resume with --controllers over 1 across processes: resuming several controllers is not built yet "
+                "(their checkpoint holds rank 0's controller only)");
+  }
+  if (flags.reward == "calibrated") {
+    throw Error("--reward calibrated with --controllers over 1 across processes is not built yet (rank 0 alone runs "
+                "placements for real)");
+  }
+  LearnedOptions chosen = flags.learned;
+  ChooseLearnedBudget(Given(flags), chosen);
+  if (chosen.zero_shot) {
+    throw Error("--controllers " + std::to_string(controllers) + " with a trained policy placing zero-shot: there is no "
+                "update to share (give --max-steps or --fine-tune to train it)");
+  }
+}
+
+// A controller other than rank 0 (--controllers across processes): it
+// trains its copy of the policy on its own batches, measured by its group,
+// and ends when rank 0 says; it prints and writes nothing (no folder, no
+// finishing search: rank 0 searches from the best of all).
+void RunOtherController(PlaceFlags& flags, PlacementProblem& problem, const MethodInfo& method, RealRuns& runs) {
+  StopOnSignals();
+  SetUpEnvironment(flags, problem, runs);
+  ChooseLearnedBudget(Given(flags), flags.learned);
+  flags.learned.out_dir.clear();
+  flags.learned.finishing_share = 0;
+  RunMethod(problem, method, flags.learned, {});
 }
 
 void RunPlace(PlaceFlags flags) {
@@ -537,10 +599,16 @@ void RunPlace(PlaceFlags flags) {
     if (chains && flags.learned.resume) {
       throw Error("--resume with WORLD_SIZE over 1: resuming " + flags.method + "'s chains across processes is not built yet");
     }
+    CheckControllersAcrossProcesses(flags, method);
   }
   RealRuns runs;
   PlaceWorldInputs world_inputs{graph, cluster, cost, flags.method, flags.reward, flags.op_times.path, flags.learned.seed, "", nullptr, "", ""};
   world_inputs.controller_measures = flags.controller_measures == "yes";
+  if (InAWorld() && method.kind == MethodKind::kLearned) {
+    // Across processes --controllers counts ranks, each one controller.
+    world_inputs.controllers = flags.learned.controllers;
+    flags.learned.controllers = 1;
+  }
   if (flags.reward == "measured" && InAWorld()) {
     // Each rank measures on its own host's devices: one whose --cluster
     // is not this host's says so to every rank when they compare clusters.
@@ -573,9 +641,15 @@ void RunPlace(PlaceFlags flags) {
         return;
       }
     }
-  } else if (JoinPlaceWorld(world_inputs, flags.learned.make_environment,
-                            flags.reward == "measured" ? &runs.runs_on_workers : nullptr)) {
-    return;
+  } else {
+    const PlaceRank rank = JoinPlaceWorld(world_inputs, flags.learned.make_environment,
+                                          flags.reward == "measured" ? &runs.runs_on_workers : nullptr,
+                                          &flags.learned.controller_ranks);
+    if (rank == PlaceRank::kWorkerDone) return;
+    if (rank == PlaceRank::kController) {
+      RunOtherController(flags, problem, method, runs);
+      return;
+    }
   }
   PrepareOutFolder(flags, graph, cluster);
   // From here on a Ctrl-C stops the search and keeps what it found.
@@ -628,7 +702,9 @@ void AddPlaceCommand(CLI::App& app) {
       ->group(g)->check(InRange(0.0, 0.9));
   cmd->add_option("--samples-per-step", learned.samples_per_step, "K: placements each controller samples per update")
       ->group(g)->check(InRange(1, 1024));
-  cmd->add_option("--controllers", learned.controllers, "Controllers sharing the parameters, updating asynchronously")
+  cmd->add_option("--controllers", learned.controllers,
+                  "Controllers sharing the parameters: in one process, threads updating asynchronously; across "
+                  "processes (WORLD_SIZE over 1), groups of ranks, each led by its first, summing their gradients every update")
       ->group(g)->check(InRange(1, 64));
   cmd->add_option("--workers", learned.worker_threads, "Threads measuring each controller's placements (0 = cores / controllers)")
       ->group(g)->check(InRange(0, 256));

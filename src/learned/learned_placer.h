@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +20,8 @@
 #include "sim/environment.h"
 
 namespace devplace {
+
+class TrainingRanks;  // learned/training/training_ranks.h
 
 // The seq2seq network's options: the 2017 placer ("rl") reads all of them,
 // HDP's Placer (the same network over its learned groups) all but
@@ -148,6 +151,14 @@ struct LearnedOptions {
   // scoring 16 at once costs about twice what 4 do (docs/rl.md).
   int32_t samples_per_step = 16;
   int32_t controllers = 1;       // §3.4: controllers sharing parameters, each with K workers
+  // Controllers across processes (`place --controllers` under a world,
+  // exec/distributed/place_world.h): this process is one controller of
+  // several, each with its own batch and seed stream; every update their
+  // gradients are summed through rank 0's store and each takes the same
+  // optimiser step. Rank 0 (rank() 0 here) writes every output and decides
+  // when the run ends; the others write nothing. Null: one process's
+  // controllers (`controllers` above, threads of this process).
+  std::shared_ptr<TrainingRanks> controller_ranks;
   int32_t worker_threads = 0;    // threads evaluating placements; 0 = one per core
 
   // Optimisation. The public implementation's Adam learning rate is 0.1;
@@ -257,6 +268,9 @@ struct LearnedProgress {
   double failed_fraction = 0;
   double samples_per_second = 0;
   int32_t samples_used = 0;       // placements that updated the policy this step
+  // Controllers across processes: the samples each has measured, in
+  // controller order (empty with one).
+  std::vector<int64_t> controller_samples;
 };
 
 struct LearnedResult {
@@ -270,6 +284,9 @@ struct LearnedResult {
   int64_t samples = 0;
   double seconds = 0;
   std::string placement_file;     // where the best placement was written, if anywhere
+  // Controllers across processes: the samples each measured, in controller
+  // order (empty with one; `samples` is their sum).
+  std::vector<int64_t> controller_samples;
 };
 
 using LearnedProgressCallback = std::function<void(const LearnedProgress&)>;

@@ -90,6 +90,7 @@ MethodOutput RunLearned(const PlacementProblem& problem, const MethodInfo& metho
   output.samples = result.samples;
   output.seconds = result.seconds;
   output.best_step_time_s = result.best_step_time_s;
+  output.controller_samples = result.controller_samples;
   const bool fits = !result.best_placement.empty();
   if (!search.empty()) {
     const Placement& start = fits ? result.best_placement : result.closest_placement;

@@ -32,6 +32,9 @@ struct MethodOutput {
   std::string search_after;
   int64_t search_samples = 0;
   bool from_search = false;
+  // Learned, with controllers across processes: the samples each measured
+  // (LearnedResult::controller_samples).
+  std::vector<int64_t> controller_samples;
 };
 
 // Progress lines, each called now and then; either may be empty.

@@ -49,9 +49,15 @@ bool SameOptions(const SimulatedEnvironmentOptions& a, const SimulatedEnvironmen
 
 }  // namespace
 
-EvaluationPool::EvaluationPool(World& world, bool controller_measures)
+EvaluationPool::EvaluationPool(World& world, bool controller_measures, std::optional<std::vector<int32_t>> workers)
     : world_(world), controller_measures_(controller_measures) {
-  for (int32_t r = 1; r < world.size(); ++r) ranks_.push_back(r);
+  if (workers) {
+    ranks_ = std::move(*workers);
+  } else {
+    for (int32_t r = 0; r < world.size(); ++r) {
+      if (r != world.rank()) ranks_.push_back(r);
+    }
+  }
   live_.assign(ranks_.size(), true);
   next_message_.assign(ranks_.size(), 0);
 }
@@ -82,8 +88,8 @@ int64_t EvaluationPool::dropped_workers() const {
 
 void EvaluationPool::Drop(size_t worker, const std::string& why, int64_t placements) {
   live_[worker] = false;
-  std::fprintf(stderr, "devplace: distributed run: dropped worker rank %d (%s); rank 0 measures its %lld placements\n",
-               ranks_[worker], why.c_str(), static_cast<long long>(placements));
+  std::fprintf(stderr, "devplace: distributed run: dropped worker rank %d (%s); rank %d measures its %lld placements\n",
+               ranks_[worker], why.c_str(), world_.rank(), static_cast<long long>(placements));
   // A worker that is only slow reads this after its late answer and ends.
   EvaluationJob dropped;
   dropped.kind = JobKind::kDropped;
@@ -199,7 +205,8 @@ Outcome DistributedEnvironment::MeasureOne(const Placement& placement) {
   return measured_ ? measured_->MeasureOne(placement) : local_.MeasureOne(placement);
 }
 
-void ServeEvaluations(World& world, const Graph& graph, const Cluster& cluster, const CostModel& cost, Environment* measured) {
+void ServeEvaluations(World& world, const Graph& graph, const Cluster& cluster, const CostModel& cost, Environment* measured,
+                      int32_t controller) {
   std::unique_ptr<SimulatedEnvironment> environment;
   SimulatedEnvironmentOptions environment_options;
   int64_t slices = 0;
@@ -215,9 +222,12 @@ void ServeEvaluations(World& world, const Graph& graph, const Cluster& cluster, 
       world.Put(ByeKey(world.rank()), "bye");
       return;
     }
-    if (job.kind == JobKind::kFailed) throw Error("distributed run: the controller (rank 0) stopped with an error");
+    if (job.kind == JobKind::kFailed) {
+      throw Error("distributed run: the controller (rank " + std::to_string(controller) + ") stopped with an error");
+    }
     if (job.kind == JobKind::kDropped) {
-      throw Error("distributed run: rank " + std::to_string(world.rank()) + " was dropped by the controller: it answered after " +
+      throw Error("distributed run: rank " + std::to_string(world.rank()) + " was dropped by the controller (rank " +
+                  std::to_string(controller) + "): it answered after " +
                   Seconds(world.timeout_s()) + " (DEVPLACE_DIST_TIMEOUT_S)");
     }
     KillPointForTests(world.rank(), slices++);

@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "exec/distributed/world.h"
@@ -23,10 +24,14 @@ namespace devplace {
 // each.
 class EvaluationPool {
  public:
-  // `controller_measures`: rank 0 measures a share of each batch, the
-  // smallest; false: the workers measure it all, rank 0 only what a
-  // dropped worker leaves (and every batch once none is left).
-  explicit EvaluationPool(World& world, bool controller_measures = true);
+  // `controller_measures`: this rank (the controller: rank 0, or the first
+  // of its group under --controllers) measures a share of each batch, the
+  // smallest; false: the workers measure it all, the controller only what a
+  // dropped worker leaves (and every batch once none is left). `workers`:
+  // the ranks that measure for it (none: it measures alone); not given:
+  // every other rank of the world.
+  explicit EvaluationPool(World& world, bool controller_measures = true,
+                          std::optional<std::vector<int32_t>> workers = std::nullopt);
   // Tells the workers still answering to stop; Finish says it first.
   ~EvaluationPool();
 
@@ -54,7 +59,7 @@ class EvaluationPool {
   World& world_;
   bool controller_measures_;
   mutable std::mutex mutex_;
-  std::vector<int32_t> ranks_;  // the workers, 1..size-1
+  std::vector<int32_t> ranks_;  // the workers
   std::vector<bool> live_;
   std::vector<int64_t> next_message_;
   int64_t measured_by_workers_ = 0;
@@ -84,8 +89,9 @@ class DistributedEnvironment : public Environment {
 // A worker's loop: measures the slices rank 0 sends until it says stop,
 // with its own simulator, or with `measured` (--reward measured: real runs
 // on this rank's own devices) when given. Throws Error when rank 0 ends
-// without saying so, or says it failed.
+// without saying so, or says it failed. `controller`: the rank that sends
+// the slices (0, or its group's first under --controllers), as lines name it.
 void ServeEvaluations(World& world, const Graph& graph, const Cluster& cluster, const CostModel& cost,
-                      Environment* measured = nullptr);
+                      Environment* measured = nullptr, int32_t controller = 0);
 
 }  // namespace devplace

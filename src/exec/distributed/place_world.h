@@ -44,8 +44,12 @@ struct PlaceWorldInputs {
   // kShareEveryEvaluations (compared as part of `budget`).
   int64_t share_every = 0;
   // A learned method's batches: whether rank 0 measures a share of each
-  // (--controller-measures); only rank 0 reads it.
+  // (--controller-measures); only the controllers read it.
   bool controller_measures = true;
+  // A learned method: controllers sharing the parameters (--controllers),
+  // each the first rank of a group of contiguous ranks
+  // (exec/distributed/controller_groups.h); compared at the start.
+  int32_t controllers = 1;
 };
 
 struct WorldFact;  // exec/distributed/world.h
@@ -60,17 +64,32 @@ std::vector<WorldFact> WorldFactsOf(const PlaceWorldInputs& inputs);
 // have alike.
 std::string DeviceKindsOf(const Cluster& cluster);
 
-// Without the variables (or WORLD_SIZE=1): false, nothing changed. Rank 0:
-// joins, sets `make_environment` to measure across the ranks (the world
-// ends, telling the workers to stop, when the last copy of it goes), sets
-// `measured_by_workers` (when given) to count the placements the workers
-// answered for, and returns false. A worker: joins, measures until rank 0
-// says stop, and returns true: the command is done. Throws Error on any
-// rank for the world's faults (World::Join, a lost controller). Under
-// --reward calibrated the workers simulate (with the calibrated cost
-// model) and rank 0 alone runs placements for real.
-bool JoinPlaceWorld(const PlaceWorldInputs& inputs, EnvironmentFactory& make_environment,
-                    std::function<int64_t()>* measured_by_workers = nullptr);
+// What this process is in a learned method's world.
+enum class PlaceRank {
+  kAlone,       // no world (or WORLD_SIZE=1): one process, nothing changed
+  kHead,        // rank 0: runs the method and writes every output
+  kController,  // the first rank of another group (--controllers): trains, writes nothing
+  kWorkerDone,  // a worker: measured until its controller said stop; the command is done
+};
+
+class TrainingRanks;  // learned/training/training_ranks.h
+
+// Without the variables (or WORLD_SIZE=1): kAlone, nothing changed. A
+// controller (rank 0, the head, and under --controllers the first rank of
+// each other group): joins, sets `make_environment` to measure across its
+// group's ranks (the world ends, telling its workers to stop, when the last
+// copy of it goes), sets `measured_by_workers` (when given) to count the
+// placements its workers answered for, and under --controllers over 1 sets
+// `controllers` to the controllers' side of the parameter store (their
+// gradients' sums, rank 0's word to all, their reports to rank 0). A
+// worker: joins, measures until its controller says stop, and returns
+// kWorkerDone. Throws Error on any rank for the world's faults (World::Join,
+// a lost controller, --controllers over WORLD_SIZE). Under --reward
+// calibrated the workers simulate (with the calibrated cost model) and the
+// controllers alone run placements for real.
+PlaceRank JoinPlaceWorld(const PlaceWorldInputs& inputs, EnvironmentFactory& make_environment,
+                         std::function<int64_t()>* measured_by_workers = nullptr,
+                         std::shared_ptr<TrainingRanks>* controllers = nullptr);
 
 class ChainPeers;  // placers/chain_peers.h
 

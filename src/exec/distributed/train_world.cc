@@ -1,135 +1,23 @@
 #include "exec/distributed/train_world.h"
 
-#include <csignal>
-#include <cstdlib>
-#include <cstring>
+#include <numeric>
 #include <optional>
-#include <string>
 
+#include "exec/distributed/store_ranks.h"
 #include "exec/distributed/world.h"
-#include "util/error.h"
 
 namespace devplace {
-namespace {
-
-std::string Seconds(double s) { return ShowNumber(s) + " s"; }
-
-// DEVPLACE_TEST_KILL_RANK=RANK:N: that rank sends itself SIGKILL at its
-// N-th report to rank 0 (0 after the start, N after update N, before that
-// update's checkpoint), so that a test kills a controller or a worker
-// mid-training exactly, with no sleep and no race.
-void KillPointForTests(int32_t rank, int64_t report) {
-  const char* spec = std::getenv("DEVPLACE_TEST_KILL_RANK");
-  if (!spec) return;
-  const std::string text = spec;
-  const size_t colon = text.find(':');
-  if (colon == std::string::npos) return;
-  if (std::atoi(text.substr(0, colon).c_str()) == rank && std::atoll(text.substr(colon + 1).c_str()) == report) std::raise(SIGKILL);
-}
-
-// The messages of a training live under train/KIND/N/RANK, N counting the
-// calls of each kind (every rank makes the same calls in the same order).
-// A worker waits for rank 0 as long as its store is up: rank 0 may be
-// writing a checkpoint. Rank 0 waits for a worker at most the world's
-// timeout: a worker that died, or is stuck, ends the run on every rank
-// (rank 0's store goes with it) with one line; the checkpoint resumes it.
-class StoreTrainingRanks : public TrainingRanks {
- public:
-  explicit StoreTrainingRanks(std::unique_ptr<World> world) : world_(std::move(world)) {}
-
-  int32_t rank() const override { return world_->rank(); }
-  int32_t size() const override { return world_->size(); }
-
-  void Sum(std::vector<double>& values) override {
-    const std::string at = "train/sum/" + std::to_string(sums_++) + "/";
-    if (rank() != 0) {
-      world_->Put(at + std::to_string(rank()), BytesOf(values));
-      const std::string total = WaitForRankZero(at + "total/" + std::to_string(rank()));
-      if (total.size() != values.size() * sizeof(double)) throw Error("distributed run: rank 0's sum is malformed");
-      std::memcpy(values.data(), total.data(), total.size());
-      return;
-    }
-    for (int32_t r = 1; r < size(); ++r) {
-      const std::string theirs = FromWorker(at + std::to_string(r), r, "gradients");
-      if (theirs.size() != values.size() * sizeof(double)) {
-        throw Error("distributed run: rank " + std::to_string(r) + " sent " + std::to_string(theirs.size() / sizeof(double)) +
-                    " gradient values, rank 0 has " + std::to_string(values.size()) + " (another network?)");
-      }
-      for (size_t i = 0; i < values.size(); ++i) {
-        double x = 0;
-        std::memcpy(&x, theirs.data() + i * sizeof(double), sizeof x);
-        values[i] += x;
-      }
-    }
-    const std::string total = BytesOf(values);
-    for (int32_t r = 1; r < size(); ++r) world_->Put(at + "total/" + std::to_string(r), total);
-  }
-
-  // Rank 0 returns only once every worker has its copy (or is gone): the
-  // store lives in rank 0's process, and rank 0 may end right after, with
-  // the error it sent (no checkpoint to resume) or the last "done".
-  std::string FromRankZero(const std::string& bytes) override {
-    const std::string at = "train/from0/" + std::to_string(broadcasts_++) + "/";
-    if (rank() != 0) {
-      std::string theirs = WaitForRankZero(at + std::to_string(rank()));
-      world_->Put(at + "read/" + std::to_string(rank()), "");
-      return theirs;
-    }
-    for (int32_t r = 1; r < size(); ++r) world_->Put(at + std::to_string(r), bytes);
-    // A worker that does not answer is reported by the next message rank 0
-    // waits for; here it only must not keep rank 0's copy from the others.
-    for (int32_t r = 1; r < size(); ++r) world_->Take(at + "read/" + std::to_string(r), world_->timeout_s());
-    return bytes;
-  }
-
-  std::vector<std::string> ToRankZero(const std::string& bytes) override {
-    KillPointForTests(rank(), gathers_);
-    const std::string at = "train/to0/" + std::to_string(gathers_++) + "/";
-    if (rank() != 0) {
-      world_->Put(at + std::to_string(rank()), bytes);
-      return {};
-    }
-    std::vector<std::string> all = {bytes};
-    for (int32_t r = 1; r < size(); ++r) all.push_back(FromWorker(at + std::to_string(r), r, "report"));
-    return all;
-  }
-
- private:
-  static std::string BytesOf(const std::vector<double>& values) {
-    std::string bytes(values.size() * sizeof(double), '\0');
-    std::memcpy(bytes.data(), values.data(), bytes.size());
-    return bytes;
-  }
-
-  std::string WaitForRankZero(const std::string& key) {
-    while (true) {
-      // Take throws Error when rank 0's store is gone.
-      if (std::optional<std::string> bytes = world_->Take(key, world_->timeout_s())) return *bytes;
-    }
-  }
-
-  std::string FromWorker(const std::string& key, int32_t worker, const char* what) {
-    std::optional<std::string> bytes = world_->Take(key, world_->timeout_s());
-    if (!bytes) {
-      throw Error("distributed run: rank " + std::to_string(worker) + " sent no " + what + " within " + Seconds(world_->timeout_s()) +
-                  " (DEVPLACE_DIST_TIMEOUT_S): it died, stopped or is slower than that; the training ends here "
-                  "(--resume continues from its checkpoint)");
-    }
-    return *bytes;
-  }
-
-  std::unique_ptr<World> world_;
-  int64_t sums_ = 0;
-  int64_t broadcasts_ = 0;
-  int64_t gathers_ = 0;
-};
-
-}  // namespace
 
 std::shared_ptr<TrainingRanks> JoinTrainWorld(const std::vector<WorldFact>& facts) {
   std::optional<WorldSpec> spec = WorldSpecFromEnvironment();
   if (!spec || spec->size == 1) return nullptr;
-  return std::make_shared<StoreTrainingRanks>(World::Join(*spec, facts));
+  std::unique_ptr<World> world = World::Join(*spec, facts);
+  std::vector<int32_t> every(static_cast<size_t>(world->size()));
+  std::iota(every.begin(), every.end(), 0);
+  auto ranks = std::make_shared<StoreRanks>(*world, std::move(every), "train",
+                                            "the training ends here (--resume continues from its checkpoint)");
+  ranks->Own(std::move(world));
+  return ranks;
 }
 
 }  // namespace devplace

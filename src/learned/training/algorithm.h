@@ -60,6 +60,11 @@ class Algorithm {
   virtual void Update(Policy& policy, PolicyPass& pass, const UpdateBatch& batch, double& baseline,
                       const std::function<void()>& apply) = 0;
 
+  // How many times Update calls `apply` for a batch it learns from (fewer
+  // only when stopped): controllers across processes each take that many
+  // sums per update, whatever their own batch.
+  virtual int32_t optimizer_steps_per_update() const { return 1; }
+
   // Updates the network every graph's policy shares from all their batches
   // at once (GDP's batch training, Zhou et al. §3.4): one loss, the mean of
   // each graph's clipped surrogate, where a placement's advantage is its

@@ -14,6 +14,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <mutex>
@@ -21,6 +23,9 @@
 #include <thread>
 
 #include "learned/training/algorithm.h"
+#include "learned/training/controller_rounds.h"
+#include "learned/training/gradient_sum.h"
+#include "learned/training/training_ranks.h"
 #include "learned/files/checkpoint_facts.h"
 #include "learned/files/checkpoint_file.h"
 #include "learned/files/loaded_parameters.h"
@@ -62,7 +67,11 @@ void CopyParameters(Policy& from, Policy& to) { devplace::CopyParameters(from.mo
 class PlaceTrainer : public TrainingMode {
  public:
   PlaceTrainer(const PlacementProblem& problem, const LearnedOptions& options)
-      : problem_(problem), options_(options), budget_(options), algorithm_(MakeAlgorithm(options)) {
+      : problem_(problem),
+        options_(options),
+        budget_(options),
+        algorithm_(MakeAlgorithm(options)),
+        ranks_(options.controller_ranks.get()) {
     // The policy's parameters start random: from the run's seed.
     torch::manual_seed(static_cast<uint64_t>(options.seed));
     shared_ = MakePolicy(problem, options);
@@ -70,13 +79,14 @@ class PlaceTrainer : public TrainingMode {
     grade_failures_ = GradesFailures(options);
     failing_reward_ = FailingRewardOf(problem, options);
 
-    const int32_t num_controllers = std::max(1, options.controllers);
+    // Across processes each controller is a process of its own.
+    const int32_t num_controllers = ranks_ ? 1 : std::max(1, options.controllers);
     int32_t cores = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
     int32_t workers = options.worker_threads > 0 ? options.worker_threads : std::max(1, cores / num_controllers);
     for (int32_t c = 0; c < num_controllers; ++c) {
       auto controller = std::make_unique<Controller>();
-      controller->id = c;
-      controller->generator = at::make_generator<at::CPUGeneratorImpl>(options.seed * 1000003ull + c);
+      controller->id = ranks_ ? ranks_->rank() : c;  // its seed stream and its batches' noise stream
+      controller->generator = at::make_generator<at::CPUGeneratorImpl>(options.seed * 1000003ull + static_cast<uint64_t>(controller->id));
       controller->baseline = failing_reward_;  // §3.1: the baseline starts at the failing signal
       if (num_controllers == 1) {
         controller->policy = shared_.get();
@@ -88,7 +98,8 @@ class PlaceTrainer : public TrainingMode {
       controller->environment = MakeTrainingEnvironment(problem, options, workers, grade_failures_);
       controllers_.push_back(std::move(controller));
     }
-    if (options.make_environment && !controllers_[0]->environment->simulated() && options.failing_runtime_s <= 0) {
+    // (Another controller across processes takes rank 0's in the start.)
+    if (options.make_environment && !controllers_[0]->environment->simulated() && options.failing_runtime_s <= 0 && IsHead()) {
       // The simulator's all-on-CPU time may be far from what this
       // environment measures (uncalibrated, 3-6x optimistic on a real
       // machine): a failing signal below the times that run would reward
@@ -112,11 +123,13 @@ class PlaceTrainer : public TrainingMode {
     budget_.Start();
     on_step_ = on_step;
     RunTrainingLoop(*this);
+    DumpParametersForTests("end");
     PrintStepProfile();
     LearnedResult result;
     result.steps = step_;
     result.samples = samples_;
     result.seconds = Seconds();
+    if (ranks_) result.controller_samples = controller_samples_;
     if (!best_placement_.empty()) {
       result.best_placement = best_placement_;
       result.best_step_time_s = best_time_s_;
@@ -131,6 +144,12 @@ class PlaceTrainer : public TrainingMode {
     // Everything that can fail on the inputs happens before the first write
     // to the out folder, so a refused run leaves nothing behind.
     CheckOutFolder();
+    if (!IsHead()) {
+      // Another controller across processes: it starts where rank 0's
+      // start left the policy, and writes nothing.
+      ReceiveStart();
+      return;
+    }
     if (options_.resume) {
       LoadCheckpoint();
     } else {
@@ -152,10 +171,15 @@ class PlaceTrainer : public TrainingMode {
       } catch (const Stopped&) {
       }
     }
+    if (ranks_) SendStart();
   }
 
   int32_t num_controllers() const override { return static_cast<int32_t>(controllers_.size()); }
-  bool Done() const override {
+  bool Done() const override { return ranks_ ? world_done_ : BudgetDone(); }
+
+  // Across processes rank 0 decides, with every controller's samples and
+  // its clock; alone, each controller's thread asks before its update.
+  bool BudgetDone() const {
     if (budget_.Done(step_, samples_)) return true;
     // Nothing sampled fits yet: hand the rest to the finishing search
     // (LearnedOptions::unfitted_share).
@@ -164,7 +188,10 @@ class PlaceTrainer : public TrainingMode {
     return (options_.max_samples > 0 && static_cast<double>(samples_) >= share * static_cast<double>(options_.max_samples)) ||
            (options_.max_seconds > 0 && Seconds() >= share * options_.max_seconds);
   }
-  void Step(int32_t controller) override { Step(*controllers_[controller]); }
+  void Step(int32_t controller) override {
+    Step(*controllers_[controller]);
+    if (ranks_) EndRound();
+  }
 
   void Finish() override {
     if (CheckpointsOn() && !stopped_in_start_) SaveCheckpoint();
@@ -253,9 +280,20 @@ class PlaceTrainer : public TrainingMode {
   void Step(Controller& controller) {
     const torch::Tensor generator_before = controller.generator.get_state();
     const double baseline_before = controller.baseline;
+    sums_taken_ = 0;
+    update_ended_ = false;
+    round_ = {};
     try {
       StepOrThrow(controller);
     } catch (const Stopped&) {
+      // Across processes the others wait for this update's sums: the first
+      // says the stop, and every controller drops the update alike.
+      if (ranks_ && !update_ended_) {
+        try {
+          JoinSums(controller, /*stopped=*/true);
+        } catch (const Stopped&) {
+        }
+      }
       controller.generator.set_state(generator_before);
       controller.baseline = baseline_before;
     }
@@ -289,14 +327,27 @@ class PlaceTrainer : public TrainingMode {
     }
     if (!used.decisions.empty()) {
       algorithm_->Update(*controller.policy, *pass, used, controller.baseline, [&] {
+        if (ranks_) return ShareAndApply(controller, step, /*gives=*/true, /*stopped=*/false);
         std::lock_guard<std::mutex> lock(mutex_);
         ApplyGradients(controller, step);
       });
     }
+    // The optimiser steps the others take, with this controller's part
+    // done (or none: nothing of its batch counts).
+    if (ranks_) JoinSums(controller, /*stopped=*/false);
 
     std::lock_guard<std::mutex> lock(mutex_);
     RecordBestOfLocked(placements, outcomes);
     ++step_;
+    if (ranks_) {
+      // Rank 0 counts, prints and writes it with the others' (EndRound).
+      round_.stepped = true;
+      round_.samples = static_cast<int64_t>(outcomes.size());
+      round_.sum_time_s = sampled.sum_time_s;
+      round_.ran = sampled.ran;
+      round_.used = static_cast<int32_t>(used.decisions.size());
+      return;
+    }
     samples_ += static_cast<int64_t>(outcomes.size());
 
     LearnedProgress progress = Progress(sampled.sum_time_s, sampled.ran, outcomes.size());
@@ -380,6 +431,154 @@ class PlaceTrainer : public TrainingMode {
     if (controller.policy != shared_.get()) CopyParameters(*shared_, *controller.policy);
   }
 
+  bool IsHead() const { return !ranks_ || ranks_->rank() == 0; }
+
+  // For tests (tests/distributed_test.cc): with DEVPLACE_TEST_PLACE_PARAMETERS
+  // set to a path prefix, each controller across processes writes its
+  // policy's parameters to PREFIX.WHEN.controllerK (after the start, and
+  // after the search), one value a line, so that a test can compare the
+  // controllers' copies.
+  void DumpParametersForTests(const std::string& when) const {
+    const char* prefix = std::getenv("DEVPLACE_TEST_PLACE_PARAMETERS");
+    if (prefix == nullptr) return;
+    const std::string path = std::string(prefix) + "." + when + ".controller" + std::to_string(ranks_ ? ranks_->rank() : 0);
+    std::FILE* out = std::fopen(path.c_str(), "w");
+    if (out == nullptr) return;
+    for (const torch::Tensor& p : shared_->module().parameters()) {
+      const torch::Tensor flat = p.detach().to(torch::kFloat64).contiguous().reshape({-1});
+      for (int64_t i = 0; i < flat.numel(); ++i) std::fprintf(out, "%.17g\n", flat.data_ptr<double>()[i]);
+    }
+    std::fclose(out);
+  }
+
+  // Controllers across processes, inside an update: this controller's
+  // gradients (`gives`; none when its batch has nothing that counts, or it
+  // was `stopped`) summed with the others' through rank 0's store, and the
+  // optimiser step on their mean, the same on every controller. A stop on
+  // any controller at the update's first sum drops the update everywhere
+  // (Stopped); at a later one, it ends with the steps made.
+  void ShareAndApply(Controller& controller, int64_t step, bool gives, bool stopped) {
+    if (update_ended_) return;
+    torch::nn::Module& module = controller.policy->module();
+    if (!gives) module.zero_grad(/*set_to_none=*/true);
+    const SharedGradients shared = ShareGradients(module, gives ? 1 : 0, stopped, *ranks_);
+    ++sums_taken_;
+    if (shared.dropped) {
+      update_ended_ = true;
+      if (sums_taken_ == 1) throw Stopped();
+      return;
+    }
+    // No controller had a batch that counts: no step, as in one process.
+    if (shared.parts == 0) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    ApplyGradients(controller, step);
+  }
+
+  // The sums this update has left (the algorithm's optimiser steps per
+  // update), joined without a part of this controller's.
+  void JoinSums(Controller& controller, bool stopped) {
+    int64_t step;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      step = step_;
+    }
+    while (!update_ended_ && sums_taken_ < algorithm_->optimizer_steps_per_update()) {
+      ShareAndApply(controller, step, /*gives=*/false, stopped);
+    }
+  }
+
+  // Rank 0's start to the other controllers: the policy and Adam's state
+  // after its start probes (or warm start), its failing signal and baseline,
+  // and whether the run is already done. Every controller then holds the
+  // same bits, whatever its own host's probes would have measured.
+  void SendStart() {
+    torch::serialize::OutputArchive archive;
+    torch::serialize::OutputArchive policy_archive;
+    shared_->module().save(policy_archive);
+    archive.write("policy", policy_archive);
+    WriteOptimizerState(archive, *optimizer_);
+    std::ostringstream tensors;
+    archive.save_to(tensors);
+    ControllersStart start;
+    start.failing_reward = failing_reward_;
+    start.baseline = controllers_[0]->baseline;
+    start.done = BudgetDone() || StopRequested() || stopped_in_start_;
+    start.tensors = tensors.str();
+    controller_samples_.assign(static_cast<size_t>(ranks_->size()), 0);
+    controller_samples_[0] = samples_;  // the start probes
+    ranks_->FromRankZero(EncodeStart(start));
+    world_done_ = start.done;
+    DumpParametersForTests("start");
+  }
+
+  void ReceiveStart() {
+    const ControllersStart start = DecodeStart(ranks_->FromRankZero(""));
+    torch::serialize::InputArchive archive;
+    std::istringstream in(start.tensors);
+    archive.load_from(in);
+    torch::serialize::InputArchive policy_archive;
+    archive.read("policy", policy_archive);
+    shared_->module().load(policy_archive);
+    ReadOptimizerState(archive, *optimizer_);
+    failing_reward_ = start.failing_reward;
+    controllers_[0]->baseline = start.baseline;
+    world_done_ = start.done;
+    DumpParametersForTests("start");
+  }
+
+  // After each update across processes: every controller reports its batch
+  // (and its best placement, when it improved) to rank 0, which counts the
+  // samples, keeps the best of all, writes the curve row and the progress
+  // line for the round, checkpoints, and says whether the run goes on.
+  void EndRound() {
+    ControllerReport mine = round_;
+    mine.stop = StopRequested();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (best_unreported_ && !best_placement_.empty()) {
+        mine.best = best_placement_;
+        mine.best_time_s = best_time_s_;
+      }
+      best_unreported_ = false;
+    }
+    const std::vector<std::string> reports = ranks_->ToRankZero(EncodeReport(mine));
+    bool done = false;
+    if (ranks_->rank() == 0) done = MergeRound(reports);
+    world_done_ = ranks_->FromRankZero(done ? "done" : "go") == "done";
+  }
+
+  // Rank 0: the round's reports, in controller order (its own first).
+  bool MergeRound(const std::vector<std::string>& reports) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    bool stepped = false, stop = false;
+    double sum_time_s = 0;
+    int32_t ran = 0, used = 0;
+    int64_t measured = 0;
+    for (size_t k = 0; k < reports.size(); ++k) {
+      const ControllerReport r = DecodeReport(reports[k], problem_.graph.num_ops(), problem_.cluster.num_devices());
+      // Rank 0's own best is recorded already; among equal times the
+      // first controller's stays.
+      if (k > 0 && !r.best.empty()) RecordBest(r.best, r.best_time_s);
+      samples_ += r.samples;
+      controller_samples_[k] += r.samples;
+      stepped = stepped || r.stepped;
+      stop = stop || r.stop;
+      sum_time_s += r.sum_time_s;
+      ran += r.ran;
+      used += r.used;
+      measured += r.samples;
+    }
+    if (stepped && measured > 0) {
+      LearnedProgress progress = Progress(sum_time_s, ran, static_cast<size_t>(measured));
+      progress.samples_used = used;
+      progress.controller_samples = controller_samples_;
+      AppendCurveRow(progress, controllers_[0]->baseline, ScheduledLearningRates(options_, step_ - 1).network);
+      if (on_step_) on_step_(progress);
+      if (CheckpointDue()) SaveCheckpoint();
+    }
+    return stop || BudgetDone();
+  }
+
   // Measures the policy's start probes (Policy::StartProbes) as samples of
   // the search (they count in its budget, and one may be its first best),
   // then lets the policy choose its start from their times.
@@ -424,6 +623,7 @@ class PlaceTrainer : public TrainingMode {
     best_time_s_ = step_time_s;
     best_placement_ = std::move(placement);
     best_file_stale_ = true;
+    best_unreported_ = true;
     if (output_open_) WriteBestPlacement();
   }
 
@@ -630,6 +830,16 @@ class PlaceTrainer : public TrainingMode {
   bool best_file_stale_ = false;     // best_placement_ is not yet in the file
   bool first_best_unsaved_ = false;  // the first best is not yet in a checkpoint
   std::string curve_rows_;           // every row so far, for the checkpoint
+
+  // Controllers across processes (LearnedOptions::controller_ranks); null
+  // when this process's controllers are all.
+  TrainingRanks* ranks_ = nullptr;
+  bool world_done_ = false;                  // rank 0's last word
+  std::vector<int64_t> controller_samples_;  // rank 0: each controller's samples
+  ControllerReport round_;                   // this controller's part of the round
+  bool best_unreported_ = false;             // the best improved since the last report
+  int32_t sums_taken_ = 0;                   // this update's sums so far
+  bool update_ended_ = false;                // a stop ended this update's sums
 };
 
 }  // namespace

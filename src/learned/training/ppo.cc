@@ -5,6 +5,7 @@
 #include <string>
 
 #include "learned/learned_placer.h"
+#include "learned/training/gradient_sum.h"
 #include "learned/training/step_profile.h"
 #include "learned/training/training_ranks.h"
 #include "util/error.h"
@@ -94,69 +95,6 @@ void PpoAlgorithm::Update(Policy& policy, PolicyPass& pass, const UpdateBatch& b
   }
 }
 
-namespace {
-
-// The parameters an optimiser step moves (a frozen one, such as a policy's
-// start placement, differs from graph to graph and is no rank's business).
-std::vector<torch::Tensor> TrainedParameters(torch::nn::Module& module) {
-  std::vector<torch::Tensor> trained;
-  for (const torch::Tensor& p : module.parameters()) {
-    if (p.requires_grad()) trained.push_back(p);
-  }
-  return trained;
-}
-
-struct SharedEpoch {
-  int64_t parts = 0;     // graphs that took part, on every rank
-  bool dropped = false;  // some rank was stopped in this epoch
-};
-
-// Sums this rank's gradients over the ranks and leaves in `module` those of
-// the mean loss over every rank's `parts` graphs. A gradient no rank has
-// stays undefined, as in one process (Adam skips such a parameter); a rank
-// with none for a parameter others have adds zeros, as autograd would.
-SharedEpoch ShareGradients(torch::nn::Module& module, int32_t parts, bool dropped, TrainingRanks& ranks) {
-  const std::vector<torch::Tensor> trained = TrainedParameters(module);
-  int64_t count = 0;
-  for (const torch::Tensor& p : trained) count += p.numel();
-  // The gradients, then per parameter whether this rank has one, then the
-  // parts and the stop.
-  std::vector<double> values(static_cast<size_t>(count), 0.0);
-  values.reserve(values.size() + trained.size() + 2);
-  int64_t offset = 0;
-  for (const torch::Tensor& p : trained) {
-    const bool has = !dropped && p.grad().defined();
-    if (has) {
-      const torch::Tensor g = p.grad().detach().to(torch::kFloat64).contiguous();
-      std::copy(g.data_ptr<double>(), g.data_ptr<double>() + g.numel(), values.begin() + offset);
-    }
-    offset += p.numel();
-  }
-  for (const torch::Tensor& p : trained) values.push_back(!dropped && p.grad().defined() ? 1 : 0);
-  values.push_back(dropped ? 0 : parts);
-  values.push_back(dropped ? 1 : 0);
-  ranks.Sum(values);
-  SharedEpoch shared;
-  shared.parts = static_cast<int64_t>(values[values.size() - 2]);
-  shared.dropped = values.back() > 0;
-  if (shared.dropped || shared.parts == 0) return shared;
-  torch::NoGradGuard no_grad;
-  offset = 0;
-  for (size_t i = 0; i < trained.size(); ++i) {
-    torch::Tensor p = trained[i];
-    if (values[static_cast<size_t>(count) + i] > 0) {
-      torch::Tensor sum = torch::from_blob(values.data() + offset, p.sizes(), torch::kFloat64);
-      p.mutable_grad() = (sum / static_cast<double>(shared.parts)).to(p.dtype());
-    } else {
-      p.mutable_grad() = torch::Tensor();
-    }
-    offset += p.numel();
-  }
-  return shared;
-}
-
-}  // namespace
-
 void PpoUpdateAcrossGraphs(std::vector<GraphBatch>& graphs, const PpoSettings& settings, const std::function<void()>& apply,
                            const UpdateAcrossRanks& across) {
   if (graphs.empty()) return;
@@ -227,7 +165,7 @@ void PpoUpdateAcrossGraphs(std::vector<GraphBatch>& graphs, const PpoSettings& s
       stopped_here = true;
     }
     if (ranks) {
-      const SharedEpoch shared = ShareGradients(first.module(), parts, stopped_here, *ranks);
+      const SharedGradients shared = ShareGradients(first.module(), parts, stopped_here, *ranks);
       if (shared.dropped) {
         if (epoch == 0) throw Stopped();
         break;

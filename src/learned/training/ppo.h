@@ -59,6 +59,7 @@ class PpoAlgorithm : public Algorithm {
   // controllers may call it concurrently on their own policies.
   void Update(Policy& policy, PolicyPass& pass, const UpdateBatch& batch, double& baseline,
               const std::function<void()>& apply) override;
+  int32_t optimizer_steps_per_update() const override { return settings_.epochs; }
   void UpdateAcrossGraphs(std::vector<GraphBatch>& graphs, const std::function<void()>& apply,
                           const UpdateAcrossRanks& across = {}) override {
     PpoUpdateAcrossGraphs(graphs, settings_, apply, across);
