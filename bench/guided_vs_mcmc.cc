@@ -47,6 +47,11 @@ int main(int argc, char** argv) {
                              : target == "accepted" ? GuidedScreenTarget::kAcceptedChange
                                                     : GuidedScreenTarget::kRewardUnlessRefused;
     }
+    if (const char* v = std::getenv("GUIDED_POLISH")) guided.polish_share = std::atof(v);
+    if (const char* v = std::getenv("GUIDED_POLISH_CANDIDATES")) guided.polish_candidate_units = std::atoi(v);
+    if (const char* v = std::getenv("GUIDED_COLDNESS")) guided.coldness = guided.coldness_end = std::atof(v);
+    if (const char* v = std::getenv("GUIDED_COLDNESS_END")) guided.coldness_end = std::atof(v);
+    if (const char* v = std::getenv("GUIDED_BUSIEST")) guided.busiest_share = std::atof(v);
     const bool only_guided = std::getenv("GUIDED_ONLY") != nullptr;
     const bool only_mcmc = std::getenv("MCMC_ONLY") != nullptr;
     for (const std::string method : {"mcmc", "guided"}) {

@@ -7,14 +7,20 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <limits>
 #include <numeric>
 
+#include "cluster/presets.h"
 #include "learned/features/move_history.h"
+#include "learned/search/guided_polish.h"
 #include "learned/search/guided_search.h"
 #include "learned/search/move_regressor.h"
 #include "memory_cases.h"
+#include "models/registry.h"
 #include "placement_problem.h"
 #include "placers/methods.h"
+#include "sim/placement.h"
 
 namespace devplace {
 namespace {
@@ -130,9 +136,100 @@ TEST(GuidedSearchTest, MoveHistoryReadsTheLastRewardOfTheMoveAndOfTheMoveBack) {
   EXPECT_EQ(row[3], 0);
 }
 
+TEST(GreedyPolishTest, StartsOnceWhenItsShareOfTheBudgetIsLeft) {
+  GreedyPolish none(0);
+  EXPECT_FALSE(none.StartsNow(1.0));
+  GreedyPolish polish(0.25);
+  EXPECT_FALSE(polish.StartsNow(0.5));
+  EXPECT_FALSE(polish.active());
+  EXPECT_TRUE(polish.StartsNow(0.75));
+  EXPECT_TRUE(polish.active());
+  EXPECT_FALSE(polish.StartsNow(0.8));
+  EXPECT_TRUE(polish.active());
+}
+
+// The best-scored move not tried since the last improvement; when every
+// one was, the best of all; an improvement forgets what was tried.
+TEST(GreedyPolishTest, PicksTheBestUntriedMoveUntilAnImprovement) {
+  GreedyPolish polish(0.1);
+  const std::vector<PolishMove> moves = {{0, 1, -1}, {0, 2, -1}, {3, 1, 4}, {3, 1, -1}};
+  const std::vector<float> scores = {0.5f, -1.0f, 2.0f, 1.0f};
+  EXPECT_EQ(polish.Pick(moves, scores), 2u);
+  polish.Record(moves[2], false);
+  EXPECT_EQ(polish.Pick(moves, scores), 3u);  // the same unit and device alone is another move
+  polish.Record(moves[3], false);
+  polish.Record(moves[0], false);
+  EXPECT_EQ(polish.Pick(moves, scores), 1u);
+  polish.Record(moves[1], false);
+  EXPECT_EQ(polish.Pick(moves, scores), 2u);
+  polish.Record(moves[1], true);
+  EXPECT_EQ(polish.Pick(moves, scores), 2u);
+}
+
+// A run's checkpoint is where it stood before its polish: continued with a
+// larger budget, it is the run that had the larger budget from the start
+// (whose polish comes later); its best placement file is its polished best.
+TEST(GuidedSearchTest, AResumedPolishedRunEndsWhereAnUninterruptedOneDoes) {
+  OwnedProblem owned(MakeModel("rnnlm"), *MakeClusterPreset("k80x4"));
+  GuidedSearchOptions options;
+  options.polish_share = 0.2;
+  const std::string dir = ::testing::TempDir() + "/guided_polish_resume";
+  std::filesystem::remove_all(dir);
+  GuidedRunFiles files;
+  files.out_dir = dir;
+  PlacementProblem problem = owned.get(4);
+  problem.budget.max_evaluations = 300;
+  const PlacerOutput first = PlaceGuided(problem, options, files);
+  EXPECT_EQ(LoadPlacementFile(dir + "/best_placement.json", owned.graph, owned.cluster), first.placement);
+  files.resume = true;
+  problem.budget.max_evaluations = 700;
+  const PlacerOutput resumed = PlaceGuided(problem, options, files);
+  const PlacerOutput whole = PlaceGuided(problem, options);
+  EXPECT_EQ(resumed.evaluations, whole.evaluations);
+  EXPECT_EQ(resumed.placement, whole.placement);
+  std::filesystem::remove_all(dir);
+}
+
+// Polishing (and at infinite coldness from the start) the chain takes no
+// loss: from its best, its current placement is its best at every report.
+// At mcmc's coldness and without the polish it is not (the check can fail).
+TEST(GuidedSearchTest, ThePolishAndAnInfinitelyColdChainStayOnTheirBest) {
+  OwnedProblem owned(MakeModel("rnnlm"), *MakeClusterPreset("k80x4"));
+  GuidedSearchOptions polished, frozen, plain;
+  polished.polish_share = 0.5;
+  frozen.coldness = frozen.coldness_end = std::numeric_limits<double>::infinity();
+  int off_best_reports[3] = {0, 0, 0};
+  int polish_reports = 0;
+  for (uint64_t seed = 1; seed <= 2; ++seed) {
+    const GuidedSearchOptions* designs[3] = {&polished, &frozen, &plain};
+    for (int d = 0; d < 3; ++d) {
+      PlacementProblem problem = owned.get(seed);
+      problem.budget.max_evaluations = 1000;
+      problem.progress = [&](const SearchProgress& p) {
+        // The polish begins at 500 evaluations (with a return to the best).
+        if (d == 0 && p.evaluations <= 500) return;
+        polish_reports += d == 0;
+        off_best_reports[d] += std::abs(p.current_step_time_us - p.best_step_time_us) > 1e-9 * p.best_step_time_us;
+      };
+      const PlacerOutput out = PlaceGuided(problem, *designs[d]);
+      EXPECT_EQ(out.evaluations, 1000);
+    }
+  }
+  EXPECT_GE(polish_reports, 8);
+  EXPECT_EQ(off_best_reports[0], 0);
+  EXPECT_EQ(off_best_reports[1], 0);
+  EXPECT_GT(off_best_reports[2], 0);
+}
+
 // The default and the designs it was measured against (BENCHMARKS.md).
 std::vector<GuidedSearchOptions> GuidedDesigns() {
-  std::vector<GuidedSearchOptions> designs(6);
+  std::vector<GuidedSearchOptions> designs(7);
+  // Every knob of session 4 at once: the polish, an annealed chain and
+  // candidates drawn from the busiest device.
+  designs[6].polish_share = 0.2;
+  designs[6].coldness = 0.5;
+  designs[6].coldness_end = 4;
+  designs[6].busiest_share = 0.5;
   designs[4].screen_target = GuidedScreenTarget::kReward;
   designs[5].screen_target = GuidedScreenTarget::kAcceptedChange;
   designs[1].learning = GuidedLearning::kReinforce;

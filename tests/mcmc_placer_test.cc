@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "cluster/cluster_json.h"
 #include "cluster/presets.h"
@@ -12,6 +13,7 @@
 #include "memory_cases.h"
 #include "placement_problem.h"
 #include "placers/methods.h"
+#include "placers/metropolis_chain.h"
 #include "sim/placement.h"
 #include "zero_time_graph.h"
 
@@ -100,6 +102,51 @@ TEST(McmcTest, ReportsProgressAndStopsAtTheBudget) {
   EXPECT_EQ(out.evaluations, 300);
   EXPECT_GE(calls, 3);
   EXPECT_EQ(last, 300);
+}
+
+// Uniform single moves offered to `chain` for `moves` evaluations; counts
+// the moves it took that made its current placement slower.
+int TakenLosses(MetropolisChain& chain, const MovableUnits& movable, int moves, Random& random) {
+  int losses = 0;
+  for (int m = 0; m < moves; ++m) {
+    const size_t u = random.Below(movable.units.size());
+    const std::vector<int32_t>& devices = movable.devices_of_unit[u];
+    const std::vector<int32_t>& ops = movable.grouping.groups[movable.units[u]].ops;
+    Placement next = chain.current();
+    for (int32_t op : ops) next[op] = devices[random.Below(devices.size())];
+    const double before_us = chain.current_cost().step_time_us;
+    chain.Offer(std::move(next), ops, random);
+    losses += chain.current_cost().step_time_us > before_us;
+  }
+  return losses;
+}
+
+// The coldness a search may set on the chain (guided's): infinitely cold
+// takes no loss, colder takes fewer than mcmc's own, and ReturnToBest goes
+// back to the best for one evaluation.
+TEST(MetropolisChainTest, ColdnessScalesTheLossesTakenAndInfinityTakesNone) {
+  OwnedProblem owned(MakeModel("rnnlm"), *MakeClusterPreset("k80x4"));
+  int taken_by_coldness[3] = {0, 0, 0};
+  const double coldness[3] = {1, 4, std::numeric_limits<double>::infinity()};
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    for (int c = 0; c < 3; ++c) {
+      PlacementProblem problem = owned.get(seed);
+      problem.budget.max_evaluations = 1000;
+      const MovableUnits movable = FindMovableUnits(problem);
+      MetropolisChain chain(problem, movable, "test");
+      chain.set_coldness(coldness[c]);
+      Random random(seed);
+      taken_by_coldness[c] += TakenLosses(chain, movable, 300, random);
+      EXPECT_NEAR(chain.BudgetSpent(), static_cast<double>(chain.evaluations()) / 1000, 1e-12);
+      const int64_t evaluations = chain.evaluations();
+      chain.ReturnToBest();
+      EXPECT_EQ(chain.evaluations(), evaluations + 1);
+      EXPECT_EQ(chain.current_cost().step_time_us, chain.best_cost().step_time_us);
+    }
+  }
+  EXPECT_GT(taken_by_coldness[0], 10);
+  EXPECT_LT(taken_by_coldness[1], taken_by_coldness[0]);
+  EXPECT_EQ(taken_by_coldness[2], 0);
 }
 
 // ---- Memory: where mcmc starts and how it scores out of memory (issue 47) ----

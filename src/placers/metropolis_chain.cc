@@ -192,7 +192,7 @@ SearchCost MetropolisChain::Offer(Placement next, std::span<const int32_t> chang
     best_cost_ = cost;
     best_result_ = result;
   }
-  const double p_accept = AcceptanceProbability(current_cost_, cost, kAlpha, overflow_scale_bytes_);
+  const double p_accept = AcceptanceProbability(current_cost_, cost, kAlpha * coldness_, overflow_scale_bytes_);
   if (p_accept >= 1 || random.Uniform() < p_accept) {
     if (!problem_.environment) problem_.simulator.KeepChanged();
     current_.swap(next);
@@ -202,15 +202,26 @@ SearchCost MetropolisChain::Offer(Placement next, std::span<const int32_t> chang
   if (new_best) {
     since_best_ = 0;
   } else if (++since_best_ >= restart_after_) {
-    current_ = best_;
-    current_result_ = RunInFull(current_);
-    ++evaluations_;
-    current_cost_ = best_cost_;
-    since_best_ = 0;
+    ReturnToBest();
     ++restarts_;
   }
   if (problem_.peers) ShareIfDue();
   return cost;
+}
+
+void MetropolisChain::ReturnToBest() {
+  current_ = best_;
+  current_result_ = RunInFull(current_);
+  ++evaluations_;
+  current_cost_ = best_cost_;
+  since_best_ = 0;
+}
+
+double MetropolisChain::BudgetSpent() const {
+  double spent = 0;
+  if (budget_.max_evaluations > 0) spent = static_cast<double>(evaluations_) / static_cast<double>(budget_.max_evaluations);
+  if (budget_.max_seconds > 0) spent = std::max(spent, seconds() / budget_.max_seconds);
+  return std::min(spent, 1.0);
 }
 
 void MetropolisChain::ShareIfDue() {

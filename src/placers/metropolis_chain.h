@@ -82,6 +82,18 @@ class MetropolisChain {
   // best after long enough without a new best. Returns its cost.
   SearchCost Offer(Placement next, std::span<const int32_t> changed_ops, Random& random);
 
+  // How cold the Metropolis test is between placements that fit: a multiple
+  // of mcmc's (1); infinity takes no loss at all. A search whose moves are
+  // better than uniform may take fewer losses. Not part of ChainState: a
+  // search that changes it sets it before each move.
+  void set_coldness(double coldness) { coldness_ = coldness; }
+  // The share of the budget spent, 0 to 1: of its evaluations or of its
+  // seconds, whichever is further along.
+  double BudgetSpent() const;
+  // Moves the chain back to its best placement, as a restart does (one
+  // evaluation).
+  void ReturnToBest();
+
   // Sends the search's progress (evaluations, best, current, seconds).
   void Report() const;
 
@@ -115,6 +127,7 @@ class MetropolisChain {
   SimResult current_result_, best_result_;
   SearchCost current_cost_, best_cost_;
   int64_t restart_after_ = 0;
+  double coldness_ = 1;
   int64_t since_best_ = 0;
   int64_t evaluations_ = 0, moves_ = 0, restarts_ = 0, resumed_ = 0;
   int64_t next_share_ = 0;  // with peers: the evaluation count of the next share

@@ -153,14 +153,14 @@ bool GuidedRunFolder::CheckpointDue(double seconds) const {
   return enabled() && files_.checkpoint_seconds > 0 && seconds - last_checkpoint_s_ >= files_.checkpoint_seconds;
 }
 
-void GuidedRunFolder::WriteCheckpoint(const GuidedCheckpoint& checkpoint) {
+void GuidedRunFolder::WriteCheckpoint(const GuidedCheckpoint& checkpoint, const Placement& best) {
   if (!enabled()) return;
   last_checkpoint_s_ = checkpoint.chain.seconds;
   // The placement first: a checkpoint never names a best the folder lacks.
-  if (checkpoint.chain.best != written_best_) {
+  if (best != written_best_) {
     SavePlacementFile((std::filesystem::path(files_.out_dir) / run_folder::kBestPlacement).string(), problem_.graph,
-                      problem_.cluster, checkpoint.chain.best);
-    written_best_ = checkpoint.chain.best;
+                      problem_.cluster, best);
+    written_best_ = best;
   }
   WriteGuidedCheckpoint(CheckpointPath(), problem_, movable_, options_, checkpoint);
 }

@@ -49,8 +49,9 @@ class GuidedRunFolder {
   std::string CheckpointPath() const;
   // Whether a checkpoint is due `seconds` into the run.
   bool CheckpointDue(double seconds) const;
-  // The checkpoint, and the best placement where it changed since the last.
-  void WriteCheckpoint(const GuidedCheckpoint& checkpoint);
+  // The checkpoint, and `best` (the run's best placement, at least as good
+  // as the checkpoint's) where it changed since the last.
+  void WriteCheckpoint(const GuidedCheckpoint& checkpoint, const Placement& best);
   // One curve row; step times in seconds, 0 where none runs.
   void AppendCurve(int64_t evaluations, double seconds, double current_s, double best_s);
 

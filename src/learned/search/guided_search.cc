@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -18,6 +19,7 @@
 #include "learned/files/run_folder.h"
 #include "learned/networks/move_scorer_net.h"
 #include "learned/search/guided_checkpoint.h"
+#include "learned/search/guided_polish.h"
 #include "learned/search/move_regressor.h"
 #include "placers/metropolis_chain.h"
 #include "util/error.h"
@@ -93,14 +95,16 @@ class CandidateMoves {
         context_(problem.graph, problem.cluster, problem.cost, movable.grouping),
         read_history_(options.read_history),
         pair_moves_(options.pair_moves),
+        busiest_share_(options.busiest_share),
         partner_(options.pair_moves ? HeaviestNeighbours(movable) : std::vector<int32_t>()),
         history_(static_cast<int32_t>(movable.units.size()), problem.cluster.num_devices(), kMaxReward) {}
 
   void Draw(int32_t units, const MetropolisChain& chain, Random& random) {
     candidates.clear();
     rows.clear();
+    if (busiest_share_ > 0) FindUnitsOnTheBusiestDevice(chain);
     for (int32_t c = 0; c < units; ++c) {
-      const int32_t u = static_cast<int32_t>(random.Below(movable_.units.size()));
+      const int32_t u = DrawUnit(random);
       const int32_t group = movable_.units[u];
       const int32_t from = chain.current()[movable_.grouping.groups[group].ops.front()];
       targets_.clear();
@@ -145,6 +149,28 @@ class CandidateMoves {
   std::vector<float> rows;
 
  private:
+  // The units on the device whose compute is busiest in the current run.
+  void FindUnitsOnTheBusiestDevice(const MetropolisChain& chain) {
+    const std::vector<DeviceStats>& devices = chain.current_result().devices;
+    on_busiest_.clear();
+    if (devices.empty()) return;
+    size_t busiest = 0;
+    for (size_t d = 1; d < devices.size(); ++d) {
+      if (devices[d].compute_total_us() > devices[busiest].compute_total_us()) busiest = d;
+    }
+    for (size_t u = 0; u < movable_.units.size(); ++u) {
+      const int32_t op = movable_.grouping.groups[movable_.units[u]].ops.front();
+      if (chain.current()[op] == static_cast<int32_t>(busiest)) on_busiest_.push_back(static_cast<int32_t>(u));
+    }
+  }
+
+  int32_t DrawUnit(Random& random) {
+    if (busiest_share_ > 0 && random.Uniform() < busiest_share_ && !on_busiest_.empty()) {
+      return on_busiest_[random.Below(on_busiest_.size())];
+    }
+    return static_cast<int32_t>(random.Below(movable_.units.size()));
+  }
+
   void AppendRow(int32_t u, int32_t from, int32_t to, const MoveFeatureRow& own, const MoveFeatureRow* partner,
                  const MetropolisChain& chain) {
     rows.insert(rows.end(), own.begin(), own.end());
@@ -162,6 +188,8 @@ class CandidateMoves {
   MoveFeatureContext context_;
   bool read_history_;
   bool pair_moves_;
+  double busiest_share_;
+  std::vector<int32_t> on_busiest_;  // FindUnitsOnTheBusiestDevice's
   std::vector<int32_t> partner_;  // per unit, HeaviestNeighbours
   std::vector<int32_t> pair_targets_;
   std::vector<MoveFeatureRow> partner_rows_;
@@ -181,11 +209,12 @@ size_t DrawFrom(const std::vector<double>& probability, Random& random) {
 class Proposer {
  public:
   Proposer(const PlacementProblem& problem, const MovableUnits& movable, const GuidedSearchOptions& options)
-      : options_(options), width_(RowWidth(options)), moves_(problem, movable, options) {}
+      : options_(options), width_(RowWidth(options)), moves_(problem, movable, options), polish_(options.polish_share) {}
   virtual ~Proposer() = default;
 
   Candidate Propose(const MetropolisChain& chain, Random& random) {
-    moves_.Draw(options_.candidate_units, chain, random);
+    const bool polishing = polish_.active() && options_.polish_candidate_units > 0;
+    moves_.Draw(polishing ? options_.polish_candidate_units : options_.candidate_units, chain, random);
     // Out of memory, the chain's rewards are overflow saved in units of a
     // quarter of a unit's bytes, bounded at +-5: tens of times the step
     // time's, so the screen's softmax (a temperature in percent of step
@@ -194,9 +223,16 @@ class Proposer {
     // first overflows more (the packing puzzle, seed 7: out of memory after
     // 1,000 evaluations where mcmc fits on every seed). There it draws
     // uniformly among the candidates, as mcmc does, until the chain fits.
+    // Polishing, it takes the best-predicted move not yet tried instead.
     screened_ = chain.current_cost().fits();
-    const size_t k = screened_ ? DrawFrom(ProposalProbabilities(Scores(), options_.uniform_share), random)
-                               : random.Below(moves_.candidates.size());
+    size_t k = 0;
+    if (!screened_) {
+      k = random.Below(moves_.candidates.size());
+    } else if (polish_.active()) {
+      k = polish_.Pick(PolishMoves(), Scores());
+    } else {
+      k = DrawFrom(ProposalProbabilities(Scores(), options_.uniform_share), random);
+    }
     Taken(k);
     taken_ = moves_.candidates[k];
     return taken_;
@@ -205,10 +241,12 @@ class Proposer {
   // `refused`: the chain refused the move for certain.
   void Learn(int64_t now, double reward, bool refused) {
     moves_.Record(taken_, now, reward);
+    if (polish_.active() && screened_) polish_.Record({taken_.unit, taken_.device, taken_.partner}, reward > 0);
     LearnReward(reward, refused);
   }
 
   int64_t updates() const { return updates_; }
+  GreedyPolish& polish() { return polish_; }
 
   // The proposer's state for a checkpoint: plain facts in `facts`, tensors
   // in `archive`; and back, every problem an Error naming `path`.
@@ -241,12 +279,20 @@ class Proposer {
   virtual void Taken(size_t k) = 0;
   virtual void LearnReward(double reward, bool refused) = 0;
 
+  std::vector<PolishMove> PolishMoves() const {
+    std::vector<PolishMove> moves;
+    moves.reserve(moves_.candidates.size());
+    for (const Candidate& c : moves_.candidates) moves.push_back({c.unit, c.device, c.partner});
+    return moves;
+  }
+
   GuidedSearchOptions options_;
   int32_t width_;
   CandidateMoves moves_;
   Candidate taken_{};
   bool screened_ = true;  // the last move was drawn by the scorer, not uniformly out of memory
   int64_t updates_ = 0;
+  GreedyPolish polish_;
 };
 
 // kRegression: the candidates' predicted rewards over the temperature are
@@ -492,6 +538,14 @@ void LoadProposer(const std::string& path, const GuidedCheckpoint& checkpoint, P
 
 double StepSeconds(const SearchCost& cost) { return cost.fits() ? cost.step_time_us * 1e-6 : 0; }
 
+// The chain's coldness with `spent` of the budget spent: from `coldness` to
+// `coldness_end` geometrically, and no loss taken while polishing.
+double Coldness(const GuidedSearchOptions& options, double spent, bool polishing) {
+  if (polishing) return std::numeric_limits<double>::infinity();
+  if (options.coldness_end == options.coldness) return options.coldness;
+  return options.coldness * std::pow(options.coldness_end / options.coldness, spent);
+}
+
 }  // namespace
 
 PlacerOutput PlaceGuided(const PlacementProblem& problem, const GuidedSearchOptions& options, const GuidedRunFiles& files,
@@ -522,9 +576,24 @@ PlacerOutput PlaceGuided(const PlacementProblem& problem, const GuidedSearchOpti
     folder.AppendCurve(chain->evaluations(), chain->seconds(), StepSeconds(chain->current_cost()),
                        StepSeconds(chain->best_cost()));
   };
+  // Once the polish has begun, the checkpoint is where the run stood just
+  // before it (the polish is the end of this budget, not of a larger one):
+  // continued, with the same budget or a larger one, the run is the one
+  // that was never stopped. The best placement file is the run's best.
+  std::optional<GuidedCheckpoint> before_polish;
+  auto write_checkpoint = [&] {
+    folder.WriteCheckpoint(before_polish ? *before_polish : CheckpointOf(*chain, random, *proposer), chain->State().best);
+  };
   Placement exchanged;
   std::vector<int32_t> exchanged_ops;
   while (!movable.units.empty() && !chain->OutOfBudget()) {
+    const double spent = chain->BudgetSpent();
+    if (proposer->polish().StartsNow(spent)) {
+      if (folder.enabled()) before_polish = CheckpointOf(*chain, random, *proposer);
+      chain->ReturnToBest();
+      continue;
+    }
+    chain->set_coldness(Coldness(options, spent, proposer->polish().active()));
     // Out of memory, mcmc's exchanges too (placers/metropolis_chain.h);
     // the scorer knows single moves only and learns nothing from them.
     if (!chain->current_cost().fits() && ProposeExchange(movable, chain->current(), random, exchanged, exchanged_ops)) {
@@ -546,11 +615,11 @@ PlacerOutput PlaceGuided(const PlacementProblem& problem, const GuidedSearchOpti
     proposer->Learn(chain->evaluations(), Reward(before, after, movable.overflow_scale_bytes), after.tier > before.tier);
     if (chain->evaluations() % 100 == 0) {
       report();
-      if (folder.CheckpointDue(chain->seconds())) folder.WriteCheckpoint(CheckpointOf(*chain, random, *proposer));
+      if (folder.CheckpointDue(chain->seconds())) write_checkpoint();
     }
   }
   report();
-  if (folder.enabled()) folder.WriteCheckpoint(CheckpointOf(*chain, random, *proposer));
+  if (folder.enabled()) write_checkpoint();
   char what[160];
   std::snprintf(what, sizeof what, "%lld moves, %lld restarts, %lld policy updates",
                 static_cast<long long>(chain->moves()), static_cast<long long>(chain->restarts()),

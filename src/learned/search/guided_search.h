@@ -69,6 +69,19 @@ struct GuidedSearchOptions {
   bool pair_moves = true;
   // kRegression: what the screen predicts of a move (GuidedScreenTarget).
   GuidedScreenTarget screen_target = GuidedScreenTarget::kRewardUnlessRefused;
+  // The last share of the budget as a greedy descent from the best
+  // placement found (learned/search/guided_polish.h); 0: none.
+  double polish_share = 0;
+  // Units drawn per move while polishing; 0: candidate_units.
+  int32_t polish_candidate_units = 0;
+  // The chain's Metropolis test, as a multiple of mcmc's coldness
+  // (MetropolisChain::set_coldness): `coldness` at the start of the budget,
+  // `coldness_end` at its end, geometrically between.
+  double coldness = 1;
+  double coldness_end = 1;
+  // The share of the candidate units drawn among the units on the device
+  // busiest in the current run (the rest uniformly among all units).
+  double busiest_share = 0;
 };
 
 // Where a guided search keeps its files (`place --out`), and whether it
