@@ -197,6 +197,7 @@ TEST(GuidedSearchTest, ThePolishAndAnInfinitelyColdChainStayOnTheirBest) {
   OwnedProblem owned(MakeModel("rnnlm"), *MakeClusterPreset("k80x4"));
   GuidedSearchOptions polished, frozen, plain;
   polished.polish_share = 0.5;
+  plain.polish_share = 0;
   frozen.coldness = frozen.coldness_end = std::numeric_limits<double>::infinity();
   int off_best_reports[3] = {0, 0, 0};
   int polish_reports = 0;

@@ -751,6 +751,10 @@ void AddPlaceCommand(CLI::App& app) {
   cmd->add_option("--guided-temperature", learned.guided.temperature,
                   "guided, regression: the softmax's temperature over predicted rewards (percent of step time; default 0.25)")
       ->group(guided)->check(InRange(1e-6, 1e6));
+  cmd->add_option("--guided-polish", learned.guided.polish_share,
+                  "guided: the last share of the budget spent as a greedy descent from the best placement found "
+                  "(default 0.1; 0: none)")
+      ->group(guided)->check(InRange(0.0, 0.9));
   cmd->add_option("--learning-rate", learned.learning_rate, "Adam's learning rate (default 0.0003; mars: 0.003; guided: 0.01)")->group(g)->check(Positive());
   cmd->add_option("--prior-learning-rate", learned.prior_learning_rate,
                   "HDP: Adam's learning rate for the starting stay bonus and locality weight")
