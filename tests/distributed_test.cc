@@ -422,6 +422,54 @@ TEST_F(ControllersAcrossProcessesTest, AControllerKilledMidRunIsOneLineOnEveryOt
   ExpectOneErrorLine(runs[3], "distributed run: rank 3");
 }
 
+// Rank 0 killed at its report after update 4, before that update's
+// checkpoint (one every update here): the same command with --resume goes
+// on from update 3's, each controller from its own baseline and generator
+// state, and ends where an uninterrupted run ends: the same network on both
+// controllers, the same placement, curve and samples.
+TEST_F(ControllersAcrossProcessesTest, AKilledRunResumesToTheUninterruptedResult) {
+  std::vector<std::string> args = ControllersArgs("p");
+  args.insert(args.end(), {"--checkpoint-every", "1"});
+  std::vector<RankRun> killed = RunSameCommand(4, args, {"DEVPLACE_TEST_KILL_RANK=0:3"});
+  EXPECT_EQ(killed[0].signal, SIGKILL) << killed[0].out;
+  ExpectOneErrorLine(killed[2], "distributed run:");
+  ASSERT_TRUE(fs::exists(dir_ / "p" / "checkpoint.pt"));
+
+  args.push_back("--resume");
+  std::vector<RankRun> resumed = RunSameCommand(4, args, {"DEVPLACE_TEST_PLACE_PARAMETERS=" + (dir_ / "resumed").string()});
+  for (const RankRun& run : resumed) ASSERT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_EQ(resumed[2].out, "");
+
+  std::vector<std::string> whole = ControllersArgs("whole");
+  whole.insert(whole.end(), {"--checkpoint-every", "1"});
+  std::vector<RankRun> uninterrupted = RunSameCommand(4, whole, {"DEVPLACE_TEST_PLACE_PARAMETERS=" + (dir_ / "whole").string()});
+  for (const RankRun& run : uninterrupted) ASSERT_EQ(run.exit_code, 0) << run.out;
+
+  const std::vector<double> after_resume = Values(dir_.string() + "/resumed.end.controller0");
+  ASSERT_GT(after_resume.size(), 100u);
+  EXPECT_EQ(after_resume, Values(dir_.string() + "/resumed.end.controller1"));
+  EXPECT_EQ(after_resume, Values(dir_.string() + "/whole.end.controller0"));
+  EXPECT_EQ(ReadAll(dir_ / "p" / "best_placement.json"), ReadAll(dir_ / "whole" / "best_placement.json"));
+  EXPECT_EQ(CurveWithoutSeconds(dir_ / "p" / "curve.csv"), CurveWithoutSeconds(dir_ / "whole" / "curve.csv"));
+  const nlohmann::json resumed_result = JsonOf(resumed[0]), whole_result = JsonOf(uninterrupted[0]);
+  ASSERT_TRUE(resumed_result.is_object()) << resumed[0].out;
+  EXPECT_EQ(resumed_result["controller_samples"], whole_result["controller_samples"]) << resumed[0].out;
+  EXPECT_EQ(resumed_result["samples"], whole_result["samples"]) << resumed[0].out;
+}
+
+// A checkpoint of one controller does not resume under two.
+TEST_F(ControllersAcrossProcessesTest, ResumingAnotherControllerCountIsOneLine) {
+  std::vector<std::string> args = ControllersArgs("p", "1");
+  args.insert(args.end(), {"--checkpoint-every", "1"});
+  std::vector<RankRun> runs = RunSameCommand(2, args);
+  for (const RankRun& run : runs) ASSERT_EQ(run.exit_code, 0) << run.out;
+  std::vector<std::string> two = ControllersArgs("p", "2");
+  two.insert(two.end(), {"--checkpoint-every", "1", "--resume"});
+  runs = RunSameCommand(2, two);
+  ExpectOneErrorLine(runs[0], "checkpoint has 1 controllers; resume with the same --controllers");
+  ExpectOneErrorLine(runs[1], "distributed run:");
+}
+
 // `place --reward measured` across processes: each rank runs the placements
 // it is sent on the devices of its own --cluster (as `clusters --detect`
 // writes them, here without measuring: CPU devices on the cores this

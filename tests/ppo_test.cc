@@ -473,12 +473,16 @@ TEST(ControllerRoundsTest, AReportTravelsWholeAndAMalformedOneIsAnError) {
   report.used = 7;
   report.best = {0, 1, 1};
   report.best_time_s = 1.0 / 3;
+  report.baseline = 0.7;
+  report.generator_state = std::string("\0\n\xff{", 4);  // raw bytes after the header
   const ControllerReport back = DecodeReport(EncodeReport(report), 3, 2);
   EXPECT_TRUE(back.stepped);
   EXPECT_EQ(back.samples, 7);
   EXPECT_EQ(back.sum_time_s, report.sum_time_s);
   EXPECT_EQ(back.best, report.best);
   EXPECT_EQ(back.best_time_s, report.best_time_s);
+  EXPECT_EQ(back.baseline, 0.7);
+  EXPECT_EQ(back.generator_state, report.generator_state);
   EXPECT_THROW(DecodeReport(EncodeReport(report), 4, 2), Error);  // another graph
   EXPECT_THROW(DecodeReport(EncodeReport(report), 3, 1), Error);  // another cluster
   EXPECT_THROW(DecodeReport("{\"stepped\": true}\n", 3, 2), Error);
@@ -486,11 +490,15 @@ TEST(ControllerRoundsTest, AReportTravelsWholeAndAMalformedOneIsAnError) {
 
   ControllersStart start;
   start.failing_reward = 2.5;
-  start.baseline = 1.25;
+  start.baselines = {1.25, 0.5};
+  start.step = 4;
+  start.resumed = true;
   start.tensors = std::string("a\nb\0c", 5);  // raw bytes, newlines and zeros among them
   const ControllersStart start_back = DecodeStart(EncodeStart(start));
   EXPECT_EQ(start_back.failing_reward, 2.5);
-  EXPECT_EQ(start_back.baseline, 1.25);
+  EXPECT_EQ(start_back.baselines, start.baselines);
+  EXPECT_EQ(start_back.step, 4);
+  EXPECT_TRUE(start_back.resumed);
   EXPECT_EQ(start_back.tensors, start.tensors);
 }
 

@@ -65,7 +65,7 @@ int RunDevplace(int argc, char** argv, const LearnedParts* learned) {
   try {
     app.parse(argc, argv);
     if (app.get_subcommands().empty()) {
-      std::fprintf(stderr, "devplace: error: no subcommand given (see devplace --help)\n");
+      PrintErrorLineOnce("devplace: error: no subcommand given (see devplace --help)\n");
       return 2;
     }
     if (const int signal = StopSignal(); signal != 0) {
@@ -82,28 +82,27 @@ int RunDevplace(int argc, char** argv, const LearnedParts* learned) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // One line, as every devplace error: what is wrong and where to look.
-    std::fprintf(stderr, "devplace: error: %s (see devplace --help)\n", OneLine(e.what()).c_str());
+    PrintErrorLineOnce("devplace: error: " + OneLine(e.what()) + " (see devplace --help)\n");
     return 2;
   } catch (const Error& e) {
-    std::fprintf(stderr, "devplace: error: %s\n", OneLine(e.what()).c_str());
+    PrintErrorLineOnce("devplace: error: " + OneLine(e.what()) + "\n");
     return 1;
   } catch (const std::filesystem::filesystem_error& e) {
     // A path the user gave that the system refuses: an --out that is a file,
     // a name longer than the system allows, a folder without permission.
     std::string path = e.path1().empty() ? std::string("a path") : e.path1().string();
-    std::fprintf(stderr, "devplace: error: %s: %s\n", ForMessage(path).c_str(),
-                 ForMessage(e.code().message()).c_str());
+    PrintErrorLineOnce("devplace: error: " + ForMessage(path) + ": " + ForMessage(e.code().message()) + "\n");
     return 1;
   } catch (const std::system_error& e) {
-    std::fprintf(stderr, "devplace: error: %s\n", OneLine(e.what()).c_str());
+    PrintErrorLineOnce("devplace: error: " + OneLine(e.what()) + "\n");
     return 1;
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "devplace: error: out of memory (is an input or a size flag far larger than meant?)\n");
+    PrintErrorLineOnce("devplace: error: out of memory (is an input or a size flag far larger than meant?)\n");
     return 1;
   } catch (const std::exception& e) {
     // Anything else is a bug of ours; still one line, however long or
     // multi-line the library's message (torch appends a stack trace).
-    std::fprintf(stderr, "devplace: internal error: %s\n", OneLine(e.what()).c_str());
+    PrintErrorLineOnce("devplace: internal error: " + OneLine(e.what()) + "\n");
     return 3;
   }
   return 0;

@@ -538,10 +538,6 @@ void CheckControllersAcrossProcesses(const PlaceFlags& flags, const MethodInfo& 
     throw Error("--controllers " + std::to_string(controllers) + " with WORLD_SIZE=" + std::to_string(world_size) +
                 ": each controller is a rank of its own, so --controllers must be from 1 to WORLD_SIZE");
   }
-  if (flags.learned.resume) {
-    throw Error("--resume with --controllers over 1 across processes: resuming several controllers is not built yet "
-                "(their checkpoint holds rank 0's controller only)");
-  }
   if (flags.reward == "calibrated") {
     throw Error("--reward calibrated with --controllers over 1 across processes is not built yet (rank 0 alone runs "
                 "placements for real)");
@@ -563,6 +559,9 @@ void RunOtherController(PlaceFlags& flags, PlacementProblem& problem, const Meth
   SetUpEnvironment(flags, problem, runs);
   ChooseLearnedBudget(Given(flags), flags.learned);
   flags.learned.out_dir.clear();
+  // On --resume rank 0 reads the checkpoint and sends each controller its
+  // state in the start.
+  flags.learned.resume = false;
   flags.learned.finishing_share = 0;
   RunMethod(problem, method, flags.learned, {});
 }

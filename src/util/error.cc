@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <mutex>
 #include <sstream>
 
 namespace devplace {
@@ -112,6 +113,19 @@ std::string ShowNumber(double value) {
   std::ostringstream text;
   text << value;
   return text.str();
+}
+
+std::string ShowSeconds(double seconds) { return ShowNumber(seconds) + " s"; }
+
+bool PrintErrorLineOnce(const std::string& line) {
+  static std::mutex mutex;
+  static bool printed = false;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (printed) return false;
+  printed = true;
+  std::fputs(line.c_str(), stderr);
+  std::fflush(stderr);
+  return true;
 }
 
 }  // namespace devplace

@@ -24,6 +24,15 @@ bool IsValidUtf8(std::string_view text);
 
 // A number as people write it in a message ("0.001", "1e+09", "nan").
 std::string ShowNumber(double value);
+// A duration in a message: "30 s", "0.5 s".
+std::string ShowSeconds(double seconds);
+
+// Prints `line` (newline included) to stderr unless this process printed
+// its error line already, and says whether it did: a process prints one
+// error line, whichever thread gets there first (the command's own catch,
+// or a terminate handler for an exception out of a library's thread). The
+// line is printed whole before another thread may look.
+bool PrintErrorLineOnce(const std::string& line);
 
 // A name or value taken from the input, made safe to put in a one-line
 // message: control characters, backslashes and bytes that are not UTF-8 are

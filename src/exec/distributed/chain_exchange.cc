@@ -2,11 +2,11 @@
 
 #include <chrono>
 #include <csignal>
-#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <string>
 
+#include "exec/distributed/kill_point.h"
 #include "util/error.h"
 
 namespace devplace {
@@ -44,20 +44,6 @@ SharedBest Decode(const std::string& bytes, int32_t num_ops, int32_t from) {
   best.placement.resize(static_cast<size_t>(num_ops));
   if (num_ops > 0) std::memcpy(best.placement.data(), bytes.data() + 32, best.placement.size() * sizeof(int32_t));
   return best;
-}
-
-// DEVPLACE_TEST_KILL_WORKER=RANK:N: that rank sends itself SIGKILL at its
-// N-th share (from 0), so a test kills a chain mid-run exactly, with no
-// sleep and no race.
-void KillPointForTests(int32_t rank, int64_t share) {
-  const char* spec = std::getenv("DEVPLACE_TEST_KILL_WORKER");
-  if (!spec) return;
-  const std::string text = spec;
-  const size_t colon = text.find(':');
-  if (colon == std::string::npos) return;
-  if (std::atoi(text.substr(0, colon).c_str()) == rank && std::atoll(text.substr(colon + 1).c_str()) == share) {
-    std::raise(SIGKILL);
-  }
 }
 
 }  // namespace
@@ -109,7 +95,7 @@ std::vector<SharedBest> StoreChainPeers::Gather(const std::string& name, const S
 }
 
 std::vector<SharedBest> StoreChainPeers::Exchange(int64_t round, const SharedBest& mine) {
-  KillPointForTests(world_.rank(), shares_++);
+  KillPointForTests("DEVPLACE_TEST_KILL_WORKER", world_.rank(), shares_++);  // at its N-th share
   const std::string name = "chain/" + std::to_string(round);
   const std::string key = name + "/" + std::to_string(world_.rank());
   world_.Put(key, Encode(mine));

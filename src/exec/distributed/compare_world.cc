@@ -2,8 +2,8 @@
 
 #include <csignal>
 #include <cstdio>
-#include <cstdlib>
 
+#include "exec/distributed/kill_point.h"
 #include "exec/distributed/world.h"
 #include "util/error.h"
 
@@ -11,20 +11,6 @@ namespace devplace {
 namespace {
 
 std::string ResultKey(size_t index) { return "compare/result/" + std::to_string(index); }
-
-// DEVPLACE_TEST_KILL_WORKER=RANK:N: that worker sends itself SIGKILL
-// instead of sending its N-th result (from 0), as evaluation.cc's workers
-// do on their N-th slice: a test kills a worker mid-run with no sleep.
-void KillPointForTests(int32_t rank, int64_t sent) {
-  const char* spec = std::getenv("DEVPLACE_TEST_KILL_WORKER");
-  if (!spec) return;
-  const std::string text = spec;
-  const size_t colon = text.find(':');
-  if (colon == std::string::npos) return;
-  if (std::atoi(text.substr(0, colon).c_str()) == rank && std::atoll(text.substr(colon + 1).c_str()) == sent) {
-    std::raise(SIGKILL);
-  }
-}
 
 }  // namespace
 
@@ -38,7 +24,7 @@ int32_t CompareWorld::rank() const { return world_->rank(); }
 int32_t CompareWorld::size() const { return world_->size(); }
 
 void CompareWorld::Send(size_t index, const std::string& bytes) {
-  KillPointForTests(world_->rank(), sent_++);
+  KillPointForTests("DEVPLACE_TEST_KILL_WORKER", world_->rank(), sent_++);  // instead of its N-th result
   world_->Put(ResultKey(index), bytes);
 }
 

@@ -3,31 +3,15 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
-#include <cstdlib>
 #include <exception>
 #include <string>
 
 #include "exec/distributed/evaluation_messages.h"
+#include "exec/distributed/kill_point.h"
 #include "util/error.h"
 
 namespace devplace {
 namespace {
-
-std::string Seconds(double s) { return ShowNumber(s) + " s"; }
-
-// DEVPLACE_TEST_KILL_WORKER=RANK:N: that worker sends itself SIGKILL on
-// its N-th slice (from 0), so a test kills a worker mid-run exactly, with
-// no sleep and no race.
-void KillPointForTests(int32_t rank, int64_t slice) {
-  const char* spec = std::getenv("DEVPLACE_TEST_KILL_WORKER");
-  if (!spec) return;
-  const std::string text = spec;
-  const size_t colon = text.find(':');
-  if (colon == std::string::npos) return;
-  if (std::atoi(text.substr(0, colon).c_str()) == rank && std::atoll(text.substr(colon + 1).c_str()) == slice) {
-    std::raise(SIGKILL);
-  }
-}
 
 // The i-th of `parts` contiguous slices of n items: [first, first + count).
 void SliceOf(size_t n, size_t parts, size_t i, size_t& first, size_t& count) {
@@ -178,7 +162,7 @@ std::vector<Outcome> EvaluationPool::Measure(const LocalMeasure& local, const Si
         why = e.what();
       }
     } else {
-      why = "no answer within " + Seconds(world_.timeout_s()) + ", DEVPLACE_DIST_TIMEOUT_S";
+      why = "no answer within " + ShowSeconds(world_.timeout_s()) + ", DEVPLACE_DIST_TIMEOUT_S";
     }
     Drop(s.worker, why, static_cast<int64_t>(s.count));
     measure_here(s.first, s.count);
@@ -228,9 +212,9 @@ void ServeEvaluations(World& world, const Graph& graph, const Cluster& cluster, 
     if (job.kind == JobKind::kDropped) {
       throw Error("distributed run: rank " + std::to_string(world.rank()) + " was dropped by the controller (rank " +
                   std::to_string(controller) + "): it answered after " +
-                  Seconds(world.timeout_s()) + " (DEVPLACE_DIST_TIMEOUT_S)");
+                  ShowSeconds(world.timeout_s()) + " (DEVPLACE_DIST_TIMEOUT_S)");
     }
-    KillPointForTests(world.rank(), slices++);
+    KillPointForTests("DEVPLACE_TEST_KILL_WORKER", world.rank(), slices++);  // on its N-th slice
     for (const Placement& p : job.placements) {
       if (static_cast<int32_t>(p.size()) != graph.num_ops()) {
         throw Error("distributed run: rank 0 sent placements of " + std::to_string(p.size()) + " ops; this graph has " +

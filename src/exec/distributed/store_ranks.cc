@@ -1,31 +1,15 @@
 #include "exec/distributed/store_ranks.h"
 
 #include <csignal>
-#include <cstdlib>
 #include <cstring>
 #include <optional>
 
+#include "exec/distributed/kill_point.h"
 #include "exec/distributed/world.h"
 #include "util/error.h"
 
 namespace devplace {
 namespace {
-
-std::string Seconds(double s) { return ShowNumber(s) + " s"; }
-
-// DEVPLACE_TEST_KILL_RANK=RANK:N: that world rank sends itself SIGKILL at
-// its N-th report to rank 0 (`train`: 0 after the start, N after update N,
-// before that update's checkpoint; `place`'s controllers: N after round N),
-// so that a test kills a controller or a worker mid-training exactly, with
-// no sleep and no race.
-void KillPointForTests(int32_t rank, int64_t report) {
-  const char* spec = std::getenv("DEVPLACE_TEST_KILL_RANK");
-  if (!spec) return;
-  const std::string text = spec;
-  const size_t colon = text.find(':');
-  if (colon == std::string::npos) return;
-  if (std::atoi(text.substr(0, colon).c_str()) == rank && std::atoll(text.substr(colon + 1).c_str()) == report) std::raise(SIGKILL);
-}
 
 std::string BytesOf(const std::vector<double>& values) {
   std::string bytes(values.size() * sizeof(double), '\0');
@@ -95,7 +79,9 @@ std::string StoreRanks::FromRankZero(const std::string& bytes) {
 }
 
 std::vector<std::string> StoreRanks::ToRankZero(const std::string& bytes) {
-  KillPointForTests(world_.rank(), gathers_);
+  // N: `train`'s report after update N (0 after the start), before that
+  // update's checkpoint; `place`'s controllers' report after round N.
+  KillPointForTests("DEVPLACE_TEST_KILL_RANK", world_.rank(), gathers_);
   const std::string at = prefix_ + "/to0/" + std::to_string(gathers_++) + "/";
   if (rank() != 0) {
     world_.Put(at + std::to_string(rank()), bytes);
@@ -117,7 +103,7 @@ std::string StoreRanks::FromMember(const std::string& key, int32_t member, const
   std::optional<std::string> bytes = world_.Take(key, world_.timeout_s());
   if (!bytes) {
     throw Error("distributed run: rank " + std::to_string(members_[member]) + " sent no " + what + " within " +
-                Seconds(world_.timeout_s()) + " (DEVPLACE_DIST_TIMEOUT_S): it died, stopped or is slower than that; " + lost_);
+                ShowSeconds(world_.timeout_s()) + " (DEVPLACE_DIST_TIMEOUT_S): it died, stopped or is slower than that; " + lost_);
   }
   return *bytes;
 }

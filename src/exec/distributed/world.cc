@@ -8,9 +8,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <fstream>
 #include <iterator>
 #include <sstream>
+#include <system_error>
 
 #include "util/error.h"
 #include "util/fnv1a.h"
@@ -23,8 +25,6 @@ constexpr const char* kPrefix = "devplace/";
 std::string Where(const WorldSpec& spec) {
   return ForMessage(spec.master_addr) + ":" + std::to_string(spec.master_port) + " (MASTER_ADDR:MASTER_PORT)";
 }
-
-std::string Seconds(double s) { return ShowNumber(s) + " s"; }
 
 // c10d's exceptions carry a stack trace (c10::Error) or one sentence
 // (c10d::C10dError); an error line keeps the sentence, on one line.
@@ -41,6 +41,38 @@ bool IsTimeout(const std::exception& e) {
   if (dynamic_cast<const c10d::TimeoutError*>(&e)) return true;
   const std::string text = MessageOf(e);
   return text.find("Timeout") != std::string::npos || text.find("timed out") != std::string::npos;
+}
+
+// c10d's TCPStore (libtorch 1.13) keeps a thread on each client that
+// listens to rank 0's store for watchKey's callbacks. When rank 0's process
+// ends first (it failed, or was killed), that thread throws
+// std::system_error ("Connection reset by peer") out of itself, and
+// std::terminate would abort this rank with a trace, racing the main
+// thread's own error line. The handler makes it the rank's one error line
+// (the command's own, when that came first) and exit status 1; any other
+// escaped exception goes on to the default handler.
+std::string g_lost_store_line;
+std::terminate_handler g_default_terminate = nullptr;
+
+[[noreturn]] void StoreLostTerminate() {
+  if (std::exception_ptr escaped = std::current_exception()) {
+    try {
+      std::rethrow_exception(escaped);
+    } catch (const std::system_error& e) {
+      PrintErrorLineOnce(g_lost_store_line + MessageOf(e) + "\n");
+      std::_Exit(1);
+    } catch (...) {
+    }
+  }
+  if (g_default_terminate) g_default_terminate();
+  std::abort();
+}
+
+void EndLostStoreThreadsWithOneLine(const WorldSpec& spec) {
+  g_lost_store_line = "devplace: error: distributed run: rank " + std::to_string(spec.rank) + " lost rank 0's store at " +
+                      Where(spec) + ": ";
+  std::terminate_handler previous = std::set_terminate(StoreLostTerminate);
+  if (previous != StoreLostTerminate) g_default_terminate = previous;
 }
 
 std::chrono::milliseconds Millis(double seconds) {
@@ -136,7 +168,7 @@ c10::intrusive_ptr<c10d::TCPStore> Connect(const WorldSpec& spec, bool server) {
                   " (MASTER_PORT): " + MessageOf(e));
     }
     throw Error("distributed run: rank " + Decimal(spec.rank) + " cannot reach rank 0's store at " + Where(spec) +
-                " within " + Seconds(spec.timeout_s) + ": " + MessageOf(e));
+                " within " + ShowSeconds(spec.timeout_s) + ": " + MessageOf(e));
   }
 }
 
@@ -147,6 +179,7 @@ std::unique_ptr<World> World::Join(const WorldSpec& spec, const std::vector<Worl
   // line this program prints says it once.
   FLAGS_minloglevel = google::GLOG_FATAL;
   std::unique_ptr<World> world(new World(spec));
+  EndLostStoreThreadsWithOneLine(spec);
   if (spec.rank == 0) world->store_->server = Connect(spec, /*server=*/true);
   world->store_->client = Connect(spec, /*server=*/false);
   world->CompareFacts(facts);
@@ -167,7 +200,7 @@ void World::CompareFacts(const std::vector<WorldFact>& facts) {
   } catch (const std::exception& e) {
     if (!IsTimeout(e)) {
       throw Error("distributed run: rank " + Decimal(rank()) + " lost rank 0's store at " + Where(spec_) +
-                  " while the world filled (rank 0 ends when some rank has not joined within " + Seconds(timeout_s()) +
+                  " while the world filled (rank 0 ends when some rank has not joined within " + ShowSeconds(timeout_s()) +
                   "): " + MessageOf(e));
     }
     std::string absent;
@@ -182,11 +215,11 @@ void World::CompareFacts(const std::vector<WorldFact>& facts) {
       // Rank 0 timed out too and ended between this rank's reconnecting
       // and asking: the store went (a broken pipe), not this rank's fault.
       throw Error("distributed run: rank " + Decimal(rank()) + " lost rank 0's store at " + Where(spec_) +
-                  " while the world filled (rank 0 ends when some rank has not joined within " + Seconds(timeout_s()) +
+                  " while the world filled (rank 0 ends when some rank has not joined within " + ShowSeconds(timeout_s()) +
                   "): " + MessageOf(e));
     }
     throw Error("distributed run: rank(s) " + absent + " of WORLD_SIZE=" + Decimal(size()) + " did not join within " +
-                Seconds(timeout_s()) + " (DEVPLACE_DIST_TIMEOUT_S); rank 0's store is at " + Where(spec_));
+                ShowSeconds(timeout_s()) + " (DEVPLACE_DIST_TIMEOUT_S); rank 0's store is at " + Where(spec_));
   }
 
   // Every rank compares every rank's facts with rank 0's, so each says

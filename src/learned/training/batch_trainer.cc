@@ -27,6 +27,7 @@
 #include "learned/files/loaded_parameters.h"
 #include "learned/methods.h"
 #include "learned/training/optimizer.h"
+#include "learned/training/parameters_for_tests.h"
 #include "learned/training/ppo.h"
 #include "learned/training/sampled_batch.h"
 #include "learned/training/start_probes.h"
@@ -548,21 +549,11 @@ class BatchTrainer : public TrainingMode {
     }
   }
 
-  // For tests (tests/distributed_test.cc): with DEVPLACE_TEST_TRAIN_PARAMETERS
-  // set to a path prefix, each rank writes its network's parameters there
-  // (PREFIX.WHEN.rankN: before and after training), one value a line, so
-  // that a test can compare ranks.
+  // DEVPLACE_TEST_TRAIN_PARAMETERS: each rank's network, PREFIX.WHEN.rankN
+  // (before and after training).
   void DumpParametersForTests(const std::string& when) const {
-    const char* prefix = std::getenv("DEVPLACE_TEST_TRAIN_PARAMETERS");
-    if (prefix == nullptr) return;
-    const std::string path = std::string(prefix) + "." + when + ".rank" + std::to_string(ranks_ ? ranks_->rank() : 0);
-    std::FILE* out = std::fopen(path.c_str(), "w");
-    if (out == nullptr) return;
-    for (const torch::Tensor& p : net_->module().parameters()) {
-      const torch::Tensor flat = p.detach().to(torch::kFloat64).contiguous().reshape({-1});
-      for (int64_t i = 0; i < flat.numel(); ++i) std::fprintf(out, "%.9g\n", flat.data_ptr<double>()[i]);
-    }
-    std::fclose(out);
+    WriteParametersForTests("DEVPLACE_TEST_TRAIN_PARAMETERS", "." + when + ".rank" + std::to_string(ranks_ ? ranks_->rank() : 0),
+                            net_->module());
   }
 
   // The policy file and the training checkpoint, each replaced atomically.

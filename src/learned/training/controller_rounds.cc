@@ -32,13 +32,14 @@ std::string EncodeReport(const ControllerReport& report) {
                     {"ran", report.ran},
                     {"used", report.used},
                     {"best", report.best},
-                    {"best_time_s", report.best_time_s}},
-                   "");
+                    {"best_time_s", report.best_time_s},
+                    {"baseline", report.baseline}},
+                   report.generator_state);
 }
 
 ControllerReport DecodeReport(const std::string& bytes, int32_t num_ops, int32_t num_devices) {
-  const nlohmann::json header = HeaderOf(bytes, nullptr, "report");
   ControllerReport report;
+  const nlohmann::json header = HeaderOf(bytes, &report.generator_state, "report");
   try {
     report.stepped = header.at("stepped").get<bool>();
     report.stop = header.at("stop").get<bool>();
@@ -48,6 +49,7 @@ ControllerReport DecodeReport(const std::string& bytes, int32_t num_ops, int32_t
     report.used = header.at("used").get<int32_t>();
     report.best = header.at("best").get<Placement>();
     report.best_time_s = header.at("best_time_s").get<double>();
+    report.baseline = header.at("baseline").get<double>();
   } catch (const nlohmann::json::exception&) {
     throw Error("distributed run: a controller's report is malformed");
   }
@@ -58,7 +60,12 @@ ControllerReport DecodeReport(const std::string& bytes, int32_t num_ops, int32_t
 }
 
 std::string EncodeStart(const ControllersStart& start) {
-  return WithBytes({{"failing_reward", start.failing_reward}, {"baseline", start.baseline}, {"done", start.done}}, start.tensors);
+  return WithBytes({{"failing_reward", start.failing_reward},
+                    {"baselines", start.baselines},
+                    {"step", start.step},
+                    {"resumed", start.resumed},
+                    {"done", start.done}},
+                   start.tensors);
 }
 
 ControllersStart DecodeStart(const std::string& bytes) {
@@ -66,7 +73,9 @@ ControllersStart DecodeStart(const std::string& bytes) {
   const nlohmann::json header = HeaderOf(bytes, &start.tensors, "start");
   try {
     start.failing_reward = header.at("failing_reward").get<double>();
-    start.baseline = header.at("baseline").get<double>();
+    start.baselines = header.at("baselines").get<std::vector<double>>();
+    start.step = header.at("step").get<int64_t>();
+    start.resumed = header.at("resumed").get<bool>();
     start.done = header.at("done").get<bool>();
   } catch (const nlohmann::json::exception&) {
     throw Error("distributed run: rank 0's start for the controllers is malformed");

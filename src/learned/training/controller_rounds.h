@@ -3,12 +3,13 @@
 // gradients: rank 0's start (the policy and Adam's state after its start
 // probes, so every controller starts from the same bits), each
 // controller's report after an update (its samples, its batch, its best
-// placement when it improved) and rank 0's word (go on, or done). No torch
-// in this header.
+// placement when it improved, and the state a checkpoint keeps of it) and
+// rank 0's word (go on, or done). No torch in this header.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "sim/placement.h"
 
@@ -25,6 +26,11 @@ struct ControllerReport {
   // otherwise), and its step time.
   Placement best;
   double best_time_s = 0;
+  // What rank 0's checkpoint keeps of this controller after the update, so
+  // that a resumed run goes on as the uninterrupted one: its baseline and
+  // its generator's state (the bytes of torch's state tensor).
+  double baseline = 0;
+  std::string generator_state;
 };
 
 std::string EncodeReport(const ControllerReport& report);
@@ -34,7 +40,11 @@ ControllerReport DecodeReport(const std::string& bytes, int32_t num_ops, int32_t
 
 struct ControllersStart {
   double failing_reward = 0;  // the failing signal rank 0 chose (or measured)
-  double baseline = 0;        // rank 0's controller's, after its start
+  // Each controller's baseline, in controller order: rank 0's after its
+  // start for all, or on --resume each one's from the checkpoint.
+  std::vector<double> baselines;
+  int64_t step = 0;           // updates made (on --resume, the checkpoint's)
+  bool resumed = false;       // `tensors` holds each controller's generator state too
   bool done = false;          // the budget is spent already (a zero-shot run, a stop)
   std::string tensors;        // the policy and Adam's state, serialised
 };

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <mutex>
@@ -31,6 +32,7 @@
 #include "learned/files/loaded_parameters.h"
 #include "learned/methods.h"
 #include "learned/training/optimizer.h"
+#include "learned/training/parameters_for_tests.h"
 #include "learned/training/sampled_batch.h"
 #include "learned/training/start_probes.h"
 #include "learned/training/step_profile.h"
@@ -64,6 +66,17 @@ struct Controller {
 
 void CopyParameters(Policy& from, Policy& to) { devplace::CopyParameters(from.module(), to.module()); }
 
+// A generator's state as bytes (a report's), and back as torch's state tensor.
+std::string GeneratorBytes(torch::Generator& generator) {
+  const torch::Tensor state = generator.get_state().contiguous();
+  return std::string(reinterpret_cast<const char*>(state.data_ptr<uint8_t>()), static_cast<size_t>(state.numel()));
+}
+torch::Tensor GeneratorTensor(const std::string& bytes) {
+  torch::Tensor state = torch::empty({static_cast<int64_t>(bytes.size())}, torch::kUInt8);
+  if (!bytes.empty()) std::memcpy(state.data_ptr<uint8_t>(), bytes.data(), bytes.size());
+  return state;
+}
+
 class PlaceTrainer : public TrainingMode {
  public:
   PlaceTrainer(const PlacementProblem& problem, const LearnedOptions& options)
@@ -86,7 +99,7 @@ class PlaceTrainer : public TrainingMode {
     for (int32_t c = 0; c < num_controllers; ++c) {
       auto controller = std::make_unique<Controller>();
       controller->id = ranks_ ? ranks_->rank() : c;  // its seed stream and its batches' noise stream
-      controller->generator = at::make_generator<at::CPUGeneratorImpl>(options.seed * 1000003ull + static_cast<uint64_t>(controller->id));
+      controller->generator = ControllerGenerator(controller->id);
       controller->baseline = failing_reward_;  // §3.1: the baseline starts at the failing signal
       if (num_controllers == 1) {
         controller->policy = shared_.get();
@@ -433,22 +446,28 @@ class PlaceTrainer : public TrainingMode {
 
   bool IsHead() const { return !ranks_ || ranks_->rank() == 0; }
 
-  // For tests (tests/distributed_test.cc): with DEVPLACE_TEST_PLACE_PARAMETERS
-  // set to a path prefix, each controller across processes writes its
-  // policy's parameters to PREFIX.WHEN.controllerK (after the start, and
-  // after the search), one value a line, so that a test can compare the
-  // controllers' copies.
+  // Controller `id`'s seed stream, from the run's seed.
+  torch::Generator ControllerGenerator(int32_t id) const {
+    return at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(options_.seed) * 1000003ull + static_cast<uint64_t>(id));
+  }
+
+  // Controllers across processes: how many there are (each a process).
+  size_t NumControllers() const { return ranks_ ? static_cast<size_t>(ranks_->size()) : controllers_.size(); }
+
+  // The policy's parameters and Adam's state: what every controller starts
+  // from, and what a checkpoint holds besides the generators.
+  void WritePolicyAndOptimizer(torch::serialize::OutputArchive& archive) const {
+    torch::serialize::OutputArchive policy_archive;
+    shared_->module().save(policy_archive);
+    archive.write("policy", policy_archive);
+    WriteOptimizerState(archive, *optimizer_);
+  }
+
+  // DEVPLACE_TEST_PLACE_PARAMETERS: each controller's copy of the policy,
+  // PREFIX.WHEN.controllerK (after the start and after the search).
   void DumpParametersForTests(const std::string& when) const {
-    const char* prefix = std::getenv("DEVPLACE_TEST_PLACE_PARAMETERS");
-    if (prefix == nullptr) return;
-    const std::string path = std::string(prefix) + "." + when + ".controller" + std::to_string(ranks_ ? ranks_->rank() : 0);
-    std::FILE* out = std::fopen(path.c_str(), "w");
-    if (out == nullptr) return;
-    for (const torch::Tensor& p : shared_->module().parameters()) {
-      const torch::Tensor flat = p.detach().to(torch::kFloat64).contiguous().reshape({-1});
-      for (int64_t i = 0; i < flat.numel(); ++i) std::fprintf(out, "%.17g\n", flat.data_ptr<double>()[i]);
-    }
-    std::fclose(out);
+    WriteParametersForTests("DEVPLACE_TEST_PLACE_PARAMETERS", "." + when + ".controller" + std::to_string(ranks_ ? ranks_->rank() : 0),
+                            shared_->module());
   }
 
   // Controllers across processes, inside an update: this controller's
@@ -492,20 +511,34 @@ class PlaceTrainer : public TrainingMode {
   // and whether the run is already done. Every controller then holds the
   // same bits, whatever its own host's probes would have measured.
   void SendStart() {
+    const size_t num_controllers = static_cast<size_t>(ranks_->size());
+    if (!options_.resume) {
+      // The others' states as they start, for a checkpoint before their
+      // first report: rank 0's baseline, each one's own seed stream.
+      others_.assign(num_controllers, {});
+      for (size_t k = 1; k < num_controllers; ++k) {
+        torch::Generator generator = ControllerGenerator(static_cast<int32_t>(k));
+        others_[k].baseline = controllers_[0]->baseline;
+        others_[k].generator_state = GeneratorBytes(generator);
+      }
+      controller_samples_.assign(num_controllers, 0);
+      controller_samples_[0] = samples_;  // the start probes
+    }
     torch::serialize::OutputArchive archive;
-    torch::serialize::OutputArchive policy_archive;
-    shared_->module().save(policy_archive);
-    archive.write("policy", policy_archive);
-    WriteOptimizerState(archive, *optimizer_);
-    std::ostringstream tensors;
-    archive.save_to(tensors);
+    WritePolicyAndOptimizer(archive);
     ControllersStart start;
     start.failing_reward = failing_reward_;
-    start.baseline = controllers_[0]->baseline;
+    start.baselines = {controllers_[0]->baseline};
+    for (size_t k = 1; k < num_controllers; ++k) {
+      start.baselines.push_back(others_[k].baseline);
+      if (options_.resume) archive.write("generator_" + std::to_string(k), GeneratorTensor(others_[k].generator_state));
+    }
+    start.step = step_;
+    start.resumed = options_.resume;
     start.done = BudgetDone() || StopRequested() || stopped_in_start_;
+    std::ostringstream tensors;
+    archive.save_to(tensors);
     start.tensors = tensors.str();
-    controller_samples_.assign(static_cast<size_t>(ranks_->size()), 0);
-    controller_samples_[0] = samples_;  // the start probes
     ranks_->FromRankZero(EncodeStart(start));
     world_done_ = start.done;
     DumpParametersForTests("start");
@@ -520,8 +553,15 @@ class PlaceTrainer : public TrainingMode {
     archive.read("policy", policy_archive);
     shared_->module().load(policy_archive);
     ReadOptimizerState(archive, *optimizer_);
+    const size_t me = static_cast<size_t>(ranks_->rank());
+    if (start.baselines.size() != static_cast<size_t>(ranks_->size())) {
+      throw Error("distributed run: rank 0's start for the controllers names " + std::to_string(start.baselines.size()) +
+                  " controllers, not " + std::to_string(ranks_->size()));
+    }
     failing_reward_ = start.failing_reward;
-    controllers_[0]->baseline = start.baseline;
+    controllers_[0]->baseline = start.baselines[me];
+    step_ = start.step;
+    if (start.resumed) ReadGeneratorState(archive, "generator_" + std::to_string(me), controllers_[0]->generator);
     world_done_ = start.done;
     DumpParametersForTests("start");
   }
@@ -533,6 +573,8 @@ class PlaceTrainer : public TrainingMode {
   void EndRound() {
     ControllerReport mine = round_;
     mine.stop = StopRequested();
+    mine.baseline = controllers_[0]->baseline;
+    mine.generator_state = GeneratorBytes(controllers_[0]->generator);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (best_unreported_ && !best_placement_.empty()) {
@@ -559,6 +601,10 @@ class PlaceTrainer : public TrainingMode {
       // Rank 0's own best is recorded already; among equal times the
       // first controller's stays.
       if (k > 0 && !r.best.empty()) RecordBest(r.best, r.best_time_s);
+      if (k > 0) {
+        others_[k].baseline = r.baseline;
+        others_[k].generator_state = r.generator_state;
+      }
       samples_ += r.samples;
       controller_samples_[k] += r.samples;
       stepped = stepped || r.stepped;
@@ -639,14 +685,17 @@ class PlaceTrainer : public TrainingMode {
   // checkpoint intact. With the lock held, or before the controllers start.
   void SaveCheckpoint() {
     torch::serialize::OutputArchive archive;
-    torch::serialize::OutputArchive policy_archive;
-    shared_->module().save(policy_archive);
-    archive.write("policy", policy_archive);
-    WriteOptimizerState(archive, *optimizer_);
+    WritePolicyAndOptimizer(archive);
     nlohmann::json baselines = nlohmann::json::array();
     for (auto& c : controllers_) {
       baselines.push_back(c->baseline);
       WriteGeneratorState(archive, "generator_" + std::to_string(c->id), c->generator);
+    }
+    // Across processes rank 0 keeps the others' states from their last
+    // reports, taken at the update this checkpoint is of.
+    for (size_t k = 1; ranks_ && k < NumControllers(); ++k) {
+      baselines.push_back(others_[k].baseline);
+      archive.write("generator_" + std::to_string(k), GeneratorTensor(others_[k].generator_state));
     }
     std::ostringstream tensors;
     archive.save_to(tensors);
@@ -656,7 +705,7 @@ class PlaceTrainer : public TrainingMode {
                    {"num_ops", problem_.graph.num_ops()},
                    {"num_groups", shared_->num_units()},
                    {"num_devices", problem_.cluster.num_devices()},
-                   {"num_controllers", controllers_.size()},
+                   {"num_controllers", NumControllers()},
                    {"step", step_},
                    {"samples", samples_},
                    {"seconds", Seconds()},
@@ -664,6 +713,7 @@ class PlaceTrainer : public TrainingMode {
                    {"best_placement", best_placement_},
                    {"best_time_s", best_time_s_},
                    {"curve", curve_rows_}};
+    if (ranks_) parts.facts["controller_samples"] = controller_samples_;
     parts.tensors = tensors.str();
     WriteCheckpointFile(CheckpointPath(), SealCheckpoint(parts));
     budget_.CheckpointWritten();
@@ -682,8 +732,16 @@ class PlaceTrainer : public TrainingMode {
     samples_ = facts.Integer("samples", 0, INT64_MAX);
     budget_.SetSecondsBefore(facts.Number("seconds", 0));
     const nlohmann::json& baselines = facts.Array("baselines");
-    if (baselines.size() != controllers_.size()) facts.Fail("checkpoint's 'baselines' do not match its controllers");
+    if (baselines.size() != NumControllers()) facts.Fail("checkpoint's 'baselines' do not match its controllers");
     for (auto& c : controllers_) c->baseline = facts.NumberOf(baselines[c->id], "baselines", 0);
+    if (ranks_) {
+      others_.resize(NumControllers());
+      for (size_t k = 1; k < NumControllers(); ++k) others_[k].baseline = facts.NumberOf(baselines[k], "baselines", 0);
+      const nlohmann::json& samples = facts.Array("controller_samples");
+      if (samples.size() != NumControllers()) facts.Fail("checkpoint's 'controller_samples' do not match its controllers");
+      controller_samples_.clear();
+      for (const nlohmann::json& n : samples) controller_samples_.push_back(facts.IntegerOf(n, "controller_samples", 0, INT64_MAX));
+    }
     LoadBest(facts);
     LoadCurve(facts);
     AdoptBestPlacementFile();
@@ -706,7 +764,7 @@ class PlaceTrainer : public TrainingMode {
                  " groups on " + std::to_string(devices) + " devices)");
     }
     const int64_t controllers = facts.Integer("num_controllers", 1, INT32_MAX);
-    if (controllers != static_cast<int64_t>(controllers_.size())) {
+    if (controllers != static_cast<int64_t>(NumControllers())) {
       facts.Fail("checkpoint has " + std::to_string(controllers) + " controllers; resume with the same --controllers");
     }
   }
@@ -744,6 +802,21 @@ class PlaceTrainer : public TrainingMode {
         facts.Fail("checkpoint's generator state is damaged");
       }
       if (c->policy != shared_.get()) CopyParameters(*shared_, *c->policy);
+    }
+    for (size_t k = 1; ranks_ && k < NumControllers(); ++k) {
+      torch::Tensor state;
+      if (!archive.try_read("generator_" + std::to_string(k), state) || state.scalar_type() != torch::kUInt8 || state.dim() != 1) {
+        facts.Fail("checkpoint lacks controller " + std::to_string(k) + "'s generator state");
+      }
+      others_.resize(NumControllers());
+      others_[k].generator_state = std::string(reinterpret_cast<const char*>(state.contiguous().data_ptr<uint8_t>()),
+                                               static_cast<size_t>(state.numel()));
+      try {
+        torch::Generator check = ControllerGenerator(static_cast<int32_t>(k));
+        check.set_state(GeneratorTensor(others_[k].generator_state));
+      } catch (const c10::Error&) {
+        facts.Fail("checkpoint's generator state is damaged");
+      }
     }
   }
 
@@ -837,6 +910,9 @@ class PlaceTrainer : public TrainingMode {
   bool world_done_ = false;                  // rank 0's last word
   std::vector<int64_t> controller_samples_;  // rank 0: each controller's samples
   ControllerReport round_;                   // this controller's part of the round
+  // Rank 0: the other controllers' states (ControllerReport's baseline and
+  // generator), indexed by controller, from their last reports.
+  std::vector<ControllerReport> others_;
   bool best_unreported_ = false;             // the best improved since the last report
   int32_t sums_taken_ = 0;                   // this update's sums so far
   bool update_ended_ = false;                // a stop ended this update's sums
