@@ -284,21 +284,19 @@ std::optional<std::string> World::Take(const std::string& key, double timeout_s)
 }
 
 std::optional<std::string> World::Read(const std::string& key, double timeout_s) {
-  const std::string full = kPrefix + key;
+  // c10d's get waits for the key itself, up to the store's timeout: one
+  // round trip to rank 0's store fewer than a wait before it.
   try {
-    store_->client->wait({full}, Millis(timeout_s));
+    store_->client->setTimeout(Millis(timeout_s));
+    const std::vector<uint8_t> bytes = store_->client->get(kPrefix + key);
+    return std::string(bytes.begin(), bytes.end());
   } catch (const std::exception& e) {
     if (!IsTimeout(e)) {
       throw Error("distributed run: rank " + Decimal(rank()) + " lost rank 0's store at " + Where(spec_) + ": " + MessageOf(e));
     }
+    // A wait that timed out leaves the connection mid-answer: a new one.
     store_->client = Connect(spec_, false);
     return std::nullopt;
-  }
-  try {
-    const std::vector<uint8_t> bytes = store_->client->get(full);
-    return std::string(bytes.begin(), bytes.end());
-  } catch (const std::exception& e) {
-    throw Error("distributed run: rank " + Decimal(rank()) + " lost rank 0's store at " + Where(spec_) + ": " + MessageOf(e));
   }
 }
 
