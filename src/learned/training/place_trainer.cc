@@ -67,10 +67,11 @@ struct Controller {
 void CopyParameters(Policy& from, Policy& to) { devplace::CopyParameters(from.module(), to.module()); }
 
 // A generator's state as bytes (a report's), and back as torch's state tensor.
-std::string GeneratorBytes(torch::Generator& generator) {
-  const torch::Tensor state = generator.get_state().contiguous();
-  return std::string(reinterpret_cast<const char*>(state.data_ptr<uint8_t>()), static_cast<size_t>(state.numel()));
+std::string StateBytes(const torch::Tensor& state) {
+  const torch::Tensor bytes = state.contiguous();
+  return std::string(reinterpret_cast<const char*>(bytes.data_ptr<uint8_t>()), static_cast<size_t>(bytes.numel()));
 }
+std::string GeneratorBytes(torch::Generator& generator) { return StateBytes(generator.get_state()); }
 torch::Tensor GeneratorTensor(const std::string& bytes) {
   torch::Tensor state = torch::empty({static_cast<int64_t>(bytes.size())}, torch::kUInt8);
   if (!bytes.empty()) std::memcpy(state.data_ptr<uint8_t>(), bytes.data(), bytes.size());
@@ -803,17 +804,16 @@ class PlaceTrainer : public TrainingMode {
       }
       if (c->policy != shared_.get()) CopyParameters(*shared_, *c->policy);
     }
+    if (ranks_) others_.resize(NumControllers());
     for (size_t k = 1; ranks_ && k < NumControllers(); ++k) {
       torch::Tensor state;
       if (!archive.try_read("generator_" + std::to_string(k), state) || state.scalar_type() != torch::kUInt8 || state.dim() != 1) {
         facts.Fail("checkpoint lacks controller " + std::to_string(k) + "'s generator state");
       }
-      others_.resize(NumControllers());
-      others_[k].generator_state = std::string(reinterpret_cast<const char*>(state.contiguous().data_ptr<uint8_t>()),
-                                               static_cast<size_t>(state.numel()));
+      others_[k].generator_state = StateBytes(state);
       try {
         torch::Generator check = ControllerGenerator(static_cast<int32_t>(k));
-        check.set_state(GeneratorTensor(others_[k].generator_state));
+        check.set_state(state);
       } catch (const c10::Error&) {
         facts.Fail("checkpoint's generator state is damaged");
       }
