@@ -3,7 +3,9 @@
 # (BENCHMARKS.md, "Learned against search"): for each row and seed,
 # bench/guided_vs_mcmc runs mcmc and then guided with EVALUATIONS
 # evaluations (and WALL_SECONDS, when set, as a wall-time cap for both; with
-# EVALUATIONS=0 the wall time alone is the budget). Prints a markdown table
+# EVALUATIONS=0 the wall time alone is the budget; guided starts from the
+# shipped screen, as place's does, GUIDED_SCREEN_FILE=none for a fresh
+# one). Prints a markdown table
 # of medians over the seeds, mcmc over guided (above 1: guided is faster),
 # the geometric mean, and each method's median wall time and evaluations a
 # second.

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include "cli/inputs.h"
@@ -52,6 +53,13 @@ int main(int argc, char** argv) {
     if (const char* v = std::getenv("GUIDED_COLDNESS")) guided.coldness = guided.coldness_end = std::atof(v);
     if (const char* v = std::getenv("GUIDED_COLDNESS_END")) guided.coldness_end = std::atof(v);
     if (const char* v = std::getenv("GUIDED_BUSIEST")) guided.busiest_share = std::atof(v);
+    // The screen place starts from (the shipped one, run from the source
+    // tree's root, as bench/guided_table.sh does); GUIDED_SCREEN_FILE=none: a fresh one.
+    const char* screen = std::getenv("GUIDED_SCREEN_FILE");
+    guided.screen_file = screen ? screen : "policies/guided_screen.pt";
+    if (guided.screen_file == "none" || (!screen && !std::filesystem::exists(guided.screen_file))) guided.screen_file.clear();
+    if (const char* v = std::getenv("GUIDED_SCREEN_ROWS")) guided.screen_prior_rows = std::atoi(v);
+    if (const char* v = std::getenv("GUIDED_SCREEN_OUT")) guided.screen_out = v;
     const bool only_guided = std::getenv("GUIDED_ONLY") != nullptr;
     const bool only_mcmc = std::getenv("MCMC_ONLY") != nullptr;
     for (const std::string method : {"mcmc", "guided"}) {

@@ -122,6 +122,45 @@ TEST_F(GuidedCliTest, ResumeRefusesACheckpointItCannotContinue) {
   ExpectCleanError(Place("--method guided --resume --max-samples 100 --out " + dir_.File("rl")), "learned placer's checkpoint");
 }
 
+// A screen one search wrote starts another (on another graph and cluster):
+// the same placement in every run, and not the fresh screen's; a screen
+// that does not load, or of another size, is one line before any file.
+TEST_F(GuidedCliTest, AScreenWrittenByOneSearchStartsAnother) {
+  const std::string screen = dir_.File("screen.pt");
+  Outcome written = RunDevplace("place --graph tiny --cluster p100x2 --method guided --seed 3 --max-samples 300 "
+                                "--guided-screen none --guided-screen-out " + screen + " --json --out " + dir_.File("w"));
+  ASSERT_EQ(written.exit_code, 0) << written.out;
+  ASSERT_TRUE(std::filesystem::is_regular_file(screen));
+  int runs = 0;
+  auto placed = [&](const std::string& flags) {
+    const std::string out = dir_.File("run" + std::to_string(++runs));
+    Outcome o = Place("--method guided --seed 5 --max-samples 300 --json --out " + out + " " + flags);
+    EXPECT_EQ(o.exit_code, 0) << o.out;
+    if (o.exit_code != 0) return nlohmann::json();
+    return nlohmann::json::parse(ReadAll(out + "/best_placement.json"))["placement"];
+  };
+  const nlohmann::json from_screen = placed("--guided-screen " + screen);
+  EXPECT_EQ(placed("--guided-screen " + screen), from_screen);
+  EXPECT_EQ(placed("--guided-screen " + screen + " --guided-screen-rows 100"),
+            placed("--guided-screen " + screen + " --guided-screen-rows 100"));
+  EXPECT_NE(placed("--guided-screen none"), from_screen);
+
+  ExpectCleanError(Place("--method guided --max-samples 100 --guided-screen " + dir_.File("missing.pt") + " --out " + dir_.File("m")),
+                   "missing.pt");
+  EXPECT_FALSE(std::filesystem::exists(dir_.File("m")));
+  std::string bytes = ReadAll(screen);
+  bytes[bytes.size() / 2] ^= 0x5a;
+  std::ofstream(dir_.File("damaged.pt"), std::ios::binary) << bytes;
+  ExpectCleanError(Place("--method guided --max-samples 100 --guided-screen " + dir_.File("damaged.pt") + " --out " + dir_.File("d")),
+                   "damaged.pt");
+  EXPECT_FALSE(std::filesystem::exists(dir_.File("d")));
+  ExpectCleanError(Place("--method guided --max-samples 100 --guided-hidden 8 --guided-screen " + screen), "screen");
+  ExpectCleanError(Place("--method guided --max-samples 100 --guided-learning reinforce --guided-screen " + screen),
+                   "reinforce");
+  ExpectCleanError(Place("--method guided --max-samples 100 --guided-screen-out " + dir_.File("no/such/folder/s.pt")),
+                   "no/such/folder");
+}
+
 TEST_F(GuidedCliTest, PolicyUpdateBudgetsAreRefused) {
   ExpectCleanError(Place("--method guided --max-steps 10 --out " + dir_.File("s")), "--max-steps");
   EXPECT_FALSE(std::filesystem::exists(dir_.File("s")));

@@ -21,6 +21,7 @@
 #include "placement_problem.h"
 #include "placers/methods.h"
 #include "sim/placement.h"
+#include "util/error.h"
 
 namespace devplace {
 namespace {
@@ -112,6 +113,47 @@ TEST(GuidedSearchTest, MoveRegressorKeepsTheMostRecentRows) {
   Random random(1);
   regressor.Train(800, random);
   EXPECT_NEAR(regressor.Predict(zero)[0], 19.5, 2.0);
+}
+
+// A screen in a file predicts what it did before it was written; kept to
+// its newest rows, a constant fit lands on their mean.
+TEST(GuidedSearchTest, MoveRegressorFileRoundTripsAndKeepNewestKeepsTheNewestRows) {
+  MoveRegressorOptions options;
+  options.max_rows = 10;
+  MoveRegressor regressor(options, 1);
+  Random data(3);
+  for (int i = 0; i < 25; ++i) regressor.Add(RandomRow(data), i);
+  Random train(1);
+  regressor.Train(50, train);
+  const std::string path = ::testing::TempDir() + "/screen_round_trip.pt";
+  regressor.SaveFile(path);
+  MoveRegressor loaded(options, 2);
+  loaded.LoadFile(path);
+  EXPECT_EQ(loaded.rows(), 10);
+  std::vector<float> rows;
+  for (int i = 0; i < 20; ++i) {
+    const MoveFeatureRow row = RandomRow(data);
+    rows.insert(rows.end(), row.begin(), row.end());
+  }
+  EXPECT_EQ(loaded.Predict(rows), regressor.Predict(rows));
+  EXPECT_THROW(loaded.LoadFile(path + ".missing"), Error);
+  MoveRegressorOptions wider = options;
+  wider.hidden = 16;
+  MoveRegressor other(wider, 1);
+  EXPECT_THROW(other.LoadFile(path), Error);
+
+  MoveRegressor constant(options, 1);
+  const MoveFeatureRow zero{};
+  for (int i = 0; i < 25; ++i) constant.Add(zero, i);
+  constant.KeepNewest(4);
+  EXPECT_EQ(constant.rows(), 4);
+  // The newest four are 21..24; the next row replaces the oldest of them.
+  Random again(1);
+  constant.Train(800, again);
+  EXPECT_NEAR(constant.Predict(zero)[0], 22.5, 1.0);
+  constant.KeepNewest(0);
+  EXPECT_EQ(constant.rows(), 0);
+  std::filesystem::remove(path);
 }
 
 TEST(GuidedSearchTest, MoveHistoryReadsTheLastRewardOfTheMoveAndOfTheMoveBack) {

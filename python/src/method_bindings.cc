@@ -15,6 +15,7 @@
 #include <optional>
 
 #include "bindings.h"
+#include "cli/shipped_policy.h"
 #include "methods/method_registry.h"
 #include "methods/run_method.h"
 #include "sim_results.h"
@@ -197,6 +198,8 @@ LearnedOptions PlaceOptions(const MethodInfo& method, int64_t max_evaluations, d
     }
     options.guided.learning = *k.guided_learning == "reinforce" ? GuidedLearning::kReinforce : GuidedLearning::kRegression;
   }
+  // As `place`: guided's screen starts from the shipped one.
+  options.guided.screen_file = DefaultGuidedScreen(options.guided);
   const MethodOptionsGiven given{k.algorithm.has_value(), k.learning_rate.has_value(), k.max_steps.has_value()};
   ApplyMethodDefaults(method, given, options);
   if (method.kind == MethodKind::kLearned) ChooseLearnedBudget(given, options);

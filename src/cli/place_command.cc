@@ -51,6 +51,8 @@ struct PlaceFlags {
   bool learning_rate_given = false;
   bool method_by_default = false;
   std::string guided_learning = "regression";  // --guided-learning
+  std::string guided_screen = "shipped";       // --guided-screen
+  bool guided_screen_given = false;
   // The flags given that only the learned placers read (--algorithm,
   // --samples-per-step, ...), by name: refused for a method that would
   // ignore them, so that a mistyped or misplaced flag is not silently moot.
@@ -234,6 +236,32 @@ MethodOptionsGiven Given(const PlaceFlags& flags) {
   return {flags.algorithm_given, flags.learning_rate_given, flags.max_steps_given};
 }
 
+// guided's screen: the shipped one unless --guided-screen says otherwise
+// (DefaultGuidedScreen).
+void ChooseGuidedScreen(PlaceFlags& flags) {
+  GuidedSearchOptions& guided = flags.learned.guided;
+  if (flags.guided_screen == "none") {
+    guided.screen_file.clear();
+  } else if (flags.guided_screen != "shipped") {
+    guided.screen_file = flags.guided_screen;
+  } else if (!flags.guided_screen_given) {
+    guided.screen_file = DefaultGuidedScreen(guided);
+  } else {
+    const std::optional<std::string> shipped = FindShippedPolicy(kShippedGuidedScreen);
+    if (!shipped) throw Error(std::string("--guided-screen shipped: this build has no shipped screen (") + kShippedGuidedScreen + ")");
+    guided.screen_file = *shipped;
+  }
+  if (!guided.screen_file.empty() && guided.learning != GuidedLearning::kRegression) {
+    throw Error("--guided-screen " + ForMessage(flags.guided_screen) + ": a screen is for guided's regression screen, not --guided-learning reinforce");
+  }
+  if (!guided.screen_out.empty()) {
+    if (guided.learning != GuidedLearning::kRegression) {
+      throw Error("--guided-screen-out: a screen is guided's regression screen's, not --guided-learning reinforce's");
+    }
+    CheckWritable(guided.screen_out);
+  }
+}
+
 // Every check that needs no input read: the method's name and defaults,
 // the learned options, and the flags that go together. Nothing is written
 // before they pass, so a refused run leaves no folder, curve, checkpoint or
@@ -250,6 +278,7 @@ const MethodInfo& CheckPlaceFlags(PlaceFlags& flags) {
   ApplyMethodDefaults(method, Given(flags), flags.learned);
   flags.learned.guided.learning =
       flags.guided_learning == "reinforce" ? GuidedLearning::kReinforce : GuidedLearning::kRegression;
+  ChooseGuidedScreen(flags);
   if (!learned && !flags.policy_flags_given.empty()) {
     const std::string& flag = flags.policy_flags_given.front();
     throw Error(flag + " applies to the learned placers (" + MethodNames({MethodKind::kLearned}) + "); " + flags.method +
@@ -752,8 +781,21 @@ void AddPlaceCommand(CLI::App& app) {
       ->group(guided)->check(InRange(1e-6, 1e6));
   cmd->add_option("--guided-polish", learned.guided.polish_share,
                   "guided: the last share of the budget spent as a greedy descent from the best placement found "
-                  "(default 0.1; 0: none)")
+                  "(default 0.2; 0: none)")
       ->group(guided)->check(InRange(0.0, 0.9));
+  cmd->add_option("--guided-screen", flags->guided_screen,
+                  "guided: where its screen starts: shipped (default: policies/guided_screen.pt, fitted on generated "
+                  "graphs and clusters, where this build has it), none (a fresh screen from the seed), or a screen file "
+                  "that --guided-screen-out wrote")
+      ->group(guided)
+      ->each([flags](const std::string&) { flags->guided_screen_given = true; });
+  cmd->add_option("--guided-screen-rows", learned.guided.screen_prior_rows,
+                  "guided: rows of the --guided-screen file's buffer kept as the search's first rows (default 0: its "
+                  "network alone)")
+      ->group(guided)->check(InRange(0, 1 << 20));
+  cmd->add_option("--guided-screen-out", learned.guided.screen_out,
+                  "guided: write its screen here at the end, for --guided-screen of later searches")
+      ->group(guided);
   cmd->add_option("--learning-rate", learned.learning_rate, "Adam's learning rate (default 0.0003; mars: 0.003; guided: 0.01)")->group(g)->check(Positive());
   cmd->add_option("--prior-learning-rate", learned.prior_learning_rate,
                   "HDP: Adam's learning rate for the starting stay bonus and locality weight")

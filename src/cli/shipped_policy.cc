@@ -22,4 +22,9 @@ std::optional<std::string> FindShippedPolicy(const std::string& name) {
   return std::nullopt;
 }
 
+std::string DefaultGuidedScreen(const GuidedSearchOptions& guided) {
+  if (guided.learning != GuidedLearning::kRegression || guided.hidden != GuidedSearchOptions{}.hidden) return "";
+  return FindShippedPolicy(kShippedGuidedScreen).value_or("");
+}
+
 }  // namespace devplace

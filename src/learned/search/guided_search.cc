@@ -248,6 +248,11 @@ class Proposer {
   int64_t updates() const { return updates_; }
   GreedyPolish& polish() { return polish_; }
 
+  // The screen from a file (GuidedSearchOptions::screen_file), and to one;
+  // every problem an Error naming the file.
+  virtual void StartScreenFrom(const std::string& path, int32_t prior_rows) = 0;
+  virtual void SaveScreen(const std::string& path) = 0;
+
   // The proposer's state for a checkpoint: plain facts in `facts`, tensors
   // in `archive`; and back, every problem an Error naming `path`.
   void Save(nlohmann::json& facts, torch::serialize::OutputArchive& archive) {
@@ -333,6 +338,12 @@ class RegressionProposer : public Proposer {
     if (const std::string problem = regressor_.Load(archive); !problem.empty()) facts.Fail("checkpoint's move regressor " + problem);
   }
 
+  void StartScreenFrom(const std::string& path, int32_t prior_rows) override {
+    regressor_.LoadFile(path);
+    regressor_.KeepNewest(prior_rows);
+  }
+  void SaveScreen(const std::string& path) override { regressor_.SaveFile(path); }
+
   void LearnReward(double reward, bool refused) override {
     regressor_.Add(taken_row_, ScreenLabel(reward, refused, options_.screen_target));
     if (++since_update_ < options_.moves_per_update) return;
@@ -416,6 +427,13 @@ class ReinforceProposer : public Proposer {
       facts.Fail("checkpoint's scorer does not load (damaged, or of other sizes)");
     }
     if (const std::string problem = LoadedParametersProblem(*scorer_, shapes); !problem.empty()) facts.Fail("checkpoint's scorer " + problem);
+  }
+
+  void StartScreenFrom(const std::string& path, int32_t /*prior_rows*/) override {
+    throw Error(ForMessage(path) + ": a screen file is for guided's regression screen, not its REINFORCE policy");
+  }
+  void SaveScreen(const std::string& path) override {
+    throw Error(ForMessage(path) + ": a screen file is for guided's regression screen, not its REINFORCE policy");
   }
 
   // Records the reward of the last proposal, and every moves_per_update
@@ -566,8 +584,10 @@ PlacerOutput PlaceGuided(const PlacementProblem& problem, const GuidedSearchOpti
     random.set_state(resumed->random_state);
     chain = std::make_unique<MetropolisChain>(problem, movable, std::move(resumed->chain));
   } else if (!start.placement.empty()) {
+    if (!options.screen_file.empty()) proposer->StartScreenFrom(options.screen_file, options.screen_prior_rows);
     chain = MakeChainFrom(problem, movable, "guided", start.placement, start.name);
   } else {
+    if (!options.screen_file.empty()) proposer->StartScreenFrom(options.screen_file, options.screen_prior_rows);
     chain = std::make_unique<MetropolisChain>(problem, movable, "guided");
   }
   GuidedRunFolder folder(problem, movable, options, files);
@@ -620,10 +640,13 @@ PlacerOutput PlaceGuided(const PlacementProblem& problem, const GuidedSearchOpti
   }
   report();
   if (folder.enabled()) write_checkpoint();
-  char what[160];
-  std::snprintf(what, sizeof what, "%lld moves, %lld restarts, %lld policy updates",
+  if (!options.screen_out.empty()) proposer->SaveScreen(options.screen_out);
+  char counts[160];
+  std::snprintf(counts, sizeof counts, "%lld moves, %lld restarts, %lld policy updates",
                 static_cast<long long>(chain->moves()), static_cast<long long>(chain->restarts()),
                 static_cast<long long>(proposer->updates()));
+  std::string what = counts;
+  if (!options.screen_file.empty()) what += ", screen from " + std::filesystem::path(options.screen_file).filename().string();
   return chain->Finish(what);
 }
 

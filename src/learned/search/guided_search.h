@@ -70,10 +70,11 @@ struct GuidedSearchOptions {
   // kRegression: what the screen predicts of a move (GuidedScreenTarget).
   GuidedScreenTarget screen_target = GuidedScreenTarget::kRewardUnlessRefused;
   // The last share of the budget as a greedy descent from the best
-  // placement found (learned/search/guided_polish.h); 0: none. On by
+  // placement found (learned/search/guided_polish.h); 0: none. A fifth by
   // default: it lifted guided on the 20 settings at equal samples on both
-  // seed sets measured (BENCHMARKS.md, "Designs tried on the 20 settings").
-  double polish_share = 0.1;
+  // seed sets measured, over a tenth (BENCHMARKS.md, "Designs tried on the
+  // 20 settings").
+  double polish_share = 0.2;
   // Units drawn per move while polishing; 0: candidate_units.
   int32_t polish_candidate_units = 0;
   // The chain's Metropolis test, as a multiple of mcmc's coldness
@@ -84,6 +85,17 @@ struct GuidedSearchOptions {
   // The share of the candidate units drawn among the units on the device
   // busiest in the current run (the rest uniformly among all units).
   double busiest_share = 0;
+  // kRegression: the screen starts from this file (one that `screen_out`
+  // wrote, fitted on other graphs and clusters): its network and optimizer,
+  // and the newest `screen_prior_rows` of its rows, which the search's own
+  // rows replace, oldest first (none by default: the network alone measured
+  // ahead; BENCHMARKS.md, "A screen fitted on other graphs"). Empty: a
+  // fresh screen from the seed.
+  std::string screen_file;
+  int32_t screen_prior_rows = 0;
+  // Where the screen is written at the end (its network, optimizer and
+  // rows), for `screen_file` of later searches; empty: nowhere.
+  std::string screen_out;
 };
 
 // Where a guided search keeps its files (`place --out`), and whether it

@@ -2,10 +2,16 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstring>
+#include <filesystem>
+#include <sstream>
 
 #include "learned/files/loaded_parameters.h"
+#include "learned/files/checkpoint_file.h"
 #include "learned/networks/move_scorer_net.h"
+#include "util/error.h"
+#include "util/files.h"
 
 namespace devplace {
 
@@ -136,6 +142,71 @@ std::string MoveRegressor::Load(torch::serialize::InputArchive& archive) {
   m.rewards.assign(rewards.data_ptr<float>(), rewards.data_ptr<float>() + rewards.numel());
   m.next = static_cast<size_t>(at);
   return "";
+}
+
+namespace {
+
+// A screen file is sealed as a checkpoint is (learned/files/checkpoint_file.h):
+// a flipped byte in its rows would otherwise load as another number.
+constexpr std::string_view kScreenHeader = "DEVPLACE-SCREEN 1\n";
+
+}  // namespace
+
+void MoveRegressor::SaveFile(const std::string& path) {
+  torch::serialize::OutputArchive archive;
+  Save(archive);
+  std::ostringstream bytes;
+  archive.save_to(bytes);
+  CheckpointParts parts;
+  parts.facts = {{"features", impl_->options.features}, {"hidden", impl_->options.hidden}};
+  parts.tensors = bytes.str();
+  WriteFileAtomically(path, SealCheckpoint(parts, kScreenHeader));
+}
+
+void MoveRegressor::LoadFile(const std::string& path) {
+  const std::string name = ForMessage(path);
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) throw Error(name + ": no such screen file");
+  const CheckpointParts parts = UnsealCheckpoint(path, ReadTextFile(path), kScreenHeader, "screen");
+  const nlohmann::json& facts = parts.facts;
+  const MoveRegressorOptions& o = impl_->options;
+  auto size = [&](const char* key) -> int64_t {
+    const auto at = facts.find(key);
+    return at != facts.end() && at->is_number_integer() ? at->get<int64_t>() : -1;
+  };
+  if (size("features") != o.features || size("hidden") != o.hidden) {
+    throw Error(name + ": a screen of " + std::to_string(size("features")) + " features and " +
+                std::to_string(size("hidden")) + " hidden units, where this search's has " + std::to_string(o.features) +
+                " and " + std::to_string(o.hidden));
+  }
+  torch::serialize::InputArchive archive;
+  try {
+    std::istringstream in(parts.tensors);
+    archive.load_from(in);
+  } catch (const c10::Error&) {
+    throw Error(name + ": screen is damaged (its tensors do not load)");
+  }
+  if (const std::string problem = Load(archive); !problem.empty()) throw Error(name + ": screen " + problem);
+}
+
+void MoveRegressor::KeepNewest(int64_t rows) {
+  Impl& m = *impl_;
+  const size_t width = static_cast<size_t>(m.options.features);
+  const size_t held = m.rewards.size();
+  const size_t kept = std::min(held, static_cast<size_t>(std::max<int64_t>(rows, 0)));
+  std::vector<float> new_rows;
+  std::vector<float> new_rewards;
+  new_rows.reserve(kept * width);
+  new_rewards.reserve(kept);
+  // Oldest first: the ring's oldest row is at `next` once it is full, at 0 before.
+  for (size_t i = held - kept; i < held; ++i) {
+    const size_t k = (m.next + i) % held;
+    new_rows.insert(new_rows.end(), m.rows.begin() + k * width, m.rows.begin() + (k + 1) * width);
+    new_rewards.push_back(m.rewards[k]);
+  }
+  m.rows = std::move(new_rows);
+  m.rewards = std::move(new_rewards);
+  m.next = 0;
 }
 
 }  // namespace devplace

@@ -58,6 +58,15 @@ class MoveRegressor {
   void Save(torch::serialize::OutputArchive& archive);
   std::string Load(torch::serialize::InputArchive& archive);
 
+  // The same in a sealed file of its own (a screen: `place
+  // --guided-screen-out`), and back; every problem an Error naming the file,
+  // a screen of other sizes included.
+  void SaveFile(const std::string& path);
+  void LoadFile(const std::string& path);
+  // Keeps the newest `rows` rows of the buffer (all of them when it holds
+  // fewer), oldest first, so that the next rows replace the oldest.
+  void KeepNewest(int64_t rows);
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
