@@ -429,12 +429,8 @@ class ReinforceProposer : public Proposer {
     if (const std::string problem = LoadedParametersProblem(*scorer_, shapes); !problem.empty()) facts.Fail("checkpoint's scorer " + problem);
   }
 
-  void StartScreenFrom(const std::string& path, int32_t /*prior_rows*/) override {
-    throw Error(ForMessage(path) + ": a screen file is for guided's regression screen, not its REINFORCE policy");
-  }
-  void SaveScreen(const std::string& path) override {
-    throw Error(ForMessage(path) + ": a screen file is for guided's regression screen, not its REINFORCE policy");
-  }
+  void StartScreenFrom(const std::string& path, int32_t /*prior_rows*/) override { NoScreen(path); }
+  void SaveScreen(const std::string& path) override { NoScreen(path); }
 
   // Records the reward of the last proposal, and every moves_per_update
   // proposals takes one REINFORCE step on them.
@@ -459,6 +455,10 @@ class ReinforceProposer : public Proposer {
   }
 
  private:
+  [[noreturn]] static void NoScreen(const std::string& path) {
+    throw Error(ForMessage(path) + ": a screen file is for guided's regression screen, not its REINFORCE policy");
+  }
+
   // One proposal as the update reads it again: its candidates' features,
   // which one was taken, and its reward.
   struct Proposal {
@@ -577,6 +577,8 @@ PlacerOutput PlaceGuided(const PlacementProblem& problem, const GuidedSearchOpti
   // The scorer's first weights, and so the whole search, follow the seed.
   torch::manual_seed(problem.seed);
   std::unique_ptr<Proposer> proposer = MakeProposer(problem, movable, options);
+  // A resumed run's screen is its checkpoint's.
+  if (!resumed && !options.screen_file.empty()) proposer->StartScreenFrom(options.screen_file, options.screen_prior_rows);
   Random random(problem.seed ^ 0x6775696465ull);  // "guide"
   std::unique_ptr<MetropolisChain> chain;
   if (resumed) {
@@ -584,10 +586,8 @@ PlacerOutput PlaceGuided(const PlacementProblem& problem, const GuidedSearchOpti
     random.set_state(resumed->random_state);
     chain = std::make_unique<MetropolisChain>(problem, movable, std::move(resumed->chain));
   } else if (!start.placement.empty()) {
-    if (!options.screen_file.empty()) proposer->StartScreenFrom(options.screen_file, options.screen_prior_rows);
     chain = MakeChainFrom(problem, movable, "guided", start.placement, start.name);
   } else {
-    if (!options.screen_file.empty()) proposer->StartScreenFrom(options.screen_file, options.screen_prior_rows);
     chain = std::make_unique<MetropolisChain>(problem, movable, "guided");
   }
   GuidedRunFolder folder(problem, movable, options, files);
