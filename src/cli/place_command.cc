@@ -254,6 +254,8 @@ void ChooseGuidedScreen(PlaceFlags& flags) {
   if (!guided.screen_file.empty() && guided.learning != GuidedLearning::kRegression) {
     throw Error("--guided-screen " + ForMessage(flags.guided_screen) + ": a screen is for guided's regression screen, not --guided-learning reinforce");
   }
+  // A named screen is read whole before anything is said or written.
+  if (flags.guided_screen_given) CheckScreenFile(guided);
   if (!guided.screen_out.empty()) {
     if (guided.learning != GuidedLearning::kRegression) {
       throw Error("--guided-screen-out: a screen is guided's regression screen's, not --guided-learning reinforce's");

@@ -368,6 +368,10 @@ class RegressionProposer : public Proposer {
   int32_t since_update_ = 0;
 };
 
+[[noreturn]] void NoScreen(const std::string& path) {
+  throw Error(ForMessage(path) + ": a screen file is for guided's regression screen, not its REINFORCE policy");
+}
+
 // kReinforce: the scorer's outputs are the policy's logits, trained on each
 // move's reward less a running baseline.
 class ReinforceProposer : public Proposer {
@@ -455,10 +459,6 @@ class ReinforceProposer : public Proposer {
   }
 
  private:
-  [[noreturn]] static void NoScreen(const std::string& path) {
-    throw Error(ForMessage(path) + ": a screen file is for guided's regression screen, not its REINFORCE policy");
-  }
-
   // One proposal as the update reads it again: its candidates' features,
   // which one was taken, and its reward.
   struct Proposal {
@@ -565,6 +565,12 @@ double Coldness(const GuidedSearchOptions& options, double spent, bool polishing
 }
 
 }  // namespace
+
+void CheckScreenFile(const GuidedSearchOptions& options) {
+  if (options.screen_file.empty()) return;
+  if (options.learning != GuidedLearning::kRegression) NoScreen(options.screen_file);
+  ReadScreenFile(options.screen_file, RowWidth(options), options.hidden);
+}
 
 PlacerOutput PlaceGuided(const PlacementProblem& problem, const GuidedSearchOptions& options, const GuidedRunFiles& files,
                          const GuidedStart& start) {

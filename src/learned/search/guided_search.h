@@ -129,6 +129,11 @@ struct GuidedStart {
   std::string name;
 };
 
+// Throws the Error PlaceGuided would for `options.screen_file` (missing,
+// damaged, of other sizes, or with kReinforce), so that a command can say
+// it before it says anything else.
+void CheckScreenFile(const GuidedSearchOptions& options);
+
 PlacerOutput PlaceGuided(const PlacementProblem& problem, const GuidedSearchOptions& options = {},
                          const GuidedRunFiles& files = {}, const GuidedStart& start = {});
 

@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <sstream>
 
-#include "learned/files/loaded_parameters.h"
 #include "learned/files/checkpoint_file.h"
+#include "learned/files/loaded_parameters.h"
 #include "learned/networks/move_scorer_net.h"
 #include "util/error.h"
 #include "util/files.h"
@@ -163,25 +163,29 @@ void MoveRegressor::SaveFile(const std::string& path) {
   WriteFileAtomically(path, SealCheckpoint(parts, kScreenHeader));
 }
 
-void MoveRegressor::LoadFile(const std::string& path) {
+std::string ReadScreenFile(const std::string& path, int32_t features, int32_t hidden) {
   const std::string name = ForMessage(path);
   std::error_code error;
   if (!std::filesystem::is_regular_file(path, error)) throw Error(name + ": no such screen file");
-  const CheckpointParts parts = UnsealCheckpoint(path, ReadTextFile(path), kScreenHeader, "screen");
-  const nlohmann::json& facts = parts.facts;
-  const MoveRegressorOptions& o = impl_->options;
+  CheckpointParts parts = UnsealCheckpoint(path, ReadTextFile(path), kScreenHeader, "screen");
   auto size = [&](const char* key) -> int64_t {
-    const auto at = facts.find(key);
-    return at != facts.end() && at->is_number_integer() ? at->get<int64_t>() : -1;
+    const auto at = parts.facts.find(key);
+    return at != parts.facts.end() && at->is_number_integer() ? at->get<int64_t>() : -1;
   };
-  if (size("features") != o.features || size("hidden") != o.hidden) {
+  if (size("features") != features || size("hidden") != hidden) {
     throw Error(name + ": a screen of " + std::to_string(size("features")) + " features and " +
-                std::to_string(size("hidden")) + " hidden units, where this search's has " + std::to_string(o.features) +
-                " and " + std::to_string(o.hidden));
+                std::to_string(size("hidden")) + " hidden units, where this search's has " + std::to_string(features) +
+                " and " + std::to_string(hidden));
   }
+  return std::move(parts.tensors);
+}
+
+void MoveRegressor::LoadFile(const std::string& path) {
+  const std::string name = ForMessage(path);
+  const std::string tensors = ReadScreenFile(path, impl_->options.features, impl_->options.hidden);
   torch::serialize::InputArchive archive;
   try {
-    std::istringstream in(parts.tensors);
+    std::istringstream in(tensors);
     archive.load_from(in);
   } catch (const c10::Error&) {
     throw Error(name + ": screen is damaged (its tensors do not load)");

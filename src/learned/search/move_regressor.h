@@ -37,6 +37,11 @@ struct MoveRegressorOptions {
   int32_t max_rows = 4096;
 };
 
+// The tensors of the screen file at `path` (what MoveRegressor::SaveFile
+// wrote), checked before any is read: the file sealed and whole, and of a
+// screen of `features` and `hidden`; every problem an Error naming the file.
+std::string ReadScreenFile(const std::string& path, int32_t features, int32_t hidden);
+
 class MoveRegressor {
  public:
   // The network's first weights follow `seed`.
