@@ -190,10 +190,12 @@ TEST(GreedyPolishTest, StartsOnceWhenItsShareOfTheBudgetIsLeft) {
   EXPECT_TRUE(polish.active());
 }
 
-// The best-scored move not tried since the last improvement; when every
-// one was, the best of all; an improvement forgets what was tried.
-TEST(GreedyPolishTest, PicksTheBestUntriedMoveUntilAnImprovement) {
+// The best-scored move not tried since the last improvement; an
+// improvement forgets what was tried; when every move was tried, the
+// descent ends (no move, not active) until Resume, which forgets too.
+TEST(GreedyPolishTest, PicksTheBestUntriedMoveAndEndsTheDescentWhenEveryOneWasTried) {
   GreedyPolish polish(0.1);
+  ASSERT_TRUE(polish.StartsNow(0.95));
   const std::vector<PolishMove> moves = {{0, 1, -1}, {0, 2, -1}, {3, 1, 4}, {3, 1, -1}};
   const std::vector<float> scores = {0.5f, -1.0f, 2.0f, 1.0f};
   EXPECT_EQ(polish.Pick(moves, scores), 2u);
@@ -202,10 +204,45 @@ TEST(GreedyPolishTest, PicksTheBestUntriedMoveUntilAnImprovement) {
   polish.Record(moves[3], false);
   polish.Record(moves[0], false);
   EXPECT_EQ(polish.Pick(moves, scores), 1u);
-  polish.Record(moves[1], false);
-  EXPECT_EQ(polish.Pick(moves, scores), 2u);
   polish.Record(moves[1], true);
   EXPECT_EQ(polish.Pick(moves, scores), 2u);
+  for (const PolishMove& m : moves) polish.Record(m, false);
+  EXPECT_TRUE(polish.active());
+  EXPECT_EQ(polish.Pick(moves, scores), moves.size());
+  EXPECT_FALSE(polish.active());
+  EXPECT_TRUE(polish.begun());
+  polish.Resume();
+  EXPECT_TRUE(polish.active());
+  EXPECT_EQ(polish.Pick(moves, scores), 2u);
+  EXPECT_EQ(polish.descents(), 2);
+  EXPECT_EQ(polish.picks(), 5);
+}
+
+// On a graph small enough that a descent tries every move long before the
+// budget ends, the polish stops at each local optimum instead of repeating
+// moves: its moves are far fewer than its share of the budget, the search
+// between descents finds more to polish, and the run spends its whole
+// budget, the same in every run.
+TEST(GuidedSearchTest, ThePolishEndsADescentWhenEveryMoveWasTried) {
+  OwnedProblem owned(MakeModel("tiny"), *MakeClusterPreset("k80x2"));
+  GuidedSearchOptions options;
+  options.polish_share = 0.5;
+  for (uint64_t seed = 1; seed <= 2; ++seed) {
+    PlacementProblem problem = owned.get(seed);
+    problem.budget.max_evaluations = 4000;
+    const PlacerOutput out = PlaceGuided(problem, options);
+    EXPECT_EQ(out.evaluations, 4000);
+    long long moves = -1, descents = -1;
+    const size_t at = out.note.find(" polish moves in ");
+    ASSERT_NE(at, std::string::npos) << out.note;
+    const size_t start = out.note.rfind(", ", at);
+    ASSERT_EQ(std::sscanf(out.note.c_str() + start + 2, "%lld polish moves in %lld descent", &moves, &descents), 2)
+        << out.note;
+    EXPECT_GE(descents, 1);
+    EXPECT_GT(moves, 0);
+    EXPECT_LT(moves, 1000) << out.note;  // of the 2,000 the polish's share is
+    EXPECT_EQ(PlaceGuided(problem, options).placement, out.placement);
+  }
 }
 
 // A run's checkpoint is where it stood before its polish: continued with a

@@ -782,7 +782,7 @@ void AddPlaceCommand(CLI::App& app) {
                   "guided, regression: the softmax's temperature over predicted rewards (percent of step time; default 0.25)")
       ->group(guided)->check(InRange(1e-6, 1e6));
   cmd->add_option("--guided-polish", learned.guided.polish_share,
-                  "guided: the last share of the budget spent as a greedy descent from the best placement found "
+                  "guided: the last share of the budget spent as greedy descents from the best placements found "
                   "(default 0.2; 0: none)")
       ->group(guided)->check(InRange(0.0, 0.9));
   cmd->add_option("--guided-screen", flags->guided_screen,

@@ -3,20 +3,30 @@
 namespace devplace {
 
 bool GreedyPolish::StartsNow(double spent) {
-  if (active_ || share_ <= 0 || spent < 1 - share_) return false;
-  active_ = true;
-  tried_.clear();
+  if (begun_ || share_ <= 0 || spent < 1 - share_) return false;
+  begun_ = true;
+  Resume();
   return true;
 }
 
-size_t GreedyPolish::Pick(const std::vector<PolishMove>& moves, const std::vector<float>& scores) const {
-  size_t best = moves.size(), best_any = 0;
+void GreedyPolish::Resume() {
+  active_ = true;
+  tried_.clear();
+  ++descents_;
+}
+
+size_t GreedyPolish::Pick(const std::vector<PolishMove>& moves, const std::vector<float>& scores) {
+  size_t best = moves.size();
   for (size_t k = 0; k < moves.size(); ++k) {
-    if (scores[k] > scores[best_any]) best_any = k;
     if (tried_.count(moves[k])) continue;
     if (best == moves.size() || scores[k] > scores[best]) best = k;
   }
-  return best == moves.size() ? best_any : best;
+  if (best == moves.size()) {
+    active_ = false;
+  } else {
+    ++picks_;
+  }
+  return best;
 }
 
 void GreedyPolish::Record(const PolishMove& move, bool improved) {

@@ -229,7 +229,11 @@ class Proposer {
     if (!screened_) {
       k = random.Below(moves_.candidates.size());
     } else if (polish_.active()) {
-      k = polish_.Pick(PolishMoves(), Scores());
+      const std::vector<float> scores = Scores();
+      k = polish_.Pick(PolishMoves(), scores);
+      // The descent has ended (every candidate tried since its last
+      // improvement): the search's own move instead of a repeat.
+      if (k == moves_.candidates.size()) k = DrawFrom(ProposalProbabilities(scores, options_.uniform_share), random);
     } else {
       k = DrawFrom(ProposalProbabilities(Scores(), options_.uniform_share), random);
     }
@@ -612,14 +616,25 @@ PlacerOutput PlaceGuided(const PlacementProblem& problem, const GuidedSearchOpti
   };
   Placement exchanged;
   std::vector<int32_t> exchanged_ops;
+  GreedyPolish& polish = proposer->polish();
+  SearchCost polished_best;  // the best when the last descent ended
   while (!movable.units.empty() && !chain->OutOfBudget()) {
     const double spent = chain->BudgetSpent();
-    if (proposer->polish().StartsNow(spent)) {
+    if (polish.StartsNow(spent)) {
       if (folder.enabled()) before_polish = CheckpointOf(*chain, random, *proposer);
       chain->ReturnToBest();
       continue;
     }
-    chain->set_coldness(Coldness(options, spent, proposer->polish().active()));
+    if (polish.active()) {
+      polished_best = chain->best_cost();
+    } else if (polish.begun() && Better(chain->best_cost(), polished_best)) {
+      // The search found a new best since the last descent ended: it is
+      // polished in turn.
+      polish.Resume();
+      if (Better(chain->best_cost(), chain->current_cost())) chain->ReturnToBest();
+      continue;
+    }
+    chain->set_coldness(Coldness(options, spent, polish.active()));
     // Out of memory, mcmc's exchanges too (placers/metropolis_chain.h);
     // the scorer knows single moves only and learns nothing from them.
     if (!chain->current_cost().fits() && ProposeExchange(movable, chain->current(), random, exchanged, exchanged_ops)) {
@@ -652,6 +667,11 @@ PlacerOutput PlaceGuided(const PlacementProblem& problem, const GuidedSearchOpti
                 static_cast<long long>(chain->moves()), static_cast<long long>(chain->restarts()),
                 static_cast<long long>(proposer->updates()));
   std::string what = counts;
+  if (polish.begun()) {
+    std::snprintf(counts, sizeof counts, ", %lld polish moves in %lld descent%s", static_cast<long long>(polish.picks()),
+                  static_cast<long long>(polish.descents()), polish.descents() == 1 ? "" : "s");
+    what += counts;
+  }
   if (!options.screen_file.empty()) what += ", screen from " + std::filesystem::path(options.screen_file).filename().string();
   return chain->Finish(what);
 }

@@ -69,8 +69,8 @@ struct GuidedSearchOptions {
   bool pair_moves = true;
   // kRegression: what the screen predicts of a move (GuidedScreenTarget).
   GuidedScreenTarget screen_target = GuidedScreenTarget::kRewardUnlessRefused;
-  // The last share of the budget as a greedy descent from the best
-  // placement found (learned/search/guided_polish.h); 0: none. A fifth by
+  // The last share of the budget as greedy descents from the best
+  // placements found (learned/search/guided_polish.h); 0: none. A fifth by
   // default: it lifted guided on the 20 settings at equal samples on both
   // seed sets measured, over a tenth (BENCHMARKS.md, "Designs tried on the
   // 20 settings").
