@@ -220,9 +220,8 @@ TEST(GreedyPolishTest, PicksTheBestUntriedMoveAndEndsTheDescentWhenEveryOneWasTr
 
 // On a graph small enough that a descent tries every move long before the
 // budget ends, the polish stops at each local optimum instead of repeating
-// moves: its moves are far fewer than its share of the budget, the search
-// between descents finds more to polish, and the run spends its whole
-// budget, the same in every run.
+// moves: its moves are far fewer than its share of the budget, and the run
+// spends its whole budget, the same in every run.
 TEST(GuidedSearchTest, ThePolishEndsADescentWhenEveryMoveWasTried) {
   OwnedProblem owned(MakeModel("tiny"), *MakeClusterPreset("k80x2"));
   GuidedSearchOptions options;
