@@ -186,8 +186,12 @@ TEST_F(DistributedTest, WorkerKilledMidRunIsDroppedAndTheRunFinishes) {
   EXPECT_EQ(runs[2].signal, SIGKILL) << runs[2].out;
   EXPECT_EQ(runs[0].exit_code, 0) << runs[0].out;
   EXPECT_EQ(runs[1].exit_code, 0) << runs[1].out;
-  EXPECT_NE(runs[0].out.find("dropped worker rank 2"), std::string::npos) << runs[0].out;
-  // Its slice was measured on rank 0: nothing lost, the same search.
+  // Its slice of 2 (7 samples: 3, 2 and rank 0's 2) is dealt again over
+  // the ranks still measuring: nothing lost, the same search.
+  EXPECT_NE(runs[0].out.find("dropped worker rank 2 (no answer within 5 s, DEVPLACE_DIST_TIMEOUT_S); its 2 placements "
+                             "go to ranks 1 and 0"),
+            std::string::npos)
+      << runs[0].out;
   EXPECT_EQ(ReadAll(dir_ / "killed" / "best_placement.json"), one);
   EXPECT_EQ(CurveWithoutSeconds(dir_ / "killed" / "curve.csv"), CurveWithoutSeconds(dir_ / "one" / "curve.csv"));
 }
@@ -548,6 +552,27 @@ TEST_F(DistributedMeasuredTest, AWorkerKilledMidRunIsDroppedAndItsPlacementsMeas
   const nlohmann::json out = nlohmann::json::parse(runs[0].out.substr(runs[0].out.find('{')));
   EXPECT_EQ(out["real_runs_on_workers"].get<int64_t>(), 2) << out.dump();  // its first slice only
   EXPECT_EQ(out["samples"].get<int64_t>(), 8);  // no sample lost
+  EXPECT_TRUE(out["step_time_s"].is_number()) << out.dump();
+}
+
+TEST_F(DistributedMeasuredTest, AKilledWorkersPlacementsAreSentToAnotherWorker) {
+  const fs::path host = HostCluster("host.json", "host", 1);
+  std::vector<std::string> args = MeasuredArgs(host, "r");
+  args.insert(args.end(), {"--controller-measures", "no"});
+  // Rank 2 sends itself SIGKILL on its second slice: batch 2's 2 of 4.
+  std::vector<RankRun> runs = RunSameCommand(3, args, {"DEVPLACE_TEST_KILL_WORKER=2:1"});
+  EXPECT_EQ(runs[2].signal, SIGKILL) << runs[2].out;
+  ASSERT_EQ(runs[0].exit_code, 0) << runs[0].out;
+  ASSERT_EQ(runs[1].exit_code, 0) << runs[1].out;
+  EXPECT_NE(runs[0].out.find("dropped worker rank 2 (no answer within 5 s, DEVPLACE_DIST_TIMEOUT_S); its 2 placements "
+                             "go to rank 1\n"),
+            std::string::npos)
+      << runs[0].out;
+  const nlohmann::json out = nlohmann::json::parse(runs[0].out.substr(runs[0].out.find('{')));
+  EXPECT_EQ(out["samples"].get<int64_t>(), 8);  // no sample lost
+  // Every sample ran on a worker, the dead one's second slice on rank 1,
+  // none on rank 0's devices but the final run.
+  EXPECT_EQ(out["real_runs_on_workers"].get<int64_t>(), 8) << out.dump();
   EXPECT_TRUE(out["step_time_s"].is_number()) << out.dump();
 }
 

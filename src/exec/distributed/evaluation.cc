@@ -70,10 +70,8 @@ int64_t EvaluationPool::dropped_workers() const {
   return dropped;
 }
 
-void EvaluationPool::Drop(size_t worker, const std::string& why, int64_t placements) {
+void EvaluationPool::Drop(size_t worker) {
   live_[worker] = false;
-  std::fprintf(stderr, "devplace: distributed run: dropped worker rank %d (%s); rank %d measures its %lld placements\n",
-               ranks_[worker], why.c_str(), world_.rank(), static_cast<long long>(placements));
   // A worker that is only slow reads this after its late answer and ends.
   EvaluationJob dropped;
   dropped.kind = JobKind::kDropped;
@@ -107,67 +105,111 @@ int64_t EvaluationPool::placements_measured_by_workers() const {
 std::vector<Outcome> EvaluationPool::Measure(const LocalMeasure& local, const SimulatedEnvironmentOptions& options,
                                              const std::vector<Placement>& placements, int64_t batch, int32_t stream) {
   std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<Outcome> outcomes(placements.size());
+  auto measure_here = [&](const Range& range) {
+    std::vector<Outcome> mine = local(Slice(placements, range.first, range.count), static_cast<int32_t>(range.first));
+    std::copy(mine.begin(), mine.end(), outcomes.begin() + static_cast<std::ptrdiff_t>(range.first));
+  };
+  // Each round deals ranges of the batch over the workers still answering:
+  // the whole batch first, then what the workers dropped in the round before
+  // left, until nothing is left. Every round drops a worker or ends, so it
+  // ends; rank 0 measures whatever is left once no worker is.
+  std::vector<Range> to_deal = {{0, placements.size()}};
+  while (!to_deal.empty()) {
+    std::vector<Sent> sent;
+    std::vector<Range> here = Deal(to_deal, placements, options, batch, stream, sent);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(world_.timeout_s());
+    for (const Range& range : here) measure_here(range);
+    to_deal.clear();
+    struct Dropped {
+      size_t worker;
+      std::string why;
+      int64_t placements;
+    };
+    std::vector<Dropped> dropped;
+    for (const Sent& s : sent) {
+      if (!live_[s.worker]) {  // dropped earlier in this round: the rest of its ranges too
+        for (Dropped& d : dropped) d.placements += d.worker == s.worker ? static_cast<int64_t>(s.range.count) : 0;
+        to_deal.push_back(s.range);
+        continue;
+      }
+      const double left_s = std::max(0.001, std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count());
+      std::optional<std::string> answer = world_.Take(ResultKey(ranks_[s.worker], s.message), left_s);
+      std::string why;
+      if (answer) {
+        try {
+          std::vector<Outcome> theirs = DecodeOutcomes(*answer, s.range.count);
+          std::copy(theirs.begin(), theirs.end(), outcomes.begin() + static_cast<std::ptrdiff_t>(s.range.first));
+          measured_by_workers_ += static_cast<int64_t>(s.range.count);
+          continue;
+        } catch (const Error& e) {
+          why = e.what();
+        }
+      } else {
+        why = "no answer within " + ShowSeconds(world_.timeout_s()) + ", DEVPLACE_DIST_TIMEOUT_S";
+      }
+      Drop(s.worker);
+      dropped.push_back({s.worker, why, static_cast<int64_t>(s.range.count)});
+      to_deal.push_back(s.range);
+    }
+    for (const Dropped& d : dropped) {
+      std::fprintf(stderr, "devplace: distributed run: dropped worker rank %d (%s); its %lld placements go to %s\n",
+                   ranks_[d.worker], d.why.c_str(), static_cast<long long>(d.placements), TakersLine().c_str());
+    }
+  }
+  return outcomes;
+}
+
+std::vector<EvaluationPool::Range> EvaluationPool::Deal(const std::vector<Range>& ranges,
+                                                        const std::vector<Placement>& placements,
+                                                        const SimulatedEnvironmentOptions& options, int64_t batch,
+                                                        int32_t stream, std::vector<Sent>& sent) {
   std::vector<size_t> workers;
   for (size_t w = 0; w < ranks_.size(); ++w) {
     if (live_[w]) workers.push_back(w);
   }
-  // Slices in rank order: workers first, rank 0 (which also runs the
-  // controller) last, and the smallest when the batch does not divide;
-  // none for rank 0 when it does not measure and a worker is left.
+  // Slices of each range in rank order: workers first, this rank (which
+  // also runs the controller) last, and the smallest when the range does
+  // not divide; none for this rank when it does not measure and a worker is
+  // left.
   const bool here = controller_measures_ || workers.empty();
   const size_t parts = workers.size() + (here ? 1 : 0);
-  struct Sent {
-    size_t worker, first, count;
-    int64_t message;
-  };
-  std::vector<Sent> sent;
-  for (size_t i = 0; i < workers.size(); ++i) {
-    size_t first = 0, count = 0;
-    SliceOf(placements.size(), parts, i, first, count);
-    if (count == 0) continue;
-    EvaluationJob job;
-    job.batch = batch;
-    job.stream = stream;
-    job.first_sample = static_cast<int32_t>(first);
-    job.options = options;
-    job.placements = Slice(placements, first, count);
-    const size_t w = workers[i];
-    sent.push_back({w, first, count, next_message_[w]});
-    world_.Put(JobKey(ranks_[w], next_message_[w]++), EncodeJob(job));
-  }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(world_.timeout_s());
-
-  std::vector<Outcome> outcomes(placements.size());
-  auto measure_here = [&](size_t first, size_t count) {
-    std::vector<Outcome> mine = local(Slice(placements, first, count), static_cast<int32_t>(first));
-    std::copy(mine.begin(), mine.end(), outcomes.begin() + static_cast<std::ptrdiff_t>(first));
-  };
-  if (here) {
-    size_t first = 0, count = 0;
-    SliceOf(placements.size(), parts, parts - 1, first, count);
-    if (count > 0) measure_here(first, count);
-  }
-
-  for (const Sent& s : sent) {
-    const double left_s = std::max(0.001, std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count());
-    std::optional<std::string> answer = world_.Take(ResultKey(ranks_[s.worker], s.message), left_s);
-    std::string why;
-    if (answer) {
-      try {
-        std::vector<Outcome> theirs = DecodeOutcomes(*answer, s.count);
-        std::copy(theirs.begin(), theirs.end(), outcomes.begin() + static_cast<std::ptrdiff_t>(s.first));
-        measured_by_workers_ += static_cast<int64_t>(s.count);
-        continue;
-      } catch (const Error& e) {
-        why = e.what();
-      }
-    } else {
-      why = "no answer within " + ShowSeconds(world_.timeout_s()) + ", DEVPLACE_DIST_TIMEOUT_S";
+  std::vector<Range> mine;
+  for (const Range& range : ranges) {
+    for (size_t i = 0; i < workers.size(); ++i) {
+      size_t first = 0, count = 0;
+      SliceOf(range.count, parts, i, first, count);
+      if (count == 0) continue;
+      EvaluationJob job;
+      job.batch = batch;
+      job.stream = stream;
+      job.first_sample = static_cast<int32_t>(range.first + first);
+      job.options = options;
+      job.placements = Slice(placements, range.first + first, count);
+      const size_t w = workers[i];
+      sent.push_back({w, {range.first + first, count}, next_message_[w]});
+      world_.Put(JobKey(ranks_[w], next_message_[w]++), EncodeJob(job));
     }
-    Drop(s.worker, why, static_cast<int64_t>(s.count));
-    measure_here(s.first, s.count);
+    if (here) {
+      size_t first = 0, count = 0;
+      SliceOf(range.count, parts, parts - 1, first, count);
+      if (count > 0) mine.push_back({range.first + first, count});
+    }
   }
-  return outcomes;
+  return mine;
+}
+
+std::string EvaluationPool::TakersLine() const {
+  std::vector<int32_t> takers;
+  for (size_t w = 0; w < ranks_.size(); ++w) {
+    if (live_[w]) takers.push_back(ranks_[w]);
+  }
+  if (controller_measures_ || takers.empty()) takers.push_back(world_.rank());
+  std::string line = takers.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < takers.size(); ++i) {
+    line += (i == 0 ? "" : i + 1 == takers.size() ? " and " : ", ") + std::to_string(takers[i]);
+  }
+  return line;
 }
 
 DistributedEnvironment::DistributedEnvironment(EvaluationPool& pool, const Graph& graph, const Cluster& cluster,

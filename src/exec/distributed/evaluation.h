@@ -2,8 +2,9 @@
 // splits each batch between itself and the workers still answering; each
 // worker measures its slice with its own simulator and sends the outcomes
 // back. A worker that does not answer within the world's timeout (dead,
-// hung, cut off) is dropped and its slice measured on rank 0, so no
-// placement is lost and the run goes on. Each slice keeps its samples'
+// hung, cut off) is dropped and its slice dealt again over the ranks still
+// measuring (rank 0 alone once no worker is left), so no placement is lost
+// and the run goes on. Each slice keeps its samples'
 // place in the batch, so the noise (sim/environment.h) is the same as in
 // one process.
 #pragma once
@@ -13,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "exec/distributed/world.h"
@@ -26,8 +28,8 @@ class EvaluationPool {
  public:
   // `controller_measures`: this rank (the controller: rank 0, or the first
   // of its group under --controllers) measures a share of each batch, the
-  // smallest; false: the workers measure it all, the controller only what a
-  // dropped worker leaves (and every batch once none is left). `workers`:
+  // smallest; false: the workers measure it all, the controller only every
+  // batch once none is left. `workers`:
   // the ranks that measure for it (none: it measures alone); not given:
   // every other rank of the world.
   explicit EvaluationPool(World& world, bool controller_measures = true,
@@ -55,7 +57,24 @@ class EvaluationPool {
   int64_t placements_measured_by_workers() const;
 
  private:
-  void Drop(size_t worker, const std::string& why, int64_t placements);
+  // Placements [first, first + count) of a batch.
+  struct Range {
+    size_t first, count;
+  };
+  struct Sent {
+    size_t worker;
+    Range range;
+    int64_t message;
+  };
+  // Sends each worker still answering its slice of every range (appended to
+  // `sent`) and returns this rank's slices, to measure while they do.
+  std::vector<Range> Deal(const std::vector<Range>& ranges, const std::vector<Placement>& placements,
+                          const SimulatedEnvironmentOptions& options, int64_t batch, int32_t stream,
+                          std::vector<Sent>& sent);
+  // Marks a worker dropped and tells it so, should it be only slow.
+  void Drop(size_t worker);
+  // The ranks a dropped worker's placements go to, as a line says them.
+  std::string TakersLine() const;
   World& world_;
   bool controller_measures_;
   mutable std::mutex mutex_;
