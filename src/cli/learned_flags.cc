@@ -15,7 +15,7 @@ std::vector<const CLI::Option*> AddGdpNetworkFlags(CLI::App* command, LearnedOpt
          "with --policy it replaces the policy's learned bonus)")
       ->group(group)->check(InRange(0.0, 100.0));
   command->add_flag("--gdp-no-baseline-probes{false}", learned.unit.baseline_probes,
-                    "GDP: start probes of the network's stretches only, not the expert's, METIS's, MinCut's and Scotch's placements")
+                    "GDP: start probes of the network's stretches only, not the cheap baselines' placements (expert, METIS, MinCut, Scotch, dp_split, list schedulers)")
       ->group(group);
   command->add_option("--stretch-noise", learned.gdp.stretch_noise_std,
                       "GDP: std of Gaussian noise drawn per stretch of the network and device, added to its units' logits "

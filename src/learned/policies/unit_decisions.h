@@ -7,7 +7,8 @@
 // update, probes measure the units' locality order (OpFeatures::unit_position)
 // cut into stretches placed round robin over the fast devices, in runs of
 // several lengths, all on the fastest device, and the placements of the
-// baselines that cost milliseconds (expert, METIS, MinCut, Scotch); the
+// baselines that cost milliseconds (expert, METIS, MinCut, Scotch, dp_split
+// and the three list schedulers); the
 // fastest probe becomes the graph's start placement, and the policy adds a
 // learned bonus to every unit's logit for its start device. Without it
 // thousands of units placed independently start as scattered as a random
