@@ -26,9 +26,7 @@ class ChainPeers {
   // first reaches each multiple of it below its budget.
   virtual int64_t share_every() const = 0;
   // Sends this chain's best at share number `round` and returns the best of
-  // every chain still answering, this one's included, in rank order: the
-  // others' as of a share that depends only on `round` (the one before,
-  // across processes), so that a fixed seed gives one result.
+  // every chain still answering, this one's included, in rank order.
   virtual std::vector<SharedBest> Exchange(int64_t round, const SharedBest& mine) = 0;
   // The chain has spent its budget: sends its best for the last time.
   // Rank 0 gets every chain's still answering, in rank order (its own

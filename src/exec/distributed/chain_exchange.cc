@@ -96,22 +96,14 @@ std::vector<SharedBest> StoreChainPeers::Gather(const std::string& name, const S
 
 std::vector<SharedBest> StoreChainPeers::Exchange(int64_t round, const SharedBest& mine) {
   KillPointForTests("DEVPLACE_TEST_KILL_WORKER", world_.rank(), shares_++);  // at its N-th share
-  const std::string key = "chain/" + std::to_string(round) + "/" + std::to_string(world_.rank());
+  const std::string name = "chain/" + std::to_string(round);
+  const std::string key = name + "/" + std::to_string(world_.rank());
   world_.Put(key, Encode(mine));
-  // The others' bests of the share before this one: a rank waits only for
-  // a chain more than a share behind, where reading this share's would
-  // make every share a barrier for the slowest chain.
-  std::vector<SharedBest> bests = {mine};
-  if (previous_round_ >= 0) bests = Gather("chain/" + std::to_string(previous_round_), mine);
-  // Every live rank has left its best of the share before, so it has
-  // returned from the share before that, and read every best of the one
-  // before again: this rank's of that one can go.
-  if (keys_.size() == 3) {
-    world_.Delete(keys_.front());
-    keys_.erase(keys_.begin());
-  }
-  keys_.push_back(key);
-  previous_round_ = round;
+  std::vector<SharedBest> bests = Gather(name, mine);
+  // Every live rank has left its best of this share, so it has read this
+  // rank's of the last: that one can go.
+  if (!previous_key_.empty()) world_.Delete(previous_key_);
+  previous_key_ = key;
   return bests;
 }
 

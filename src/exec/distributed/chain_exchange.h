@@ -1,13 +1,11 @@
 // Independent search chains, one a rank, sharing their best placements
 // through the world's store (placers/chain_peers.h): at share n each rank
-// leaves its best under chain/n/RANK and reads every other rank's of share
-// n - 1, so that a chain waits only for one more than a share behind. A rank
+// leaves its best under chain/n/RANK and reads every other rank's. A rank
 // that has not left its best within the world's timeout is dropped (a
 // line on rank 0's stderr) and not waited for again.
 #pragma once
 
 #include <cstdint>
-#include <string>
 #include <vector>
 
 #include "exec/distributed/world.h"
@@ -42,8 +40,7 @@ class StoreChainPeers : public ChainPeers {
   int32_t num_ops_;
   int64_t share_every_;
   std::vector<bool> live_;
-  int64_t previous_round_ = -1;     // this rank's last share
-  std::vector<std::string> keys_;  // this rank's bests of its last shares, oldest first
+  std::string previous_key_;  // this rank's best of the last share
   int64_t shares_ = 0;
 };
 
