@@ -4,9 +4,8 @@
 // back. A worker that does not answer within the world's timeout (dead,
 // hung, cut off) is dropped and its slice dealt again over the ranks still
 // measuring (rank 0 alone once no worker is left), so no placement is lost
-// and the run goes on. Each slice keeps its samples'
-// place in the batch, so the noise (sim/environment.h) is the same as in
-// one process.
+// and the run goes on. Each slice keeps its samples' place in the batch, so
+// the noise (sim/environment.h) is the same as in one process.
 #pragma once
 
 #include <cstdint>
@@ -28,10 +27,10 @@ class EvaluationPool {
  public:
   // `controller_measures`: this rank (the controller: rank 0, or the first
   // of its group under --controllers) measures a share of each batch, the
-  // smallest; false: the workers measure it all, the controller only every
-  // batch once none is left. `workers`:
-  // the ranks that measure for it (none: it measures alone); not given:
-  // every other rank of the world.
+  // smallest; false: the workers measure it all, and the controller
+  // measures only once no worker is left. `workers`: the ranks that measure
+  // for it (none: it measures alone); not given: every other rank of the
+  // world.
   explicit EvaluationPool(World& world, bool controller_measures = true,
                           std::optional<std::vector<int32_t>> workers = std::nullopt);
   // Tells the workers still answering to stop; Finish says it first.
