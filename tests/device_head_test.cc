@@ -19,6 +19,7 @@
 #include "learned/networks/policy_file.h"
 #include "learned/policies/gdp_policy.h"
 #include "learned/training/batch_trainer.h"
+#include "learned/training/search_targets.h"
 #include "placement_problem.h"
 #include "test_files.h"
 #include "test_util.h"
@@ -47,6 +48,24 @@ Graph BranchesGraph() {
     }
   }
   g.Finalize("branches");
+  return g;
+}
+
+// Two independent chains of 8 ops, one of heavy MatMuls and one of lighter
+// Conv2Ds, with small outputs: the fastest placement puts each chain on a
+// GPU of its own, the heavy one on the faster. A target a network can
+// learn from what it sees (op types, sizes, device speeds), unlike one
+// that splits look-alike units.
+Graph HeavyAndLightChains() {
+  Graph g;
+  for (int i = 0; i < 16; ++i) {
+    const bool heavy = i < 8;
+    Op op = testing::MakeOp(i, (heavy ? "heavy" : "light") + std::to_string(i), heavy ? 4e9 : 2e9, 4096);
+    op.type = heavy ? "MatMul" : "Conv2D";
+    const int32_t index = g.AddOp(op);
+    if (i % 8 != 0) g.AddDataEdge(index - 1, 0, index);
+  }
+  g.Finalize("heavy_and_light");
   return g;
 }
 
@@ -321,6 +340,55 @@ TEST(DeviceHeadTest, TrainingOnGeneratedClustersIsRepeatableAndPlacesOnAPreset) 
   LearnedOptions place = DeviceHeadOptions();
   place.policy_file = dir.File("first.pt");
   EXPECT_LT(StepTime(preset, ZeroShot(preset, place)), std::numeric_limits<double>::infinity());
+}
+
+// Distilling search (--imitate-search): with no start bonus and no probes,
+// the network alone learns to place like each training pair's search
+// target, on both clusters at once: -log p(target) per unit is about half
+// what the same training without the targets leaves. (A target that splits
+// units the network cannot tell apart, such as the links of one chain
+// alternating between two GPUs, cannot be learnt: hence a graph whose
+// target follows what the network sees.)
+TEST(DeviceHeadTest, ImitatingSearchTeachesTheNetworkItsTargets) {
+  testing::TempDir dir;
+  const Graph chains = HeavyAndLightChains();
+  GraphsAndClusters inputs;
+  inputs.graphs = {&chains};
+  inputs.clusters = ClusterList({MixedCluster(2, "three"), MixedCluster(4, "five")});
+  inputs.cost_model = [](const Graph&, const Cluster& cluster) { return CostModel(cluster, {}, testing::PerfectEfficiency()); };
+  BatchTrainOptions train;
+  train.learned = DeviceHeadOptions();
+  train.learned.unit.start_bias = 0;
+  train.learned.learning_rate = 0.003;
+  train.learned.samples_per_step = 4;
+  train.learned.max_steps = 60;
+  train.learned.worker_threads = 1;
+  train.learned.checkpoint_seconds = 0;
+  constexpr int64_t kEvaluations = 300;
+  // -log p(target) per unit on each cluster, for a training with and one
+  // without the targets.
+  std::vector<std::vector<double>> loss_per_unit;
+  for (int64_t evaluations : {int64_t{0}, kEvaluations}) {
+    train.imitate_search_evaluations = evaluations;
+    train.policy_out = dir.File("policy" + std::to_string(evaluations) + ".pt");
+    TrainAcrossGraphsAndClusters(inputs, train);
+    std::vector<double> losses;
+    for (int gpus : {2, 4}) {
+      testing::OwnedProblem p(HeavyAndLightChains(), MixedCluster(gpus, gpus == 2 ? "three" : "five"));
+      LearnedOptions alone = DeviceHeadOptions();
+      alone.policy_file = train.policy_out;
+      alone.unit.start_bias = 0;
+      std::unique_ptr<Policy> policy = MakePolicy(p.get(train.learned.seed), alone);
+      const Decision target = SearchTarget(p.get(train.learned.seed), *policy, kEvaluations);
+      torch::NoGradGuard no_grad;
+      losses.push_back(ImitationLoss(*policy->Begin(), target).item<double>() / static_cast<double>(target.size()));
+    }
+    loss_per_unit.push_back(losses);
+  }
+  for (size_t c = 0; c < 2; ++c) {
+    EXPECT_LT(loss_per_unit[1][c], 0.7 * loss_per_unit[0][c])
+        << "cluster " << c << ": -log p(target) per unit " << loss_per_unit[1][c] << " imitating, " << loss_per_unit[0][c] << " not";
+  }
 }
 
 }  // namespace

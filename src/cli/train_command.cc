@@ -45,8 +45,9 @@ struct TrainFlags {
   bool overwrite = false;
 };
 
-// One line per update at most once a second: the update, then per graph its
-// best and mean step time.
+// One line per update at most once a second: the update, -log p(target)
+// per unit when imitating search, then per graph its best and mean step
+// time.
 class TrainProgressPrinter {
  public:
   void operator()(const BatchTrainProgress& p, bool last) {
@@ -60,6 +61,11 @@ class TrainProgressPrinter {
     std::snprintf(head, sizeof head, "update %5lld  %7lld samples  (%.0f s)", static_cast<long long>(p.update),
                   static_cast<long long>(p.samples), p.seconds);
     line << head;
+    if (p.imitation_loss_per_unit > 0) {
+      char part[64];
+      std::snprintf(part, sizeof part, "  imitation %.3f", p.imitation_loss_per_unit);
+      line << part;
+    }
     for (const BatchGraphProgress& g : p.graphs) {
       char part[160];
       std::snprintf(part, sizeof part, "  %s best %.4g mean %.4g", ForMessage(g.graph, 40).c_str(), g.best_step_time_s, g.mean_step_time_s);
@@ -223,6 +229,12 @@ void AddTrainCommand(CLI::App& app) {
       ->check(NotNegative());
   cmd->add_option("--checkpoint-seconds", learned.checkpoint_seconds, "Seconds between saves (0 = none by time; default 30)")
       ->check(InRange(0.0, 1e9));
+  cmd->add_option("--imitate-search", flags->train.imitate_search_evaluations,
+                  "Distil search: each (graph, cluster) pair's target is mcmc's best after this many evaluations, and every "
+                  "optimiser step also learns to place like the targets (0 = reinforcement only, the default)")
+      ->check(InRange(0, 100000000));
+  cmd->add_option("--imitation-weight", flags->train.imitation_weight, "With --imitate-search: the imitation loss's weight beside the reinforcement loss (default 1)")
+      ->check(Positive());
   cmd->add_flag("--resume", flags->train.resume, "Continue from the checkpoint next to the policy file (POLICY.checkpoint)");
   cmd->add_flag("--overwrite", flags->overwrite, "Replace an existing policy file (without it, one is refused unless --resume)");
   cmd->add_flag("--quiet", flags->quiet, "No progress lines");

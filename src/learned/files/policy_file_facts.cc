@@ -18,6 +18,7 @@ void WritePolicyFileFacts(const PolicyFileFacts& facts, nlohmann::json& out) {
   out["device_kinds"] = facts.device_kinds;
   out["graphs"] = facts.graphs;
   out["updates"] = facts.updates;
+  if (facts.imitated_search_evaluations > 0) out["imitated_search_evaluations"] = facts.imitated_search_evaluations;
 }
 
 PolicyFileFacts ReadPolicyFileFacts(const CheckpointFacts& facts) {
@@ -32,6 +33,9 @@ PolicyFileFacts ReadPolicyFileFacts(const CheckpointFacts& facts) {
     out.graphs.push_back(graph.get<std::string>());
   }
   out.updates = facts.Integer("updates", 0, INT64_MAX);
+  if (facts.facts().contains("imitated_search_evaluations")) {
+    out.imitated_search_evaluations = facts.Integer("imitated_search_evaluations", 1, INT64_MAX);
+  }
   return out;
 }
 

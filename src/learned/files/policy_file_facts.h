@@ -22,6 +22,10 @@ struct PolicyFileFacts {
   std::vector<std::string> device_kinds;  // per device, in order
   std::vector<std::string> graphs;        // what it was trained on
   int64_t updates = 0;
+  // Distilled from search (`train --imitate-search N`): mcmc's evaluations
+  // per (graph, cluster) pair for the targets it imitated; 0 when trained
+  // by reinforcement alone. Written only when not 0.
+  int64_t imitated_search_evaluations = 0;
 };
 
 // The facts of a policy trained on `graphs` for `cluster`.

@@ -30,6 +30,7 @@
 #include "learned/training/parameters_for_tests.h"
 #include "learned/training/ppo.h"
 #include "learned/training/sampled_batch.h"
+#include "learned/training/search_targets.h"
 #include "learned/training/start_probes.h"
 #include "learned/training/training_budget.h"
 #include "learned/training/training_loop.h"
@@ -120,6 +121,9 @@ struct TrainingGraph {
   bool start_sent = false;
   double mean_time_s = 0;  // of the last update's placements that ran
   double failed_fraction = 0;
+  // With --imitate-search: what the policy imitates on this pair (found
+  // when the pair is first sampled; found again after a resume, alike).
+  std::optional<Decision> imitation_target;
 };
 
 // Across ranks, what rank 0 knows of a pair another rank trains: enough to
@@ -230,6 +234,9 @@ class BatchTrainer : public TrainingMode {
 
   // Every rank trains at least one graph.
   void CheckRanks() const {
+    if (ranks_ && options_.imitate_search_evaluations > 0) {
+      throw Error("train: --imitate-search is not built across processes yet (WORLD_SIZE=" + std::to_string(ranks_->size()) + ")");
+    }
     if (ranks_ && ranks_->size() > static_cast<int32_t>(graph_list_.size())) {
       throw Error("train: WORLD_SIZE=" + std::to_string(ranks_->size()) + " is more than the " + std::to_string(graph_list_.size()) +
                   " graphs of --graphs (each rank trains at least one graph)");
@@ -435,6 +442,13 @@ class BatchTrainer : public TrainingMode {
     std::vector<GraphBatch> batches(pairs.size());
     BatchTrainProgress progress;
     try {
+      // Targets first: a stop while mcmc finds one drops the update before
+      // any optimiser step.
+      for (TrainingGraph* g : pairs) {
+        if (options_.imitate_search_evaluations > 0 && !g->imitation_target && !stopped_here) {
+          g->imitation_target = SearchTarget(*g->problem, *g->policy, options_.imitate_search_evaluations);
+        }
+      }
       for (size_t i = 0; i < pairs.size() && !stopped_here; ++i) {
         TrainingGraph& g = *pairs[i];
         GraphBatch& b = batches[i];
@@ -466,16 +480,48 @@ class BatchTrainer : public TrainingMode {
       }
       if (batches.empty()) batches.emplace_back().policy = graphs_.front().policy.get();
     }
-    algorithm_->UpdateAcrossGraphs(batches, [&] {
+    // Distilling search, each optimiser step's loss is the reinforcement
+    // loss plus the imitation loss; an update whose samples were all alike
+    // (no advantage, no step: a policy that has settled on one placement)
+    // still takes the imitation step.
+    const bool imitating = options_.imitate_search_evaluations > 0 && !pairs.empty() && !stopped_here;
+    bool stepped = false;
+    auto apply = [&] {
+      if (imitating) {
+        const double per_unit = AddImitationGradients(pairs);
+        if (!stepped) progress.imitation_loss_per_unit = per_unit;
+      }
       torch::nn::utils::clip_grad_norm_(graphs_.front().policy->module().parameters(), learned_.grad_clip_norm);
       SetLearningRates(*optimizer_, ScheduledLearningRates(learned_, update_));
       optimizer_->step();
-    }, UpdateAcrossRanks{ranks_, stopped_here});
+      stepped = true;
+    };
+    algorithm_->UpdateAcrossGraphs(batches, apply, UpdateAcrossRanks{ranks_, stopped_here});
+    if (imitating && !stepped) {
+      graphs_.front().policy->module().zero_grad();
+      apply();
+    }
     ++update_;
     progress.update = update_;
     progress.samples = samples_;
     progress.seconds = Seconds();
     return progress;
+  }
+
+  // Adds the gradient of the imitation loss, the weighted mean over the
+  // sampled pairs of -log p(target), to the gradients in the network: one
+  // more pass of the encoder per pair.
+  // Returns the loss per unit (the mean over the pairs), for the progress line.
+  double AddImitationGradients(const std::vector<TrainingGraph*>& pairs) {
+    torch::Tensor loss = torch::zeros({});
+    double per_unit = 0;
+    for (TrainingGraph* g : pairs) {
+      torch::Tensor pair_loss = ImitationLoss(*g->policy->Begin(), *g->imitation_target);
+      per_unit += pair_loss.item<double>() / static_cast<double>(std::max<size_t>(1, g->imitation_target->size())) / pairs.size();
+      loss = loss + pair_loss;
+    }
+    (loss * (options_.imitation_weight / static_cast<double>(pairs.size()))).backward();
+    return per_unit;
   }
 
   std::string CheckpointPath() const { return CheckpointBeside(options_.policy_out); }
@@ -564,6 +610,7 @@ class BatchTrainer : public TrainingMode {
     const bool any_cluster = learned_.method == "gdp" && learned_.gdp.network.head == "devices";
     PolicyFileFacts file_facts = PolicyFileFactsFor(fixed_kinds_of_ ? *fixed_kinds_of_ : cluster, std::move(names), update_);
     file_facts.cluster_name = cluster_names_;
+    file_facts.imitated_search_evaluations = options_.imitate_search_evaluations;
     if (any_cluster) file_facts.device_kinds.clear();  // bound to no cluster
     net_->WritePolicyFile(options_.policy_out, file_facts);
 

@@ -39,6 +39,12 @@ struct BatchTrainOptions {
   // this rank trains graphs g with g mod WORLD_SIZE == its rank, and only
   // rank 0 writes the policy file and the checkpoint. Null: one process.
   std::shared_ptr<TrainingRanks> ranks;
+  // Distils search into the policy (learned/training/search_targets.h):
+  // the evaluations of mcmc that find each pair's target, and the weight of
+  // the supervised step toward it after every update. 0: reinforcement
+  // only. One process only.
+  int64_t imitate_search_evaluations = 0;
+  double imitation_weight = 1.0;
 };
 
 struct BatchGraphProgress {
@@ -52,6 +58,9 @@ struct BatchTrainProgress {
   int64_t update = 0;
   int64_t samples = 0;
   double seconds = 0;
+  // With --imitate-search: -log p(target) per unit, the mean over the
+  // update's pairs, before its first optimiser step; 0 otherwise.
+  double imitation_loss_per_unit = 0;
   std::vector<BatchGraphProgress> graphs;
 };
 
