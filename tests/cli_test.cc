@@ -673,12 +673,13 @@ TEST(CliTest, TrainWritesAPolicyThatPlacesZeroShotAlikeInEveryProcess) {
 // (the targets are found again, alike); bad values are one-line errors.
 TEST(CliTest, TrainImitatingSearchRecordsItAndResumesAlike) {
   TempDir dir;
-  const std::string flags = " --cluster k80x2,p100x4 --gdp-head devices --start-bias 0 --imitate-search 40 --samples-per-step 2"
+  const std::string flags = " --cluster k80x2,p100x4 --gdp-head devices --start-bias 0 --imitate-search 40 --imitation-weighting flops --samples-per-step 2"
                             " --gdp-hidden 16 --gdp-heads 2 --quiet --checkpoint-seconds 0";
   Outcome straight = Devplace("train --graphs tiny,synthetic -o " + dir.File("straight.pt") + " --max-steps 4" + flags);
   ASSERT_EQ(straight.exit_code, 0) << straight.out;
   EXPECT_NE(straight.out.find("trained 4 updates"), std::string::npos) << straight.out;
   EXPECT_NE(ReadText(dir.File("straight.pt")).find("\"imitated_search_evaluations\":40"), std::string::npos);
+  EXPECT_NE(ReadText(dir.File("straight.pt")).find("\"imitation_weighting\":\"flops\""), std::string::npos);
 
   ASSERT_EQ(Devplace("train --graphs tiny,synthetic -o " + dir.File("resumed.pt") + " --max-steps 2" + flags).exit_code, 0);
   Outcome resumed = Devplace("train --graphs tiny,synthetic -o " + dir.File("resumed.pt") + " --max-steps 4 --resume" + flags);
@@ -688,6 +689,8 @@ TEST(CliTest, TrainImitatingSearchRecordsItAndResumesAlike) {
   ExpectCleanError(Devplace("train --graphs tiny --cluster k80x2 -o " + dir.File("bad.pt") + " --imitate-search -5"), "--imitate-search");
   ExpectCleanError(Devplace("train --graphs tiny --cluster k80x2 -o " + dir.File("bad.pt") + " --imitate-search 10 --imitation-weight 0"),
                    "--imitation-weight");
+  ExpectCleanError(Devplace("train --graphs tiny --cluster k80x2 -o " + dir.File("bad.pt") + " --imitate-search 10 --imitation-weighting loud"),
+                   "--imitation-weighting");
   EXPECT_FALSE(std::filesystem::exists(dir.File("bad.pt")));
 }
 

@@ -342,6 +342,29 @@ TEST(DeviceHeadTest, TrainingOnGeneratedClustersIsRepeatableAndPlacesOnAPreset) 
   EXPECT_LT(StepTime(preset, ZeroShot(preset, place)), std::numeric_limits<double>::infinity());
 }
 
+// --imitation-weighting flops: a choice counts by its ops' share of the
+// FLOPs (a heavy MatMul twice a light Conv2D here), the weights sum to the
+// number of choices, and weighting changes the loss; uniform is no weights.
+TEST(DeviceHeadTest, ImitationWeightsFollowTheFlops) {
+  testing::OwnedProblem p(HeavyAndLightChains(), MixedCluster(2));
+  std::unique_ptr<Policy> policy = MakePolicy(p.get(), DeviceHeadOptions());
+  EXPECT_TRUE(ChoiceWeights(p.graph, *policy, /*by_flops=*/false).empty());
+  const std::vector<double> weights = ChoiceWeights(p.graph, *policy, /*by_flops=*/true);
+  ASSERT_EQ(static_cast<int64_t>(weights.size()), policy->num_units());
+  double sum = 0;
+  for (double w : weights) sum += w;
+  EXPECT_NEAR(sum, static_cast<double>(weights.size()), 1e-9);
+  const std::vector<int32_t> choice_of_op = policy->ChoiceOfOp();
+  ASSERT_EQ(choice_of_op.size(), 16u);
+  EXPECT_NEAR(weights[choice_of_op[0]] / weights[choice_of_op[8]], (4e9 + 0.01 * 48e9 / 16) / (2e9 + 0.01 * 48e9 / 16), 1e-9);
+  const Decision all_on_first(weights.size(), 1);
+  torch::NoGradGuard no_grad;
+  const double uniform = ImitationLoss(*policy->Begin(), all_on_first, {}).item<double>();
+  EXPECT_NEAR(uniform, -policy->Begin()->Score({all_on_first}).log_prob.item<double>(), 1e-4);
+  const std::vector<double> doubled(weights.size(), 2.0);
+  EXPECT_NEAR(ImitationLoss(*policy->Begin(), all_on_first, doubled).item<double>(), 2 * uniform, 1e-3);
+}
+
 // Distilling search (--imitate-search): with no start bonus and no probes,
 // the network alone learns to place like each training pair's search
 // target, on both clusters at once: -log p(target) per unit is about half
@@ -381,7 +404,7 @@ TEST(DeviceHeadTest, ImitatingSearchTeachesTheNetworkItsTargets) {
       std::unique_ptr<Policy> policy = MakePolicy(p.get(train.learned.seed), alone);
       const Decision target = SearchTarget(p.get(train.learned.seed), *policy, kEvaluations);
       torch::NoGradGuard no_grad;
-      losses.push_back(ImitationLoss(*policy->Begin(), target).item<double>() / static_cast<double>(target.size()));
+      losses.push_back(ImitationLoss(*policy->Begin(), target, {}).item<double>() / static_cast<double>(target.size()));
     }
     loss_per_unit.push_back(losses);
   }

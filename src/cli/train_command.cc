@@ -43,6 +43,7 @@ struct TrainFlags {
   bool quiet = false;
   bool learning_rate_given = false;
   bool overwrite = false;
+  std::string imitation_weighting = "uniform";
 };
 
 // One line per update at most once a second: the update, -log p(target)
@@ -119,6 +120,7 @@ void RunTrain(TrainFlags flags, const std::string& flags_text) {
     throw Error("train: --method must be gdp or mars (the learned methods trained across graphs), got '" + ForMessage(flags.method) + "'");
   }
   flags.train.learned.method = flags.method;
+  flags.train.imitation_by_flops = flags.imitation_weighting == "flops";
   if (!flags.learning_rate_given) flags.train.learned.learning_rate = DefaultLearningRate(flags.method);
   if (flags.graphs.empty()) throw Error("train: --graphs names no graph");
   LearnedOptions& learned = flags.train.learned;
@@ -235,6 +237,9 @@ void AddTrainCommand(CLI::App& app) {
       ->check(InRange(0, 100000000));
   cmd->add_option("--imitation-weight", flags->train.imitation_weight, "With --imitate-search: the imitation loss's weight beside the reinforcement loss (default 1)")
       ->check(Positive());
+  cmd->add_option("--imitation-weighting", flags->imitation_weighting,
+                  "With --imitate-search: each unit's term alike (uniform, the default) or by its share of the FLOPs (flops)")
+      ->check(CLI::IsMember({"uniform", "flops"}));
   cmd->add_flag("--resume", flags->train.resume, "Continue from the checkpoint next to the policy file (POLICY.checkpoint)");
   cmd->add_flag("--overwrite", flags->overwrite, "Replace an existing policy file (without it, one is refused unless --resume)");
   cmd->add_flag("--quiet", flags->quiet, "No progress lines");

@@ -18,7 +18,10 @@ void WritePolicyFileFacts(const PolicyFileFacts& facts, nlohmann::json& out) {
   out["device_kinds"] = facts.device_kinds;
   out["graphs"] = facts.graphs;
   out["updates"] = facts.updates;
-  if (facts.imitated_search_evaluations > 0) out["imitated_search_evaluations"] = facts.imitated_search_evaluations;
+  if (facts.imitated_search_evaluations > 0) {
+    out["imitated_search_evaluations"] = facts.imitated_search_evaluations;
+    out["imitation_weighting"] = facts.imitation_weighting;
+  }
 }
 
 PolicyFileFacts ReadPolicyFileFacts(const CheckpointFacts& facts) {
@@ -35,6 +38,7 @@ PolicyFileFacts ReadPolicyFileFacts(const CheckpointFacts& facts) {
   out.updates = facts.Integer("updates", 0, INT64_MAX);
   if (facts.facts().contains("imitated_search_evaluations")) {
     out.imitated_search_evaluations = facts.Integer("imitated_search_evaluations", 1, INT64_MAX);
+    if (facts.facts().contains("imitation_weighting")) out.imitation_weighting = facts.String("imitation_weighting");
   }
   return out;
 }

@@ -26,6 +26,7 @@ struct PolicyFileFacts {
   // per (graph, cluster) pair for the targets it imitated; 0 when trained
   // by reinforcement alone. Written only when not 0.
   int64_t imitated_search_evaluations = 0;
+  std::string imitation_weighting;  // with it: "uniform" or "flops"
 };
 
 // The facts of a policy trained on `graphs` for `cluster`.

@@ -94,7 +94,9 @@ class GdpPass : public PolicyPass {
     torch::Tensor chosen = torch::tensor(flat, torch::kInt64).view({K, U}).t();  // [U, K]
     PolicySamples out;
     out.decisions = decisions;
-    out.log_prob = log_probs_.gather(1, chosen).sum(0);
+    const torch::Tensor per_choice = log_probs_.gather(1, chosen);  // [U, K]
+    out.log_prob = per_choice.sum(0);
+    out.choice_log_prob = per_choice.t();
     out.entropy = Entropy().expand({K});
     return out;
   }

@@ -24,6 +24,10 @@ struct PolicySamples {
   std::vector<Decision> decisions;
   torch::Tensor log_prob;  // [samples]: of the whole decision
   torch::Tensor entropy;   // [samples]: summed over the decision's choices
+  // [samples, choices]: each choice's log-probability, from Score, for a
+  // policy whose choices are independent given the pass (GDP); undefined
+  // for the others.
+  torch::Tensor choice_log_prob;
 };
 
 struct SampleOptions {
@@ -70,6 +74,10 @@ class Policy {
   // The decision whose placement is as close to `placement` as this policy
   // can express: what a warm start imitates.
   virtual Decision Imitate(const Placement& placement) const = 0;
+
+  // The choice of a decision that sets each op's device ([op]: a unit), for
+  // a policy that places units; empty for the others.
+  virtual std::vector<int32_t> ChoiceOfOp() const { return {}; }
 
   // The parameters (for the optimiser, checkpoints, copies between
   // controllers).

@@ -37,6 +37,7 @@ class UnitPolicy : public Policy {
 
   Placement ToPlacement(const Decision& decision) const override { return units_->ToPlacement(decision); }
   Decision Imitate(const Placement& placement) const override { return units_->Imitate(placement); }
+  std::vector<int32_t> ChoiceOfOp() const override { return units_->features().unit_of_op; }
   // None when the start bonus is 0 (the papers' start from random weights).
   std::vector<Decision> StartProbes() const override;
   // The fastest probe that ran becomes the start; none ran: no start.

@@ -124,6 +124,7 @@ struct TrainingGraph {
   // With --imitate-search: what the policy imitates on this pair (found
   // when the pair is first sampled; found again after a resume, alike).
   std::optional<Decision> imitation_target;
+  std::vector<double> imitation_weights;  // per choice of the target; empty: alike
 };
 
 // Across ranks, what rank 0 knows of a pair another rank trains: enough to
@@ -447,6 +448,7 @@ class BatchTrainer : public TrainingMode {
       for (TrainingGraph* g : pairs) {
         if (options_.imitate_search_evaluations > 0 && !g->imitation_target && !stopped_here) {
           g->imitation_target = SearchTarget(*g->problem, *g->policy, options_.imitate_search_evaluations);
+          g->imitation_weights = ChoiceWeights(g->problem->graph, *g->policy, options_.imitation_by_flops);
         }
       }
       for (size_t i = 0; i < pairs.size() && !stopped_here; ++i) {
@@ -516,7 +518,7 @@ class BatchTrainer : public TrainingMode {
     torch::Tensor loss = torch::zeros({});
     double per_unit = 0;
     for (TrainingGraph* g : pairs) {
-      torch::Tensor pair_loss = ImitationLoss(*g->policy->Begin(), *g->imitation_target);
+      torch::Tensor pair_loss = ImitationLoss(*g->policy->Begin(), *g->imitation_target, g->imitation_weights);
       per_unit += pair_loss.item<double>() / static_cast<double>(std::max<size_t>(1, g->imitation_target->size())) / pairs.size();
       loss = loss + pair_loss;
     }
@@ -611,6 +613,7 @@ class BatchTrainer : public TrainingMode {
     PolicyFileFacts file_facts = PolicyFileFactsFor(fixed_kinds_of_ ? *fixed_kinds_of_ : cluster, std::move(names), update_);
     file_facts.cluster_name = cluster_names_;
     file_facts.imitated_search_evaluations = options_.imitate_search_evaluations;
+    file_facts.imitation_weighting = options_.imitation_by_flops ? "flops" : "uniform";
     if (any_cluster) file_facts.device_kinds.clear();  // bound to no cluster
     net_->WritePolicyFile(options_.policy_out, file_facts);
 

@@ -45,6 +45,9 @@ struct BatchTrainOptions {
   // only. One process only.
   int64_t imitate_search_evaluations = 0;
   double imitation_weight = 1.0;
+  // Each choice's term weighted by its ops' share of the FLOPs
+  // (ChoiceWeights), instead of all alike.
+  bool imitation_by_flops = false;
 };
 
 struct BatchGraphProgress {
