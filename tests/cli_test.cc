@@ -691,6 +691,9 @@ TEST(CliTest, TrainImitatingSearchRecordsItAndResumesAlike) {
                    "--imitation-weight");
   ExpectCleanError(Devplace("train --graphs tiny --cluster k80x2 -o " + dir.File("bad.pt") + " --imitate-search 10 --imitation-weighting loud"),
                    "--imitation-weighting");
+  ExpectCleanError(Devplace("train --method mars --graphs tiny --cluster k80x2 -o " + dir.File("bad.pt") +
+                            " --imitate-search 10 --imitation-weighting flops"),
+                   "--method gdp only");
   EXPECT_FALSE(std::filesystem::exists(dir.File("bad.pt")));
 }
 

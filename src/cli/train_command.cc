@@ -121,6 +121,9 @@ void RunTrain(TrainFlags flags, const std::string& flags_text) {
   }
   flags.train.learned.method = flags.method;
   flags.train.imitation_by_flops = flags.imitation_weighting == "flops";
+  if (flags.train.imitation_by_flops && flags.method != "gdp") {
+    throw Error("train: --imitation-weighting flops is built for --method gdp only (Mars's decoder scores a placement whole)");
+  }
   if (!flags.learning_rate_given) flags.train.learned.learning_rate = DefaultLearningRate(flags.method);
   if (flags.graphs.empty()) throw Error("train: --graphs names no graph");
   LearnedOptions& learned = flags.train.learned;

@@ -511,9 +511,9 @@ class BatchTrainer : public TrainingMode {
   }
 
   // Adds the gradient of the imitation loss, the weighted mean over the
-  // sampled pairs of -log p(target), to the gradients in the network: one
-  // more pass of the encoder per pair.
-  // Returns the loss per unit (the mean over the pairs), for the progress line.
+  // sampled pairs of -log p(target), to the gradients in the network (one
+  // more pass of the encoder per pair), and returns the loss per unit, the
+  // mean over the pairs, for the progress line.
   double AddImitationGradients(const std::vector<TrainingGraph*>& pairs) {
     torch::Tensor loss = torch::zeros({});
     double per_unit = 0;

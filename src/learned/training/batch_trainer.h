@@ -40,9 +40,9 @@ struct BatchTrainOptions {
   // rank 0 writes the policy file and the checkpoint. Null: one process.
   std::shared_ptr<TrainingRanks> ranks;
   // Distils search into the policy (learned/training/search_targets.h):
-  // the evaluations of mcmc that find each pair's target, and the weight of
-  // the supervised step toward it after every update. 0: reinforcement
-  // only. One process only.
+  // the evaluations of mcmc that find each pair's target (0: reinforcement
+  // only), and the weight of the imitation loss beside the reinforcement
+  // loss. One process only.
   int64_t imitate_search_evaluations = 0;
   double imitation_weight = 1.0;
   // Each choice's term weighted by its ops' share of the FLOPs

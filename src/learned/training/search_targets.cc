@@ -36,7 +36,8 @@ std::vector<double> ChoiceWeights(const Graph& graph, const Policy& policy, bool
 
 torch::Tensor ImitationLoss(PolicyPass& pass, const Decision& target, const std::vector<double>& weights) {
   const PolicySamples scored = pass.Score({target});
-  if (weights.empty() || !scored.choice_log_prob.defined()) return -scored.log_prob.sum();
+  if (weights.empty()) return -scored.log_prob.sum();
+  if (!scored.choice_log_prob.defined()) throw Error("this policy does not score its choices one by one: its imitation cannot be weighted");
   const torch::Tensor w = torch::tensor(weights, torch::kFloat32);
   return -(scored.choice_log_prob[0] * w).sum();
 }

@@ -37,7 +37,8 @@ Decision SearchTarget(const PlacementProblem& problem, const Policy& policy, int
 std::vector<double> ChoiceWeights(const Graph& graph, const Policy& policy, bool by_flops);
 
 // One pair's imitation loss: -log p(target), each choice's term times its
-// weight (`weights` empty: 1), summed over the decision's choices as the
+// weight (`weights` empty: 1; not empty needs a pass that scores choices one
+// by one, GDP's, else Error), summed over the decision's choices as the
 // reinforcement loss's log-probabilities are (so that a weight of 1 weighs
 // them alike), differentiable, from a pass begun after the last optimiser
 // step.
