@@ -238,8 +238,12 @@ void AddTrainCommand(CLI::App& app) {
                   "Distil search: each (graph, cluster) pair's target is mcmc's best after this many evaluations, and every "
                   "optimiser step also learns to place like the targets (0 = reinforcement only, the default)")
       ->check(InRange(0, 100000000));
-  cmd->add_option("--imitation-weight", flags->train.imitation_weight, "With --imitate-search: the imitation loss's weight beside the reinforcement loss (default 1)")
-      ->check(Positive());
+  // At most 1000: a larger weight leaves the reinforcement loss nothing, and
+  // near 1e300 the scaled loss overflows float and the parameters go NaN.
+  cmd->add_option("--imitation-weight", flags->train.imitation_weight,
+                  "With --imitate-search: the imitation loss's weight beside the reinforcement loss (default 1, at most 1000)")
+      ->check(Positive())
+      ->check(InRange(0.0, 1000.0));
   cmd->add_option("--imitation-weighting", flags->imitation_weighting,
                   "With --imitate-search: each unit's term alike (uniform, the default) or by its share of the FLOPs (flops)")
       ->check(CLI::IsMember({"uniform", "flops"}));
